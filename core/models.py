@@ -1,0 +1,219 @@
+"""Pydantic models at the engine's boundaries: headers, events, config, candidates, contexts.
+
+Python attributes are snake_case; ``to_wire()`` returns the camelCase dict of the contract with
+keys in contract order and absent optionals omitted; ``Model.model_validate(wire)`` accepts it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+from .constants import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES, MAX_SAFE_INTEGER
+from .errors import INVALID_CONFIG, SessionReferenceError
+
+JsonValue = Any
+"""A plain JSON value: dict / list / str / int / float / bool / None."""
+
+
+class _WireModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class SessionHeader(_WireModel):
+    """The immutable header of a session (CONTRACT §1)."""
+
+    id: str
+    created_at: int
+    cwd: str | None = None
+    version: int = 0
+    parent_session: str | None = None
+    seed_length: int | None = None
+    delegation_depth: int = 0
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{version, id, createdAt, cwd?, parentSession?, seedLength?, delegationDepth}``."""
+        wire: dict[str, Any] = {"version": self.version, "id": self.id, "createdAt": self.created_at}
+        if self.cwd is not None:
+            wire["cwd"] = self.cwd
+        if self.parent_session is not None:
+            wire["parentSession"] = self.parent_session
+        if self.seed_length is not None:
+            wire["seedLength"] = self.seed_length
+        wire["delegationDepth"] = self.delegation_depth
+        return wire
+
+
+class SessionEvent(_WireModel):
+    """One event of a session log: ``{type, seq, time, data, surfaceOp?, sourceEventSeqs?}``."""
+
+    type: str
+    seq: int
+    time: int
+    data: dict[str, JsonValue]
+    surface_op: str | dict[str, JsonValue] | None = None
+    source_event_seqs: list[int] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The event exactly as CONTRACT §1 spells it."""
+        wire: dict[str, Any] = {"type": self.type, "seq": self.seq, "time": self.time, "data": self.data}
+        if self.surface_op is not None:
+            wire["surfaceOp"] = self.surface_op
+        if self.source_event_seqs is not None:
+            wire["sourceEventSeqs"] = self.source_event_seqs
+        return wire
+
+
+_CONFIG_KEYS = {
+    "max_references": "maxReferences",
+    "candidate_limit": "candidateLimit",
+    "max_reference_bytes": "maxReferenceBytes",
+}
+
+
+class ReferenceConfig(_WireModel):
+    """Service configuration (CONTRACT §10); every value is a positive safe integer.
+
+    Raises:
+        SessionReferenceError: ``SESSION_REFERENCE_INVALID_CONFIG`` naming the offending key.
+    """
+
+    max_references: int = MAX_REFERENCES
+    candidate_limit: int = DEFAULT_CANDIDATE_LIMIT
+    max_reference_bytes: int = DEFAULT_MAX_REFERENCE_BYTES
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check(cls, raw: Any) -> Any:
+        if not isinstance(raw, Mapping):
+            raise SessionReferenceError("session-reference: config must be a mapping", INVALID_CONFIG)
+        by_wire = {wire: name for name, wire in _CONFIG_KEYS.items()}
+        values: dict[str, int] = {}
+        for key, value in raw.items():
+            name = key if key in _CONFIG_KEYS else by_wire.get(key)
+            if name is None:
+                raise SessionReferenceError(f"session-reference: unknown config key {key!r}", INVALID_CONFIG)
+            wire_name = _CONFIG_KEYS[name]
+            if value is None:
+                continue
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_SAFE_INTEGER:
+                raise SessionReferenceError(
+                    f"session-reference: {wire_name} must be a positive safe integer", INVALID_CONFIG
+                )
+            values[name] = value
+        if values.get("max_references", MAX_REFERENCES) > MAX_REFERENCES:
+            raise SessionReferenceError(
+                f"session-reference: maxReferences must not exceed {MAX_REFERENCES}", INVALID_CONFIG
+            )
+        return values
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{maxReferences, candidateLimit, maxReferenceBytes}``."""
+        return {
+            "maxReferences": self.max_references,
+            "candidateLimit": self.candidate_limit,
+            "maxReferenceBytes": self.max_reference_bytes,
+        }
+
+
+class Candidate(_WireModel):
+    """A session the user may reference, as ``list_candidates`` returns it (CONTRACT §3)."""
+
+    session_id: str
+    label: str
+    cwd: str | None = None
+    created_at: int
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{sessionId, label, cwd?, createdAt}``."""
+        wire: dict[str, Any] = {"sessionId": self.session_id, "label": self.label}
+        if self.cwd is not None:
+            wire["cwd"] = self.cwd
+        wire["createdAt"] = self.created_at
+        return wire
+
+
+class HookContext(_WireModel):
+    """A context attached to a prompt; ``placement == "prompt-prefix"`` is baked into it (CONTRACT §7-§8)."""
+
+    source: dict[str, JsonValue]
+    content: list[dict[str, JsonValue]]
+    placement: str | None = None
+    meta: JsonValue = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{source, content, placement?, meta?}``."""
+        wire: dict[str, Any] = {"source": self.source, "content": self.content}
+        if self.placement is not None:
+            wire["placement"] = self.placement
+        if self.meta is not None:
+            wire["meta"] = self.meta
+        return wire
+
+
+class SessionRecord(_WireModel):
+    """One listed session: its header and whether it is live in memory and/or persisted on disk."""
+
+    header: SessionHeader
+    live: bool = False
+    persisted: bool = False
+
+
+class SurfaceSnapshot(_WireModel):
+    """What ``read_surface`` returns: the header, the last raw seq and the folded current surface."""
+
+    session: SessionHeader
+    captured_through_seq: int | None = Field(default=None)
+    events: list[SessionEvent]
+
+
+class TitleSnapshot(_WireModel):
+    """The latest ``session/title`` of a raw log."""
+
+    title: str
+    message_seqs: list[int]
+    event_seq: int
+    updated_at: int
+
+
+class PreparedMessage(_WireModel):
+    """What ``prepare`` returns: detached content and zero or one aggregated context."""
+
+    content: list[dict[str, JsonValue]]
+    contexts: list[HookContext]
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{content, contexts: [...]}``."""
+        return {"content": self.content, "contexts": [context.to_wire() for context in self.contexts]}
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedItem:
+    """One projected message of a source (CONTRACT §5)."""
+
+    role: str
+    text: str
+    checkpoint: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RetainedSource:
+    """One source fitted into its budget: the data object, its stats and its serialised size."""
+
+    data: dict[str, Any]
+    stats: dict[str, Any]
+    size: int
+    """UTF-8 bytes of the tag-safe JSON of ``data`` (always <= the budget)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BakedPrompt:
+    """Result of ``bake_prompt_message``: the prompt event payload and the contexts not baked in."""
+
+    data: dict[str, Any]
+    separate_contexts: list[HookContext]

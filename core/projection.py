@@ -1,0 +1,52 @@
+"""What of a source session is shown: the projected conversation (CONTRACT §5)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .constants import COMPACT_CHECKPOINT_SOURCE
+from .models import ProjectedItem, SurfaceSnapshot
+from .surface import display_prompt_content, text_of_blocks
+
+
+def is_compact_checkpoint_source(source: Any) -> bool:
+    """Whether a message source is the compaction marker ``{kind: "plugin", plugin: "compact"}``."""
+    return (
+        isinstance(source, Mapping)
+        and source.get("kind") == COMPACT_CHECKPOINT_SOURCE["kind"]
+        and source.get("plugin") == COMPACT_CHECKPOINT_SOURCE["plugin"]
+    )
+
+
+def _is_user_source(source: Any) -> bool:
+    return isinstance(source, Mapping) and source.get("kind") == "user"
+
+
+def project_conversation(snapshot: SurfaceSnapshot) -> list[ProjectedItem]:
+    """Project a folded surface into ``{role, text, checkpoint}`` items.
+
+    Direct user prompts (display content only, so baked snapshots never propagate), compact
+    checkpoints and assistant text are kept; plugin-injected context, tools, reasoning and empty
+    items are dropped.
+    """
+    items: list[ProjectedItem] = []
+    for event in snapshot.events:
+        event_type = event.type
+        data = event.data
+        if event_type == "assistant/message":
+            content = data.get("content")
+            text = text_of_blocks(content) if isinstance(content, list) else ""
+            if text:
+                items.append(ProjectedItem("assistant", text, False))
+        elif event_type == "user/message":
+            source = data.get("source")
+            checkpoint = is_compact_checkpoint_source(source)
+            if checkpoint or _is_user_source(source):
+                text = text_of_blocks(display_prompt_content(data))
+                if text:
+                    items.append(ProjectedItem("user", text, checkpoint))
+        elif event_type == "steering/message" and _is_user_source(data.get("source")):
+            text = text_of_blocks(display_prompt_content(data))
+            if text:
+                items.append(ProjectedItem("user", text, False))
+    return items

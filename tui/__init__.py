@@ -1,0 +1,1 @@
+"""The Textual host of the sessionref engine."""
