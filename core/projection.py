@@ -12,14 +12,14 @@ from .surface import display_prompt_content, text_of_blocks
 def is_compact_checkpoint_source(source: Any) -> bool:
     """Whether a message source is the compaction marker ``{kind: "plugin", plugin: "compact"}``."""
     return (
-        isinstance(source, Mapping)
+        (type(source) is dict or isinstance(source, Mapping))
         and source.get("kind") == COMPACT_CHECKPOINT_SOURCE["kind"]
         and source.get("plugin") == COMPACT_CHECKPOINT_SOURCE["plugin"]
     )
 
 
 def _is_user_source(source: Any) -> bool:
-    return isinstance(source, Mapping) and source.get("kind") == "user"
+    return (type(source) is dict or isinstance(source, Mapping)) and source.get("kind") == "user"
 
 
 def project_conversation(snapshot: SurfaceSnapshot) -> list[ProjectedItem]:

@@ -109,13 +109,22 @@ def display_prompt_content(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     return content if isinstance(content, list) else []
 
 
+def _block_text(block: Any) -> str | None:
+    if type(block) is dict or isinstance(block, Mapping):
+        if block.get("type") == "text":
+            value = block.get("text")
+            if type(value) is str:
+                return value
+    return None
+
+
 def text_of_blocks(blocks: Iterable[Any]) -> str:
     """The ``text`` of every ``type == "text"`` block, joined with newlines."""
-    return "\n".join(
-        block["text"]
-        for block in blocks
-        if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str)
-    )
+    if type(blocks) is list and len(blocks) == 1:
+        # The overwhelmingly common shape: one text block.
+        return _block_text(blocks[0]) or ""
+    texts = [text for text in map(_block_text, blocks) if text is not None]
+    return "\n".join(texts)
 
 
 def _copy(value: Any) -> Any:

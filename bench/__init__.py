@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` (or `python -m bench`) prints the figures quoted in the README."""

@@ -1,0 +1,63 @@
+"""Shared fixtures: a store on a fixed clock and helpers that write realistic conversations."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from core import MemorySessionStore, Session
+
+settings.register_profile(
+    "sessionref", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.load_profile("sessionref")
+
+
+def text(value: str) -> dict[str, Any]:
+    """A text content block."""
+    return {"type": "text", "text": value}
+
+
+def say_user(session: Session, words: str, *, source: dict[str, Any] | None = None) -> None:
+    """Append a direct user prompt."""
+    session.append(
+        "user/message", {"content": [text(words)], "source": source or {"kind": "user"}}, surface_op="append"
+    )
+
+
+def say_assistant(session: Session, words: str) -> None:
+    """Append an assistant reply."""
+    session.append(
+        "assistant/message",
+        {"turn": 0, "step": 0, "content": [text(words)], "provenance": {"provider": "test", "model": "test"}},
+        surface_op="append",
+    )
+
+
+def compact(session: Session, summary: str) -> None:
+    """Replace the whole current surface with a compact checkpoint (what compaction does)."""
+    surface = session.surface()
+    seqs = [event.seq for event in surface]
+    session.append(
+        "user/message",
+        {"content": [text(summary)], "source": {"kind": "plugin", "plugin": "compact"}},
+        surface_op={"op": "replace", "start": seqs[0], "end": seqs[-1]},
+        source_event_seqs=seqs,
+    )
+
+
+@pytest.fixture
+def clock() -> Callable[[], int]:
+    """A clock that ticks one millisecond per call from a fixed epoch."""
+    ticks: Iterator[int] = itertools.count(1_700_000_000_000)
+    return lambda: next(ticks)
+
+
+@pytest.fixture
+def store(clock: Callable[[], int]) -> MemorySessionStore:
+    """An empty in-memory store on the fixed clock."""
+    return MemorySessionStore(clock=clock)
