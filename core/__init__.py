@@ -17,6 +17,7 @@ from .constants import (
     SESSION_REFERENCE_SCHEME,
 )
 from .errors import SessionQueryError, SessionReferenceError
+from .jsonl_store import JsonlSessionStore, StoreProblem
 from .models import (
     BakedPrompt,
     Candidate,
@@ -59,6 +60,7 @@ __all__ = [
     "BakedPrompt",
     "Candidate",
     "HookContext",
+    "JsonlSessionStore",
     "MemorySessionStore",
     "ParsedReferenceText",
     "PreparedMessage",
@@ -74,6 +76,7 @@ __all__ = [
     "SessionRecord",
     "SessionReferenceError",
     "SessionReferenceService",
+    "StoreProblem",
     "SurfaceSnapshot",
     "TitleSnapshot",
     "bake_prompt_message",

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from core import MemorySessionStore, Session
+from core import JsonlSessionStore, MemorySessionStore, Session
 
 settings.register_profile(
     "sessionref", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -57,7 +58,19 @@ def clock() -> Callable[[], int]:
     return lambda: next(ticks)
 
 
+@pytest.fixture(params=["memory", "jsonl-zstd", "jsonl-none"])
+def store(request: pytest.FixtureRequest, clock: Callable[[], int], tmp_path: Path) -> Iterator[Any]:
+    """An empty store on the fixed clock: in memory, or durable on a temporary directory."""
+    if request.param == "memory":
+        yield MemorySessionStore(clock=clock)
+        return
+    compression = request.param.removeprefix("jsonl-")
+    durable = JsonlSessionStore(tmp_path / "root", compression=compression, clock=clock)
+    yield durable
+    durable.close()
+
+
 @pytest.fixture
-def store(clock: Callable[[], int]) -> MemorySessionStore:
-    """An empty in-memory store on the fixed clock."""
+def memory_store(clock: Callable[[], int]) -> MemorySessionStore:
+    """An empty in-memory store (for tests about the in-memory store itself)."""
     return MemorySessionStore(clock=clock)

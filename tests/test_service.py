@@ -77,14 +77,12 @@ async def test_bad_candidate_limit_is_invalid_reference(store, sessions, limit) 
 
 
 async def test_failing_title_read_fails_the_listing_as_it_is(store, sessions) -> None:
-    class Broken(MemorySessionStore):
+    class Broken(HangingQuery):
         async def read_title(self, session_id: str) -> TitleSnapshot | None:
             raise SessionQueryError("title index is gone", "SESSION_QUERY_TEST")
 
-    broken = Broken()
-    broken._sessions = store._sessions
     with pytest.raises(SessionQueryError, match="title index is gone"):
-        await SessionReferenceService(broken).list_candidates(sessions["target"])
+        await SessionReferenceService(Broken(store)).list_candidates(sessions["target"])
 
 
 class HangingQuery:
@@ -402,10 +400,10 @@ async def test_budget_failure_fails_the_whole_call(store, sessions) -> None:
 
 
 async def test_one_unfit_source_among_fitting_ones_fails_everything(store, sessions) -> None:
-    store.create("x" * 400, created_at=1)
+    say_user(store.create("wide", cwd="/" + "x" * 400, created_at=1), "hi")
     with pytest.raises(SessionReferenceError) as caught:
         await SessionReferenceService(store, {"maxReferenceBytes": 300}).prepare(
-            sessions["target"], REQUEST, [ReferenceInput("alpha"), ReferenceInput("x" * 400)]
+            sessions["target"], REQUEST, [ReferenceInput("alpha"), ReferenceInput("wide")]
         )
     assert codes(caught) == "SESSION_REFERENCE_BUDGET_EXCEEDED"
 

@@ -1,0 +1,638 @@
+"""``JsonlSessionStore``: durable sessions in the DeepSeek Harness JSONL layout (STORE.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import zstandard
+
+from .errors import SESSION_QUERY_SESSION_EXISTS, SessionQueryError
+from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot
+from .query import listing_order_key
+from .serialization import js_json_stringify
+from .session import Clock, Session, check_cwd, mint_session_id, not_found, system_clock
+from .surface import SurfaceFolder
+
+Compression = Literal["zstd", "none"]
+
+SESSION_QUERY_INVALID_ID = "SESSION_QUERY_INVALID_ID"
+SESSION_QUERY_CORRUPT = "SESSION_QUERY_CORRUPT_SESSION"
+SESSION_QUERY_LOCKED = "SESSION_QUERY_SESSION_LOCKED"
+SESSION_QUERY_WRITE_FAILED = "SESSION_QUERY_WRITE_FAILED"
+SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
+
+_FILE_NAMES: dict[str, str] = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}
+_SAFE_UNIT = re.compile(r"[A-Za-z0-9._-]")
+_NAME_LIMIT = 255
+_NO_CWD = "_no-cwd"
+_HEADER_PROBE = 1 << 16
+
+
+def _units(text: str) -> list[int]:
+    raw = text.encode("utf-16-le", "surrogatepass")
+    return [raw[i] | raw[i + 1] << 8 for i in range(0, len(raw), 2)]
+
+
+def _escape_unit(unit: int) -> str:
+    char = chr(unit)
+    return char if unit < 0x80 and _SAFE_UNIT.match(char) else f"~{unit:04X}"
+
+
+def encode_session_segment(session_id: str) -> str:
+    """One safe path segment for a session id (injective over JavaScript strings).
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_INVALID_ID`` for the empty id or a segment over 255 bytes.
+    """
+    if session_id == "":
+        raise SessionQueryError("a session id must not be empty", SESSION_QUERY_INVALID_ID)
+    if session_id in (".", ".."):
+        return "~002E" * len(session_id)
+    segment = "".join(_escape_unit(unit) for unit in _units(session_id))
+    if len(segment) > _NAME_LIMIT:
+        raise SessionQueryError(
+            f"session id {js_json_stringify(session_id[:40])}... is too long to store: its file name would be "
+            f"{len(segment)} bytes (the file system allows {_NAME_LIMIT})",
+            SESSION_QUERY_INVALID_ID,
+        )
+    return segment
+
+
+def project_key(cwd: str | None) -> str:
+    """The project folder of a cwd: ``--<slug>--`` (lossy on purpose), or ``_no-cwd``."""
+    if cwd is None:
+        return _NO_CWD
+    parts: list[str] = []
+    in_separator = False
+    for unit in _units(cwd):
+        if unit in (0x2F, 0x5C, 0x3A):
+            if not in_separator:
+                parts.append("-")
+            in_separator = True
+            continue
+        in_separator = False
+        parts.append(_escape_unit(unit))
+    slug = "".join(parts).lstrip("-") or "root"
+    return f"--{slug[:251]}--"
+
+
+def _corrupt(path: Path, offset: int, reason: str) -> SessionQueryError:
+    return SessionQueryError(f"corrupt session file {path} at byte {offset}: {reason}", SESSION_QUERY_CORRUPT)
+
+
+def header_line(header: SessionHeader) -> str:
+    """The first line of a session file."""
+    return js_json_stringify({"type": "session", **header.to_wire()}) + "\n"
+
+
+def _header_from_row(row: Any, path: Path) -> SessionHeader:
+    if not isinstance(row, dict) or row.get("type") != "session" or "delegationDepth" not in row:
+        raise _corrupt(path, 0, "the first line is not a session header")
+    try:
+        return SessionHeader.model_validate({key: value for key, value in row.items() if key != "type"})
+    except ValueError as error:
+        raise _corrupt(path, 0, f"invalid header ({error.__class__.__name__})") from error
+
+
+def _expand_row(row: Any, path: Path, offset: int) -> list[SessionEvent]:
+    """One stored row as events: a plain event, or a packed chunk row expanded losslessly."""
+    if not isinstance(row, dict):
+        raise _corrupt(path, offset, "a row is not an object")
+    kind = row.get("type")
+    if kind in ("text-chunks", "reasoning-chunks", "tool-call-chunks"):
+        try:
+            seq0, time0, data = row["seq0"], row["time0"], row["data"]
+            dts = data["dt"]
+            pieces = data["args"] if kind == "tool-call-chunks" else data["texts"]
+            if len(dts) != len(pieces) or not all(isinstance(p, str) for p in pieces):
+                raise ValueError("dt and pieces differ in length")
+            events = []
+            elapsed = 0
+            for k, piece in enumerate(pieces):
+                if k:
+                    elapsed += int(dts[k - 1])
+                chunk: dict[str, Any]
+                if kind == "tool-call-chunks":
+                    chunk = {"type": "tool-call-delta", "index": data["index"], "id": data["id"]}
+                    if "name" in data:
+                        chunk["name"] = data["name"]
+                    chunk["argumentsDelta"] = piece
+                else:
+                    delta = "text-delta" if kind == "text-chunks" else "reasoning-delta"
+                    chunk = {"type": delta, "index": data["index"], "text": piece}
+                events.append(
+                    SessionEvent.model_construct(
+                        type="assistant/chunk",
+                        seq=int(seq0) + k,
+                        time=int(time0) + elapsed,
+                        data={"turn": data["turn"], "step": data["step"], "chunk": chunk},
+                        surface_op=None,
+                        source_event_seqs=None,
+                    )
+                )
+            return events
+        except (KeyError, TypeError, ValueError) as error:
+            raise _corrupt(path, offset, f"malformed {kind} row ({error})") from error
+    try:
+        if type(row.get("seq")) is not int or type(row.get("time")) is not int or not isinstance(row.get("data"), dict):
+            raise ValueError("seq, time and data are required")
+        return [
+            SessionEvent.model_construct(
+                type=row["type"],
+                seq=row["seq"],
+                time=row["time"],
+                data=row["data"],
+                surface_op=row.get("surfaceOp"),
+                source_event_seqs=row.get("sourceEventSeqs"),
+            )
+        ]
+    except (KeyError, ValueError) as error:
+        raise _corrupt(path, offset, f"malformed event row ({error})") from error
+
+
+@dataclass
+class LoadedLog:
+    """A parsed session file: its header, events, and the byte length of the valid prefix."""
+
+    header: SessionHeader
+    events: list[SessionEvent]
+    valid_length: int
+    title: TitleSnapshot | None = None
+    surface_seqs: list[int] = field(default_factory=list)
+
+
+def _frames(raw: bytes, path: Path) -> tuple[list[tuple[int, bytes]], int]:
+    """Split a multi-frame zstd file into ``(offset, decompressed)`` pairs; a torn last frame is ignored."""
+    frames: list[tuple[int, bytes]] = []
+    offset = 0
+    total = len(raw)
+    view = memoryview(raw)
+    while offset < total:
+        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        try:
+            content = decompressor.decompress(view[offset:])
+        except zstandard.ZstdError as error:
+            raise _corrupt(path, offset, f"damaged zstd frame ({error})") from error
+        if not decompressor.eof:
+            break  # an incomplete last frame: the footprint of a crash mid-write
+        consumed = total - offset - len(decompressor.unused_data)
+        frames.append((offset, content))
+        offset += consumed
+    return frames, offset
+
+
+def _split_lines(content: bytes, base: int) -> tuple[list[tuple[int, bytes]], int]:
+    """Complete lines of ``content`` with their file offsets, and where the unterminated rest starts."""
+    lines: list[tuple[int, bytes]] = []
+    start = 0
+    while (end := content.find(b"\n", start)) >= 0:
+        lines.append((base + start, content[start:end]))
+        start = end + 1
+    return lines, start
+
+
+def load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
+    """Parse a whole session file (valid prefix only; damage before the tail raises)."""
+    lines: list[tuple[int, bytes]] = []
+    if compression == "zstd":
+        frames, valid = _frames(raw, path)
+        for offset, content in frames:
+            frame_lines, rest = _split_lines(content, 0)
+            if rest != len(content):
+                raise _corrupt(path, offset, "a frame does not end with a complete line")
+            lines.extend((offset, line) for _, line in frame_lines)
+    else:
+        lines, valid = _split_lines(raw, 0)  # a last line without its newline is a torn tail
+    if not lines:
+        raise _corrupt(path, 0, "the file has no complete header")
+    header = None
+    events: list[SessionEvent] = []
+    folder = SurfaceFolder()
+    title: TitleSnapshot | None = None
+    for offset, line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError as error:
+            raise _corrupt(path, offset, f"a line is not JSON ({error})") from error
+        if header is None:
+            header = _header_from_row(row, path)
+            continue
+        for event in _expand_row(row, path, offset):
+            try:
+                folder.push(event.type, event.seq, event.surface_op, event.source_event_seqs)
+            except SessionQueryError as error:
+                raise _corrupt(path, offset, str(error)) from error
+            events.append(event)
+            if event.type == "session/title" and isinstance(event.data.get("title"), str):
+                title = TitleSnapshot(
+                    title=event.data["title"],
+                    message_seqs=[s for s in event.data.get("messageSeqs", []) if type(s) is int],
+                    event_seq=event.seq,
+                    updated_at=event.time,
+                )
+    assert header is not None
+    return LoadedLog(header=header, events=events, valid_length=valid, title=title, surface_seqs=folder.seqs)
+
+
+def _read_header(path: Path, compression: Compression) -> SessionHeader:
+    """Read only the header frame/line of a session file."""
+    with open(path, "rb") as handle:
+        probe = handle.read(_HEADER_PROBE)
+    if compression == "zstd":
+        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        try:
+            content = decompressor.decompress(probe)
+        except zstandard.ZstdError as error:
+            raise _corrupt(path, 0, f"damaged header frame ({error})") from error
+        line, newline, _ = content.partition(b"\n")
+        if not decompressor.eof and not newline:
+            raise _corrupt(path, 0, "the header frame is incomplete")
+    else:
+        line, newline, _ = probe.partition(b"\n")
+        if not newline:
+            raise _corrupt(path, 0, "the header line is incomplete")
+    try:
+        row = json.loads(line)
+    except ValueError as error:
+        raise _corrupt(path, 0, "the header is not JSON") from error
+    return _header_from_row(row, path)
+
+
+Revision = tuple[int, int, int, int]
+
+
+def _revision(path: Path) -> Revision:
+    stat = path.stat()
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+@dataclass
+class StoreProblem:
+    """A session file that could not be listed or read, with the reason."""
+
+    path: Path
+    message: str
+
+
+@dataclass
+class _Cached:
+    revision: Revision
+    header: SessionHeader
+    log: LoadedLog | None = None
+
+
+@dataclass
+class _Owned:
+    """A session this store instance writes: its open, locked file (``None`` until materialised)."""
+
+    session: Session
+    path: Path
+    fd: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class JsonlSessionStore:
+    """Durable, dsh-compatible sessions on disk (STORE.md), with the ``MemorySessionStore`` surface.
+
+    Args:
+        root: the store folder (created when missing).
+        compression: ``"zstd"`` (default, multi-frame with checksums) or ``"none"`` (plain JSONL).
+        clock: epoch-milliseconds clock for new events and headers.
+    """
+
+    def __init__(
+        self, root: str | os.PathLike[str], *, compression: Compression = "zstd", clock: Clock = system_clock
+    ) -> None:
+        if compression not in _FILE_NAMES:
+            raise ValueError(f"compression must be 'zstd' or 'none', not {compression!r}")
+        self.root = Path(root)
+        self.compression: Compression = compression
+        self._file_name = _FILE_NAMES[compression]
+        self._other_name = _FILE_NAMES["none" if compression == "zstd" else "zstd"]
+        self._clock = clock
+        self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
+        self._owned: dict[str, _Owned] = {}
+        self._cache: dict[Path, _Cached] = {}
+        self.problems: list[StoreProblem] = []
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    # -- paths ------------------------------------------------------------------------------------
+
+    def session_path(self, session_id: str, cwd: str | None) -> Path:
+        """Where a session's file lives."""
+        return self.root / project_key(cwd) / encode_session_segment(session_id) / self._file_name
+
+    def _find(self, session_id: str) -> Path | None:
+        segment = encode_session_segment(session_id)
+        for project in self._project_dirs():
+            candidate = project / segment / self._file_name
+            if candidate.exists():
+                return candidate
+            if (project / segment / self._other_name).exists():
+                raise self._wrong_encoding(project / segment / self._other_name)
+        return None
+
+    def _wrong_encoding(self, path: Path) -> SessionQueryError:
+        other = "none" if self.compression == "zstd" else "zstd"
+        return SessionQueryError(
+            f"{path} uses compression {other!r} but this store was opened with {self.compression!r}; "
+            f"open the root with compression={other!r}",
+            SESSION_QUERY_WRONG_ENCODING,
+        )
+
+    def _project_dirs(self) -> list[Path]:
+        try:
+            return [entry for entry in self.root.iterdir() if entry.is_dir()]
+        except FileNotFoundError:
+            return []
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def create(
+        self, session_id: str | None = None, *, cwd: str | None = None, created_at: int | None = None
+    ) -> Session:
+        """Create a session; nothing is written until its first append.
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_EXISTS``, ``SESSION_QUERY_INVALID_ID``, or
+                ``SESSION_QUERY_INVALID_EVENT`` for a non-absolute cwd.
+        """
+        if session_id is None:
+            session_id = mint_session_id()
+        path = self.session_path(session_id, check_cwd(cwd))
+        if session_id in self._owned or self._find(session_id) is not None:
+            raise SessionQueryError(
+                f"session {js_json_stringify(session_id)} already exists", SESSION_QUERY_SESSION_EXISTS
+            )
+        header = SessionHeader(id=session_id, cwd=cwd, created_at=self._clock() if created_at is None else created_at)
+        session = Session(header, clock=self._clock, sink=self)
+        self._owned[session_id] = _Owned(session=session, path=path)
+        return session
+
+    def get(self, session_id: str) -> Session | None:
+        """The session with this id, opened for writing (locked) by this store; ``None`` when absent.
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_LOCKED`` when another writer holds it,
+                ``SESSION_QUERY_CORRUPT_SESSION`` when its file is damaged.
+        """
+        owned = self._owned.get(session_id)
+        if owned is not None:
+            return owned.session
+        path = self._find(session_id)
+        if path is None:
+            return None
+        fd = os.open(path, os.O_RDWR)
+        try:
+            self._lock(fd, session_id)
+            raw = _read_fd(fd)
+            log = load_log(raw, path, self.compression)
+            if log.valid_length != len(raw):
+                # A writer recovering from a crash: drop the torn tail before appending after it.
+                os.ftruncate(fd, log.valid_length)
+                os.fsync(fd)
+            os.lseek(fd, 0, os.SEEK_END)
+        except BaseException:
+            os.close(fd)
+            raise
+        session = Session(log.header, log.events, clock=self._clock, sink=self)
+        self._owned[session_id] = _Owned(session=session, path=path, fd=fd)
+        return session
+
+    def _lock(self, fd: int, session_id: str) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SessionQueryError(
+                f"session {js_json_stringify(session_id)} is open elsewhere (another sessionref or dsh process "
+                "is writing it); close it there first",
+                SESSION_QUERY_LOCKED,
+            ) from None
+
+    def close(self) -> None:
+        """Release every session this store writes (their locks and files)."""
+        for owned in self._owned.values():
+            if owned.fd is not None:
+                os.close(owned.fd)
+                owned.fd = None
+        self._owned.clear()
+
+    def release(self, session_id: str) -> None:
+        """Stop writing one session (its lock is released; the data stays)."""
+        owned = self._owned.pop(session_id, None)
+        if owned is not None and owned.fd is not None:
+            os.close(owned.fd)
+
+    def delete(self, session_id: str) -> None:
+        """Delete a session and its folder (a missing id is not an error)."""
+        owned = self._owned.pop(session_id, None)
+        path = owned.path if owned is not None else self._find(session_id)
+        if owned is not None and owned.fd is not None:
+            os.close(owned.fd)
+        if path is not None and path.parent.exists():
+            shutil.rmtree(path.parent)
+            self._cache.pop(path, None)
+            _fsync_dir(path.parent.parent)
+
+    def _encode(self, text: str) -> bytes:
+        data = text.encode("utf-8")
+        return self._compressor.compress(data) if self.compression == "zstd" else data
+
+    def write(self, session: Session, events: Any) -> None:
+        """Persist one append batch durably (the ``EventSink`` of owned sessions).
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_WRITE_FAILED`` after truncating back to the old length.
+        """
+        owned = self._owned.get(session.id)
+        if owned is None or owned.session is not session:
+            raise SessionQueryError(
+                f"session {js_json_stringify(session.id)} is not open for writing here", SESSION_QUERY_LOCKED
+            )
+        batch = "".join(js_json_stringify(event.to_wire()) + "\n" for event in events)
+        if owned.fd is None:
+            self._materialise(owned, batch)
+            return
+        fd = owned.fd
+        before = os.fstat(fd).st_size
+        try:
+            _write_all(fd, self._encode(batch))
+            os.fsync(fd)
+        except OSError as error:
+            try:
+                os.ftruncate(fd, before)
+                os.fsync(fd)
+            finally:
+                os.lseek(fd, 0, os.SEEK_END)
+            raise SessionQueryError(
+                f"could not write session {js_json_stringify(session.id)}: {error.strerror or error}; "
+                "nothing was saved",
+                SESSION_QUERY_WRITE_FAILED,
+            ) from error
+
+    def _materialise(self, owned: _Owned, batch: str) -> None:
+        path = owned.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            self._lock(fd, owned.session.id)
+            if self.compression == "zstd":
+                payload = self._encode(header_line(owned.session.header)) + self._encode(batch)
+            else:
+                payload = self._encode(header_line(owned.session.header) + batch)
+            _write_all(fd, payload)
+            os.fsync(fd)
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                raise SessionQueryError(
+                    f"session {js_json_stringify(owned.session.id)} already exists", SESSION_QUERY_SESSION_EXISTS
+                ) from None
+        except OSError as error:
+            os.close(fd)
+            raise SessionQueryError(
+                f"could not create session {js_json_stringify(owned.session.id)}: {error.strerror or error}",
+                SESSION_QUERY_WRITE_FAILED,
+            ) from error
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+        _fsync_dir(path.parent)
+        _fsync_dir(path.parent.parent)
+        _fsync_dir(self.root)
+        os.lseek(fd, 0, os.SEEK_END)
+        owned.fd = fd
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def _session_files(self) -> list[Path]:
+        files = []
+        self.problems = []
+        for project in self._project_dirs():
+            try:
+                entries = list(project.iterdir())
+            except OSError as error:
+                self.problems.append(StoreProblem(project, f"cannot list {project}: {error.strerror}"))
+                continue
+            for entry in entries:
+                if entry.is_file():
+                    self.problems.append(
+                        StoreProblem(
+                            entry, f"{entry} is a flat session file; sessions must be <project>/<id>/{self._file_name}"
+                        )
+                    )
+                    continue
+                candidate = entry / self._file_name
+                if candidate.is_file():
+                    files.append(candidate)
+                elif (entry / self._other_name).is_file():
+                    self.problems.append(
+                        StoreProblem(entry / self._other_name, str(self._wrong_encoding(entry / self._other_name)))
+                    )
+        return files
+
+    def _cached_header(self, path: Path) -> SessionHeader:
+        revision = _revision(path)
+        cached = self._cache.get(path)
+        if cached is not None and cached.revision == revision:
+            return cached.header
+        header = _read_header(path, self.compression)
+        self._cache[path] = _Cached(revision=revision, header=header)
+        return header
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        """Every readable session, newest first; unreadable files are listed in ``self.problems``."""
+        records: dict[str, SessionRecord] = {}
+        for path in self._session_files():
+            try:
+                header = self._cached_header(path)
+            except (SessionQueryError, OSError) as error:
+                self.problems.append(StoreProblem(path, str(error)))
+                continue
+            expected = self.root / project_key(header.cwd) / encode_session_segment(header.id) / self._file_name
+            if expected != path:
+                self.problems.append(StoreProblem(path, f"{path}: its header (id and cwd) belongs at {expected}"))
+                continue
+            if header.id in records:
+                self.problems.append(StoreProblem(path, f"{path}: duplicate session id {js_json_stringify(header.id)}"))
+                continue
+            records[header.id] = SessionRecord(header=header, live=header.id in self._owned, persisted=True)
+        for session_id, owned in self._owned.items():
+            if session_id not in records:
+                records[session_id] = SessionRecord(header=owned.session.header, live=True, persisted=False)
+        return sorted(records.values(), key=listing_order_key)
+
+    def _load(self, session_id: str) -> LoadedLog:
+        path = self._find(session_id)
+        if path is None:
+            raise not_found(session_id)
+        revision = _revision(path)
+        cached = self._cache.get(path)
+        if cached is not None and cached.revision == revision and cached.log is not None:
+            return cached.log
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        log = load_log(raw, path, self.compression)
+        self._cache[path] = _Cached(revision=revision, header=log.header, log=log)
+        return log
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """The folded current surface, from memory for sessions this store writes, else from disk.
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND`` or ``SESSION_QUERY_CORRUPT_SESSION``.
+        """
+        owned = self._owned.get(session_id)
+        if owned is not None:
+            return owned.session.snapshot()
+        log = self._load(session_id)
+        return SurfaceSnapshot.model_construct(
+            session=log.header,
+            captured_through_seq=log.events[-1].seq if log.events else None,
+            events=[log.events[seq] for seq in log.surface_seqs],
+        )
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        """The latest ``session/title`` of the raw log, or ``None``."""
+        owned = self._owned.get(session_id)
+        if owned is not None:
+            return owned.session.title
+        return self._load(session_id).title
+
+
+def _read_fd(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
