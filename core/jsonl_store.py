@@ -483,9 +483,12 @@ class JsonlSessionStore:
             _write_all(fd, self._encode(batch))
             os.fsync(fd)
         except OSError as error:
+            # Roll back to the previous length; if even that cannot be synced the truncation still
+            # holds in the page cache, and the reader ignores a torn tail after a crash anyway.
             try:
                 os.ftruncate(fd, before)
-                os.fsync(fd)
+                with contextlib.suppress(OSError):
+                    os.fsync(fd)
             finally:
                 os.lseek(fd, 0, os.SEEK_END)
             raise SessionQueryError(
