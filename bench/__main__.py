@@ -99,8 +99,10 @@ def bench_prepare(repeats: int) -> None:
     references = [ReferenceInput(f"source-{index}") for index in range(3)]
     content = [{"type": "text", "text": "compare these"}]
 
+    loop = asyncio.new_event_loop()
+
     def run() -> Any:
-        return asyncio.run(service.prepare(target, content, references))
+        return loop.run_until_complete(service.prepare(target, content, references))
 
     wall = median_seconds(run, repeats)
     tracemalloc.start()
@@ -116,10 +118,18 @@ def bench_prepare(repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description="sessionref benchmarks")
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median is reported)")
+    parser.add_argument("--only", choices=["engine", "store"], help="run one group of benchmarks")
     args = parser.parse_args()
-    bench_retention(args.repeats)
-    bench_literal(args.repeats)
-    bench_prepare(args.repeats)
+    if args.only != "store":
+        bench_retention(args.repeats)
+        bench_literal(args.repeats)
+        bench_prepare(args.repeats)
+    if args.only != "engine":
+        from bench.store import bench_append, bench_listing, bench_read_surface
+
+        bench_listing(args.repeats)
+        bench_read_surface(args.repeats)
+        bench_append(args.repeats)
 
 
 if __name__ == "__main__":

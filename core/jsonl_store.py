@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import json
 import os
 import re
 import secrets
 import shutil
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +18,7 @@ from typing import Any, Literal
 import zstandard
 
 from .errors import SESSION_QUERY_SESSION_EXISTS, SessionQueryError
-from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot
+from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
 from .query import listing_order_key
 from .serialization import js_json_stringify
 from .session import Clock, Session, check_cwd, mint_session_id, not_found, system_clock
@@ -31,20 +33,24 @@ SESSION_QUERY_WRITE_FAILED = "SESSION_QUERY_WRITE_FAILED"
 SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 
 _FILE_NAMES: dict[str, str] = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}
-_SAFE_UNIT = re.compile(r"[A-Za-z0-9._-]")
 _NAME_LIMIT = 255
 _NO_CWD = "_no-cwd"
-_HEADER_PROBE = 1 << 16
+_HEADER_PROBE = 4096
 
 
-def _units(text: str) -> list[int]:
-    raw = text.encode("utf-16-le", "surrogatepass")
-    return [raw[i] | raw[i + 1] << 8 for i in range(0, len(raw), 2)]
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_UNSAFE_OR_SEPARATORS = re.compile(r"[/\\:]+|[^A-Za-z0-9._-]")
 
 
-def _escape_unit(unit: int) -> str:
-    char = chr(unit)
-    return char if unit < 0x80 and _SAFE_UNIT.match(char) else f"~{unit:04X}"
+def _escape_match(match: re.Match[str]) -> str:
+    # One escape per UTF-16 code unit: an astral character becomes two.
+    raw = match.group().encode("utf-16-be", "surrogatepass")
+    return "".join(f"~{raw[i] << 8 | raw[i + 1]:04X}" for i in range(0, len(raw), 2))
+
+
+def _slug_match(match: re.Match[str]) -> str:
+    text = match.group()
+    return "-" if text[0] in "/\\:" else _escape_match(match)
 
 
 def encode_session_segment(session_id: str) -> str:
@@ -57,7 +63,7 @@ def encode_session_segment(session_id: str) -> str:
         raise SessionQueryError("a session id must not be empty", SESSION_QUERY_INVALID_ID)
     if session_id in (".", ".."):
         return "~002E" * len(session_id)
-    segment = "".join(_escape_unit(unit) for unit in _units(session_id))
+    segment = _UNSAFE.sub(_escape_match, session_id)
     if len(segment) > _NAME_LIMIT:
         raise SessionQueryError(
             f"session id {js_json_stringify(session_id[:40])}... is too long to store: its file name would be "
@@ -71,17 +77,7 @@ def project_key(cwd: str | None) -> str:
     """The project folder of a cwd: ``--<slug>--`` (lossy on purpose), or ``_no-cwd``."""
     if cwd is None:
         return _NO_CWD
-    parts: list[str] = []
-    in_separator = False
-    for unit in _units(cwd):
-        if unit in (0x2F, 0x5C, 0x3A):
-            if not in_separator:
-                parts.append("-")
-            in_separator = True
-            continue
-        in_separator = False
-        parts.append(_escape_unit(unit))
-    slug = "".join(parts).lstrip("-") or "root"
+    slug = _UNSAFE_OR_SEPARATORS.sub(_slug_match, cwd).lstrip("-") or "root"
     return f"--{slug[:251]}--"
 
 
@@ -130,7 +126,7 @@ def _expand_row(row: Any, path: Path, offset: int) -> list[SessionEvent]:
                     delta = "text-delta" if kind == "text-chunks" else "reasoning-delta"
                     chunk = {"type": delta, "index": data["index"], "text": piece}
                 events.append(
-                    SessionEvent.model_construct(
+                    trusted_event(
                         type="assistant/chunk",
                         seq=int(seq0) + k,
                         time=int(time0) + elapsed,
@@ -146,7 +142,7 @@ def _expand_row(row: Any, path: Path, offset: int) -> list[SessionEvent]:
         if type(row.get("seq")) is not int or type(row.get("time")) is not int or not isinstance(row.get("data"), dict):
             raise ValueError("seq, time and data are required")
         return [
-            SessionEvent.model_construct(
+            trusted_event(
                 type=row["type"],
                 seq=row["seq"],
                 time=row["time"],
@@ -170,9 +166,11 @@ class LoadedLog:
     surface_seqs: list[int] = field(default_factory=list)
 
 
-def _frames(raw: bytes, path: Path) -> tuple[list[tuple[int, bytes]], int]:
-    """Split a multi-frame zstd file into ``(offset, decompressed)`` pairs; a torn last frame is ignored."""
-    frames: list[tuple[int, bytes]] = []
+def _frames(raw: bytes, path: Path) -> Generator[tuple[int, bytes], None, int]:
+    """Yield ``(offset, decompressed)`` per complete zstd frame; a torn last frame ends the walk.
+
+    The generator's return value is the byte length of the valid prefix.
+    """
     offset = 0
     total = len(raw)
     view = memoryview(raw)
@@ -185,9 +183,9 @@ def _frames(raw: bytes, path: Path) -> tuple[list[tuple[int, bytes]], int]:
         if not decompressor.eof:
             break  # an incomplete last frame: the footprint of a crash mid-write
         consumed = total - offset - len(decompressor.unused_data)
-        frames.append((offset, content))
+        yield offset, content
         offset += consumed
-    return frames, offset
+    return offset
 
 
 def _split_lines(content: bytes, base: int) -> tuple[list[tuple[int, bytes]], int]:
@@ -200,29 +198,82 @@ def _split_lines(content: bytes, base: int) -> tuple[list[tuple[int, bytes]], in
     return lines, start
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a log is parsed.
+
+    Parsing creates hundreds of thousands of acyclic dicts and lists; each of them counts towards
+    the collector's thresholds, and every full collection walks the whole growing heap. Nothing
+    parsed here forms a cycle, so deferring collection until the end is safe and removes the
+    superlinear part of loading a large log.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
     """Parse a whole session file (valid prefix only; damage before the tail raises)."""
-    lines: list[tuple[int, bytes]] = []
+    with _collector_paused():
+        return _load_log(raw, path, compression)
+
+
+def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -> list[tuple[int, Any]]:
+    """Parse a run of complete JSONL lines into ``(offset, row)`` pairs.
+
+    Raw newlines only ever separate rows (JSON escapes those inside strings), so the whole run is
+    parsed as one JSON array in a single C call; only when that fails is it re-parsed line by line
+    to name the damaged line's offset.
+    """
+    if not content:
+        return []
+    try:
+        rows = json.loads(b"[" + content[:-1].replace(b"\n", b",") + b"]")
+        if len(rows) == content.count(b"\n"):
+            if per_line_offsets:
+                lines, _ = _split_lines(content, base)
+                return [(offset, row) for (offset, _), row in zip(lines, rows, strict=True)]
+            return [(base, row) for row in rows]
+    except ValueError:
+        pass
+    lines, _ = _split_lines(content, base)
+    parsed = []
+    for offset, line in lines:
+        try:
+            parsed.append((offset if per_line_offsets else base, json.loads(line)))
+        except ValueError as error:
+            raise _corrupt(path, offset if per_line_offsets else base, f"a line is not JSON ({error})") from error
+    return parsed
+
+
+def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
+    rows: list[tuple[int, Any]] = []
     if compression == "zstd":
-        frames, valid = _frames(raw, path)
-        for offset, content in frames:
-            frame_lines, rest = _split_lines(content, 0)
-            if rest != len(content):
+        frames = _frames(raw, path)
+        while True:
+            try:
+                offset, content = next(frames)
+            except StopIteration as done:
+                valid = done.value
+                break
+            if not content.endswith(b"\n"):
                 raise _corrupt(path, offset, "a frame does not end with a complete line")
-            lines.extend((offset, line) for _, line in frame_lines)
+            rows.extend(_parse_rows(content, offset, path, per_line_offsets=False))
+            del content
     else:
-        lines, valid = _split_lines(raw, 0)  # a last line without its newline is a torn tail
-    if not lines:
+        valid = raw.rfind(b"\n") + 1  # a last line without its newline is a torn tail
+        rows = _parse_rows(raw[:valid], 0, path, per_line_offsets=True)
+    if not rows:
         raise _corrupt(path, 0, "the file has no complete header")
     header = None
     events: list[SessionEvent] = []
     folder = SurfaceFolder()
     title: TitleSnapshot | None = None
-    for offset, line in lines:
-        try:
-            row = json.loads(line)
-        except ValueError as error:
-            raise _corrupt(path, offset, f"a line is not JSON ({error})") from error
+    for offset, row in rows:
         if header is None:
             header = _header_from_row(row, path)
             continue
@@ -243,10 +294,8 @@ def load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
     return LoadedLog(header=header, events=events, valid_length=valid, title=title, surface_seqs=folder.seqs)
 
 
-def _read_header(path: Path, compression: Compression) -> SessionHeader:
-    """Read only the header frame/line of a session file."""
-    with open(path, "rb") as handle:
-        probe = handle.read(_HEADER_PROBE)
+def _header_bytes(probe: bytes, path: Path, compression: Compression) -> bytes | None:
+    """The header line inside ``probe`` (the start of the file), or ``None`` if it needs more bytes."""
     if compression == "zstd":
         decompressor = zstandard.ZstdDecompressor().decompressobj()
         try:
@@ -254,17 +303,29 @@ def _read_header(path: Path, compression: Compression) -> SessionHeader:
         except zstandard.ZstdError as error:
             raise _corrupt(path, 0, f"damaged header frame ({error})") from error
         line, newline, _ = content.partition(b"\n")
-        if not decompressor.eof and not newline:
-            raise _corrupt(path, 0, "the header frame is incomplete")
-    else:
-        line, newline, _ = probe.partition(b"\n")
-        if not newline:
-            raise _corrupt(path, 0, "the header line is incomplete")
+        if decompressor.eof and not newline:
+            raise _corrupt(path, 0, "the header frame holds no complete line")
+        return line if newline else None
+    line, newline, _ = probe.partition(b"\n")
+    return line if newline else None
+
+
+def _read_header(path: str, compression: Compression) -> SessionHeader:
+    """Read only the header frame/line of a session file (growing the read only if it is long)."""
+    size = _HEADER_PROBE
+    with open(path, "rb") as handle:
+        probe = handle.read(size)
+        while (line := _header_bytes(probe, Path(path), compression)) is None:
+            more = handle.read(size)
+            if not more:
+                raise _corrupt(Path(path), 0, "the header is incomplete")
+            probe += more
+            size *= 2
     try:
         row = json.loads(line)
     except ValueError as error:
-        raise _corrupt(path, 0, "the header is not JSON") from error
-    return _header_from_row(row, path)
+        raise _corrupt(Path(path), 0, "the header is not JSON") from error
+    return _header_from_row(row, Path(path))
 
 
 Revision = tuple[int, int, int, int]
@@ -337,6 +398,9 @@ class JsonlSessionStore:
         self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
         self._owned: dict[str, _Owned] = {}
         self._cache: dict[Path, _Cached] = {}
+        self._listing: dict[str, tuple[Revision, SessionRecord]] = {}
+        self._projects: dict[str, tuple[int, list[os.DirEntry[str]]]] = {}
+        self._last_listing: tuple[object, list[SessionRecord], list[StoreProblem]] | None = None
         self.problems: list[StoreProblem] = []
         self.root.mkdir(parents=True, exist_ok=True)
 
@@ -536,62 +600,103 @@ class JsonlSessionStore:
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def _session_files(self) -> list[Path]:
-        files = []
-        self.problems = []
-        for project in self._project_dirs():
+    def _session_files(self, problems: list[StoreProblem]) -> list[tuple[str, Revision]]:
+        """Every ``<project>/<session>/<file>`` with its revision; misplaced files go to ``problems``."""
+        files: list[tuple[str, Revision]] = []
+        try:
+            projects = [entry for entry in os.scandir(self.root) if entry.is_dir()]
+        except FileNotFoundError:
+            return files
+        for project in projects:
             try:
-                entries = list(project.iterdir())
+                entries = self._project_entries(project)
             except OSError as error:
-                self.problems.append(StoreProblem(project, f"cannot list {project}: {error.strerror}"))
+                problems.append(StoreProblem(Path(project.path), f"cannot list {project.path}: {error.strerror}"))
                 continue
             for entry in entries:
-                if entry.is_file():
-                    self.problems.append(
-                        StoreProblem(
-                            entry, f"{entry} is a flat session file; sessions must be <project>/<id>/{self._file_name}"
+                if not entry.is_dir():
+                    if ".jsonl" in entry.name:
+                        problems.append(
+                            StoreProblem(
+                                Path(entry.path),
+                                f"{entry.path} is a flat session file; "
+                                f"sessions must be <project>/<id>/{self._file_name}",
+                            )
                         )
-                    )
                     continue
-                candidate = entry / self._file_name
-                if candidate.is_file():
-                    files.append(candidate)
-                elif (entry / self._other_name).is_file():
-                    self.problems.append(
-                        StoreProblem(entry / self._other_name, str(self._wrong_encoding(entry / self._other_name)))
-                    )
+                candidate = entry.path + os.sep + self._file_name
+                try:
+                    stat = os.stat(candidate)
+                except FileNotFoundError:
+                    other = Path(entry.path) / self._other_name
+                    if other.is_file():
+                        problems.append(StoreProblem(other, str(self._wrong_encoding(other))))
+                    continue
+                files.append((candidate, (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)))
         return files
 
-    def _cached_header(self, path: Path) -> SessionHeader:
-        revision = _revision(path)
-        cached = self._cache.get(path)
-        if cached is not None and cached.revision == revision:
-            return cached.header
+    def _project_entries(self, project: os.DirEntry[str]) -> list[os.DirEntry[str]]:
+        """The entries of a project folder, re-read only when the folder's mtime changed.
+
+        Adding or removing a session folder changes the project folder's mtime; files inside a
+        session folder are still stat'ed on every listing, so appends and replacements are seen.
+        """
+        mtime = project.stat().st_mtime_ns
+        cached = self._projects.get(project.path)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        entries = list(os.scandir(project.path))
+        self._projects[project.path] = (mtime, entries)
+        return entries
+
+    def _listed_record(self, path: str, revision: Revision) -> SessionRecord:
+        cached = self._listing.get(path)
+        if cached is not None and cached[0] == revision:
+            return cached[1]
         header = _read_header(path, self.compression)
-        self._cache[path] = _Cached(revision=revision, header=header)
-        return header
+        expected = os.path.join(self.root, project_key(header.cwd), encode_session_segment(header.id), self._file_name)
+        if expected != path:
+            raise SessionQueryError(f"{path}: its header (id and cwd) belongs at {expected}", SESSION_QUERY_CORRUPT)
+        record = SessionRecord.model_construct(header=header, live=False, persisted=True)
+        self._listing[path] = (revision, record)
+        return record
 
     async def list_sessions(self) -> list[SessionRecord]:
-        """Every readable session, newest first; unreadable files are listed in ``self.problems``."""
+        """Every readable session, newest first; unreadable files are reported in ``self.problems``.
+
+        Only header frames are read, and only for files whose revision changed since the last call.
+        """
+        problems: list[StoreProblem] = []
+        files = self._session_files(problems)
+        fingerprint = (files, tuple((sid, o.fd is not None) for sid, o in self._owned.items()), len(problems))
+        if self._last_listing is not None and self._last_listing[0] == fingerprint:
+            self.problems = list(self._last_listing[2])
+            return list(self._last_listing[1])
         records: dict[str, SessionRecord] = {}
-        for path in self._session_files():
+        for path, revision in files:
             try:
-                header = self._cached_header(path)
+                record = self._listed_record(path, revision)
             except (SessionQueryError, OSError) as error:
-                self.problems.append(StoreProblem(path, str(error)))
+                problems.append(StoreProblem(Path(path), str(error)))
                 continue
-            expected = self.root / project_key(header.cwd) / encode_session_segment(header.id) / self._file_name
-            if expected != path:
-                self.problems.append(StoreProblem(path, f"{path}: its header (id and cwd) belongs at {expected}"))
+            session_id = record.header.id
+            if session_id in records:
+                problems.append(
+                    StoreProblem(Path(path), f"{path}: duplicate session id {js_json_stringify(session_id)}")
+                )
                 continue
-            if header.id in records:
-                self.problems.append(StoreProblem(path, f"{path}: duplicate session id {js_json_stringify(header.id)}"))
-                continue
-            records[header.id] = SessionRecord(header=header, live=header.id in self._owned, persisted=True)
+            if session_id in self._owned:
+                record = SessionRecord.model_construct(header=record.header, live=True, persisted=True)
+            records[session_id] = record
         for session_id, owned in self._owned.items():
             if session_id not in records:
-                records[session_id] = SessionRecord(header=owned.session.header, live=True, persisted=False)
-        return sorted(records.values(), key=listing_order_key)
+                records[session_id] = SessionRecord.model_construct(
+                    header=owned.session.header, live=True, persisted=False
+                )
+        self.problems = problems
+        listing = sorted(records.values(), key=listing_order_key)
+        self._last_listing = (fingerprint, listing, list(problems))
+        return list(listing)
 
     def _load(self, session_id: str) -> LoadedLog:
         path = self._find(session_id)

@@ -15,7 +15,7 @@ from .errors import (
     SESSION_QUERY_SESSION_NOT_FOUND,
     SessionQueryError,
 )
-from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot
+from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
 from .query import listing_order_key
 from .serialization import NotPlainJsonError, js_json_stringify, plain_json_copy
 from .surface import SurfaceFolder, derive_messages
@@ -187,9 +187,7 @@ class Session:
             raise invalid_event("session/title needs a string title and integer messageSeqs")
         seq = folder.next_seq
         folder.push(event_type, seq, op, sources)
-        return SessionEvent.model_construct(
-            type=event_type, seq=seq, time=now, data=plain, surface_op=op, source_event_seqs=sources
-        )
+        return trusted_event(event_type, seq, now, plain, op, sources)
 
     def derive_messages(self) -> list[dict[str, Any]]:
         """The model history of this session (CONTRACT §1)."""
