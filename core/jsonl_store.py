@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import gc
 import json
 import os
 import re
 import secrets
 import shutil
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import zstandard
 
+from .collector import collector_paused
 from .errors import SESSION_QUERY_SESSION_EXISTS, SessionQueryError
 from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
 from .query import listing_order_key
@@ -198,27 +198,9 @@ def _split_lines(content: bytes, base: int) -> tuple[list[tuple[int, bytes]], in
     return lines, start
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a log is parsed.
-
-    Parsing creates hundreds of thousands of acyclic dicts and lists; each of them counts towards
-    the collector's thresholds, and every full collection walks the whole growing heap. Nothing
-    parsed here forms a cycle, so deferring collection until the end is safe and removes the
-    superlinear part of loading a large log.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
     """Parse a whole session file (valid prefix only; damage before the tail raises)."""
-    with _collector_paused():
+    with collector_paused():
         return _load_log(raw, path, compression)
 
 

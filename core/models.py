@@ -7,7 +7,7 @@ keys in contract order and absent optionals omitted; ``Model.model_validate(wire
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -192,9 +192,8 @@ class PreparedMessage(_WireModel):
         return {"content": self.content, "contexts": [context.to_wire() for context in self.contexts]}
 
 
-@dataclass(frozen=True, slots=True)
-class ProjectedItem:
-    """One projected message of a source (CONTRACT §5)."""
+class ProjectedItem(NamedTuple):
+    """One projected message of a source (CONTRACT §5). A named tuple: sources have many."""
 
     role: str
     text: str

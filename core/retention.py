@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from .collector import collector_paused
 from .models import RetainedSource, SurfaceSnapshot
 from .projection import project_conversation
 from .serialization import js_json_stringify, tag_safe_json_length, utf8_encode, utf8_length
@@ -126,7 +127,8 @@ def retain_referenced_session(snapshot: SurfaceSnapshot, label: str, max_bytes: 
     Phase 1 drops the oldest messages that are neither checkpoints nor the newest; phase 2 cuts the
     longest remaining text with ``truncate_with_notice`` until the data object fits.
     """
-    original = project_conversation(snapshot)
+    with collector_paused():
+        original = project_conversation(snapshot)
     header = snapshot.session
     fixed_object: dict[str, Any] = {
         "sessionId": header.id,
