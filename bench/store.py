@@ -69,9 +69,18 @@ def bench_listing(repeats: int) -> None:
         started = time.perf_counter()
         records = _LOOP.run_until_complete(store.list_sessions())
         warms.append(time.perf_counter() - started)
+    files = [entry.path + "/session.jsonl.zstd" for p in os.scandir(root) if p.is_dir() for entry in os.scandir(p.path)]
+    floors = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for path in files:
+            os.stat(path)
+        floors.append(time.perf_counter() - started)
     cold, warm = statistics.median(colds) * 1000, statistics.median(warms) * 1000
+    stat_floor = statistics.median(floors) * 1000
     print(f"  cold (fresh process, import included): {cold:8.1f} ms   (target <= 2000 ms, {count} sessions)")
     print(f"  warm (revision cache hit):             {warm:8.1f} ms   (target <= 50 ms, {len(records)} sessions)")
+    print(f"  floor: one os.stat per session file:   {stat_floor:8.1f} ms   (warm / floor {warm / stat_floor:.2f}x)")
 
 
 def _floor(path: Path) -> float:
