@@ -340,7 +340,6 @@ class _Owned:
     session: Session
     path: Path
     fd: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _fsync_dir(path: Path) -> None:
