@@ -7,7 +7,9 @@ imports Textual; every host (the TUI, a CLI, a test) uses the names exported bel
 from __future__ import annotations
 
 from .abort import AbortController, AbortSignal
+from .agent import AgentLoop
 from .baking import bake_prompt_message
+from .chat_models import ChatModel, EchoModel, ModelError, OpenAICompatibleModel
 from .constants import (
     COMPACT_CHECKPOINT_SOURCE,
     DEFAULT_CANDIDATE_LIMIT,
@@ -57,11 +59,16 @@ __all__ = [
     "SESSION_REFERENCE_SCHEME",
     "AbortController",
     "AbortSignal",
+    "AgentLoop",
     "BakedPrompt",
     "Candidate",
+    "ChatModel",
+    "EchoModel",
     "HookContext",
     "JsonlSessionStore",
     "MemorySessionStore",
+    "ModelError",
+    "OpenAICompatibleModel",
     "ParsedReferenceText",
     "PreparedMessage",
     "ProjectedItem",

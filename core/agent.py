@@ -1,0 +1,181 @@
+"""``AgentLoop``: turns over a session: baked prompts, streamed replies, steering, titles (CONTRACT §8)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from .abort import AbortController, race_abort
+from .baking import bake_prompt_message
+from .chat_models import ChatModel, ModelError
+from .errors import SessionReferenceError
+from .models import HookContext
+from .session import Session
+from .surface import display_prompt_content, text_of_blocks
+
+TITLE_LIMIT = 60
+"""Fallback titles keep at most this many characters of the first line."""
+
+Prompt = tuple[list[dict[str, Any]], Sequence[HookContext]]
+
+
+def fallback_title(display_content: list[dict[str, Any]]) -> str:
+    """A title from the user's own words: first non-empty line, trimmed, at most ``TITLE_LIMIT`` characters."""
+    text = text_of_blocks(display_content)
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(line) > TITLE_LIMIT:
+        line = line[: TITLE_LIMIT - 1].rstrip() + "…"
+    return line or "Untitled"
+
+
+class AgentLoop:
+    """Runs turns on one session with one model; writes every event of CONTRACT §8 to the log."""
+
+    def __init__(self, session: Session, model: ChatModel) -> None:
+        self.session = session
+        self.model = model
+        self._queue: deque[Prompt] = deque()
+        self._steering: list[Prompt] = []
+        self._task: asyncio.Task[None] | None = None
+        self._abort: AbortController | None = None
+        self._turn = sum(1 for event in session.events if event.type == "turn/start")
+        self.last_error: ModelError | None = None
+
+    @property
+    def status(self) -> Literal["idle", "running"]:
+        """``running`` while a turn is in progress."""
+        return "running" if self._task is not None and not self._task.done() else "idle"
+
+    async def followup(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
+        """Start a turn with this prompt, or queue it for the next turn while one runs."""
+        if self.status == "running":
+            self._queue.append((content, contexts))
+            return
+        self._start(content, contexts, "followup")
+
+    async def steer(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
+        """Add a prompt to the running turn (recorded after the current step); idle: like ``followup``."""
+        if self.status == "running":
+            self._steering.append((content, contexts))
+            return
+        self._start(content, contexts, "steer")
+
+    def cancel(self) -> None:
+        """Abort the running turn: the stream closes, what arrived is kept, the turn ends ``aborted``."""
+        if self._abort is not None:
+            self._abort.abort("cancelled by the user")
+
+    async def when_idle(self) -> None:
+        """Wait until no turn runs and nothing is queued."""
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+
+    # -- the turn ---------------------------------------------------------------------------------
+
+    def _start(self, content: list[dict[str, Any]], contexts: Sequence[HookContext], trigger: str) -> None:
+        turn = self._turn
+        self._turn += 1
+        self.session.append("turn/start", {"turn": turn, "trigger": trigger})
+        prompt_seq = self._record_prompt("user/message", turn, content, contexts)
+        self._abort = AbortController()
+        self._task = asyncio.create_task(self._run(turn, prompt_seq, self._abort))
+
+    def _record_prompt(
+        self, event_type: str, turn: int, content: list[dict[str, Any]], contexts: Sequence[HookContext]
+    ) -> int:
+        baked = bake_prompt_message(content, contexts)
+        data = baked.data if event_type == "user/message" else {"turn": turn, **baked.data}
+        batch: list[tuple[str, dict[str, Any], Any, Any]] = [(event_type, data, "append", None)]
+        for context in baked.separate_contexts:
+            extra: dict[str, Any] = {"content": context.content, "source": context.source}
+            if context.meta is not None:
+                extra["meta"] = context.meta
+            batch.append(("user/message", extra, "append", None))
+        return self.session.append_batch(batch)[0].seq
+
+    async def _run(self, turn: int, prompt_seq: int, controller: AbortController) -> None:
+        reason, error = "completed", None
+        step = 0
+        try:
+            while True:
+                outcome = await self._step(turn, step, controller)
+                step += 1
+                if outcome != "completed":
+                    reason = outcome
+                    break
+                if not self._steering:
+                    break
+                pending, self._steering = self._steering, []
+                for content, contexts in pending:
+                    self._record_prompt("steering/message", turn, content, contexts)
+        except ModelError as failure:
+            reason, error = "error", failure
+        end: dict[str, Any] = {"turn": turn, "reason": reason}
+        if error is not None:
+            self.last_error = error
+            end["error"] = {"code": error.code, "message": error.message}
+        self.session.append("turn/end", end)
+        if reason == "completed" and self.session.title is None:
+            prompt = self.session.events[prompt_seq]
+            title = fallback_title(display_prompt_content(prompt.data))
+            self.session.append("session/title", {"title": title, "messageSeqs": [prompt_seq], "source": "fallback"})
+        # Steering that never got its step becomes the next turn, so no prompt is lost.
+        self._queue.extendleft(reversed(self._steering))
+        self._steering = []
+        if self._queue:
+            content, contexts = self._queue.popleft()
+            self._start(content, contexts, "followup")
+
+    async def _step(self, turn: int, step: int, controller: AbortController) -> str:
+        signal = controller.signal
+        self.session.append("step/start", {"turn": turn, "step": step})
+        texts: list[str] = []
+        usage: dict[str, Any] | None = None
+        outcome = "completed"
+        failure: ModelError | None = None
+        stream = self.model.stream(self.session.derive_messages(), signal=signal).__aiter__()
+        try:
+            while True:
+                try:
+                    chunk = await race_abort(stream.__anext__(), signal)
+                except StopAsyncIteration:
+                    break
+                if chunk.get("type") == "usage":
+                    usage = chunk.get("usage")
+                    continue
+                if chunk.get("type") != "text-delta" or not chunk.get("text"):
+                    continue
+                texts.append(chunk["text"])
+                self.session.append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk})
+            if signal.aborted:
+                outcome = "aborted"
+        except SessionReferenceError:
+            outcome = "aborted"
+        except ModelError as error:
+            failure = error
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                # The stream may already be finished or broken; closing it is best effort.
+                with contextlib.suppress(RuntimeError, ModelError):
+                    await aclose()
+        message: dict[str, Any] = {
+            "turn": turn,
+            "step": step,
+            "content": [{"type": "text", "text": "".join(texts)}] if texts else [],
+            "provenance": {"provider": self.model.provider, "model": self.model.name},
+        }
+        if usage is not None:
+            message["usage"] = usage
+        self.session.append_batch(
+            [
+                ("assistant/message", message, "append", None),
+                ("step/end", {"turn": turn, "step": step}, None, None),
+            ]
+        )
+        if failure is not None:
+            raise failure
+        return outcome
