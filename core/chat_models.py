@@ -14,7 +14,7 @@ import httpx
 
 from .abort import AbortSignal
 from .constants import PROMPT_REQUEST_DELIMITER
-from .retention import _NOTICE_HEAD
+from .retention import OMISSION_NOTICE_HEAD
 from .serialization import stringify_tag_safe_json, utf8_length
 
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
@@ -94,7 +94,7 @@ class EchoModel:
             pieces.append("\nNo other session was referenced.")
         for source in sources:
             conversation = source.get("conversation") or []
-            cut = sum(1 for item in conversation if _NOTICE_HEAD in str(item.get("text", "")))
+            cut = sum(1 for item in conversation if OMISSION_NOTICE_HEAD in str(item.get("text", "")))
             size = utf8_length(stringify_tag_safe_json(source))
             line = (
                 f"\n- **{source.get('label')}** (`{source.get('sessionId')}`): "

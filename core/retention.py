@@ -18,13 +18,14 @@ from .models import RetainedSource, SurfaceSnapshot
 from .projection import project_conversation
 from .serialization import js_json_stringify, tag_safe_json_length, utf8_encode, utf8_length
 
-_NOTICE_HEAD = "\n[… omitted "
+OMISSION_NOTICE_HEAD = "\n[… omitted "
+"""How every truncation notice starts (hosts count cut messages by it)."""
 _NOTICE_TAIL = " UTF-8 bytes …]"
-_NOTICE_BYTES = utf8_length(_NOTICE_HEAD) + utf8_length(_NOTICE_TAIL)
+_NOTICE_BYTES = utf8_length(OMISSION_NOTICE_HEAD) + utf8_length(_NOTICE_TAIL)
 
 
 def _notice(omitted: int) -> str:
-    return f"{_NOTICE_HEAD}{omitted}{_NOTICE_TAIL}"
+    return f"{OMISSION_NOTICE_HEAD}{omitted}{_NOTICE_TAIL}"
 
 
 def _head_tail_span(data: bytes, head: int, tail: int) -> tuple[int, int]:
