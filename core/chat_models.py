@@ -16,6 +16,7 @@ from .abort import AbortSignal
 from .constants import PROMPT_REQUEST_DELIMITER
 from .retention import OMISSION_NOTICE_HEAD
 from .serialization import stringify_tag_safe_json, utf8_length
+from .surface import text_of_blocks
 
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEEPSEEK_MODEL = "deepseek-chat"
@@ -44,13 +45,7 @@ class ChatModel(Protocol):
 
 
 def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(
-        block.get("text", "")
-        for block in content or []
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-    )
+    return content if isinstance(content, str) else text_of_blocks(content or [])
 
 
 _FRAME = re.compile(r"<referenced-sessions>\n(.*)\n</referenced-sessions>", re.S)

@@ -17,11 +17,20 @@ from typing import Any, Literal
 import zstandard
 
 from .collector import collector_paused
-from .errors import SESSION_QUERY_SESSION_EXISTS, SessionQueryError
+from .errors import SessionQueryError
 from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
 from .query import listing_order_key
 from .serialization import js_json_stringify
-from .session import Clock, Session, check_cwd, mint_session_id, not_found, system_clock
+from .session import (
+    Clock,
+    Session,
+    already_exists,
+    check_cwd,
+    mint_session_id,
+    not_found,
+    system_clock,
+    title_from_event,
+)
 from .surface import SurfaceFolder
 
 Compression = Literal["zstd", "none"]
@@ -265,13 +274,7 @@ def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
             except SessionQueryError as error:
                 raise _corrupt(path, offset, str(error)) from error
             events.append(event)
-            if event.type == "session/title" and isinstance(event.data.get("title"), str):
-                title = TitleSnapshot(
-                    title=event.data["title"],
-                    message_seqs=[s for s in event.data.get("messageSeqs", []) if type(s) is int],
-                    event_seq=event.seq,
-                    updated_at=event.time,
-                )
+            title = title_from_event(event) or title
     assert header is not None
     return LoadedLog(header=header, events=events, valid_length=valid, title=title, surface_seqs=folder.seqs)
 
@@ -295,19 +298,20 @@ def _header_bytes(probe: bytes, path: Path, compression: Compression) -> bytes |
 def _read_header(path: str, compression: Compression) -> SessionHeader:
     """Read only the header frame/line of a session file (growing the read only if it is long)."""
     size = _HEADER_PROBE
+    where = Path(path)
     with open(path, "rb") as handle:
         probe = handle.read(size)
-        while (line := _header_bytes(probe, Path(path), compression)) is None:
+        while (line := _header_bytes(probe, where, compression)) is None:
             more = handle.read(size)
             if not more:
-                raise _corrupt(Path(path), 0, "the header is incomplete")
+                raise _corrupt(where, 0, "the header is incomplete")
             probe += more
             size *= 2
     try:
         row = json.loads(line)
     except ValueError as error:
-        raise _corrupt(Path(path), 0, "the header is not JSON") from error
-    return _header_from_row(row, Path(path))
+        raise _corrupt(where, 0, "the header is not JSON") from error
+    return _header_from_row(row, where)
 
 
 Revision = tuple[int, int, int, int]
@@ -430,9 +434,7 @@ class JsonlSessionStore:
             session_id = mint_session_id()
         path = self.session_path(session_id, check_cwd(cwd))
         if session_id in self._owned or self._find(session_id) is not None:
-            raise SessionQueryError(
-                f"session {js_json_stringify(session_id)} already exists", SESSION_QUERY_SESSION_EXISTS
-            )
+            raise already_exists(session_id)
         header = SessionHeader(id=session_id, cwd=cwd, created_at=self._clock() if created_at is None else created_at)
         session = Session(header, clock=self._clock, sink=self)
         self._owned[session_id] = _Owned(session=session, path=path)
@@ -558,9 +560,7 @@ class JsonlSessionStore:
             try:
                 os.link(temporary, path)
             except FileExistsError:
-                raise SessionQueryError(
-                    f"session {js_json_stringify(owned.session.id)} already exists", SESSION_QUERY_SESSION_EXISTS
-                ) from None
+                raise already_exists(owned.session.id) from None
         except OSError as error:
             os.close(fd)
             raise SessionQueryError(

@@ -34,6 +34,23 @@ def not_found(session_id: str) -> SessionQueryError:
     return SessionQueryError(f"session {js_json_stringify(session_id)} not found", SESSION_QUERY_SESSION_NOT_FOUND)
 
 
+def already_exists(session_id: str) -> SessionQueryError:
+    """The ``SESSION_QUERY_SESSION_EXISTS`` error for ``session_id`` (id JSON-quoted)."""
+    return SessionQueryError(f"session {js_json_stringify(session_id)} already exists", SESSION_QUERY_SESSION_EXISTS)
+
+
+def title_from_event(event: SessionEvent) -> TitleSnapshot | None:
+    """The title a ``session/title`` event sets, or ``None`` for any other event (or a title-less one)."""
+    if event.type != "session/title" or not isinstance(event.data.get("title"), str):
+        return None
+    return TitleSnapshot(
+        title=event.data["title"],
+        message_seqs=[seq for seq in event.data.get("messageSeqs") or [] if type(seq) is int],
+        event_seq=event.seq,
+        updated_at=event.time,
+    )
+
+
 def invalid_event(message: str) -> SessionQueryError:
     """A rejected append (``SESSION_QUERY_INVALID_EVENT``)."""
     return SessionQueryError(f"invalid event: {message}", SESSION_QUERY_INVALID_EVENT)
@@ -103,13 +120,9 @@ class Session:
     def _remember(self, event: SessionEvent) -> None:
         self._events.append(event)
         self._frozen = None
-        if event.type == "session/title":
-            self._title = TitleSnapshot(
-                title=event.data["title"],
-                message_seqs=list(event.data.get("messageSeqs", [])),
-                event_seq=event.seq,
-                updated_at=event.time,
-            )
+        title = title_from_event(event)
+        if title is not None:
+            self._title = title
 
     def surface(self) -> list[SessionEvent]:
         """The folded current surface."""
@@ -223,9 +236,7 @@ class MemorySessionStore:
         if not isinstance(session_id, str):
             raise invalid_event(f"session id must be a string, got {session_id!r}")
         if session_id in self._sessions:
-            raise SessionQueryError(
-                f"session {js_json_stringify(session_id)} already exists", SESSION_QUERY_SESSION_EXISTS
-            )
+            raise already_exists(session_id)
         header = SessionHeader(
             id=session_id, cwd=check_cwd(cwd), created_at=self._clock() if created_at is None else created_at
         )
