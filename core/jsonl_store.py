@@ -679,6 +679,14 @@ class JsonlSessionStore:
         self._last_listing = (fingerprint, listing, list(problems))
         return list(listing)
 
+    def listed_revision(self, header: SessionHeader) -> Revision | None:
+        """The file revision (device, inode, size, mtime) the last ``list_sessions`` saw for a session.
+
+        Hosts use it to keep per-session caches (titles) fresh without reading logs again.
+        """
+        cached = self._listing.get(str(self.session_path(header.id, header.cwd)))
+        return cached[0] if cached is not None else None
+
     def _load(self, session_id: str) -> LoadedLog:
         path = self._find(session_id)
         if path is None:

@@ -1,21 +1,137 @@
-"""The ``sessionref`` command line."""
+"""The ``sessionref`` command line: parse options, open the store, run the app.
+
+Exit codes: 0 normal exit, 2 bad arguments, 3 the store root cannot be used, 4 the session given
+with ``--session`` cannot be opened (missing, corrupt, or written by another process).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+from collections.abc import Sequence
+
+import platformdirs
+
+from core import ChatModel, EchoModel, JsonlSessionStore, OpenAICompatibleModel, SessionQueryError
+from core.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
+
+EXIT_USAGE = 2
+EXIT_ROOT = 3
+EXIT_SESSION = 4
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``sessionref`` console script."""
+def default_root() -> str:
+    """The platform's user data folder for sessionref (``~/.local/share/sessionref/sessions`` on Linux)."""
+    return os.path.join(platformdirs.user_data_dir("sessionref", appauthor=False), "sessions")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (its ``--help`` is the reference for every option)."""
     parser = argparse.ArgumentParser(
         prog="sessionref",
-        description="Terminal chat where @ references another session as a bounded, read-only snapshot.",
+        description=(
+            "A terminal chat in which typing @ references another chat session: the model receives a bounded, "
+            "read-only snapshot of it with your request, and the preview shows exactly what before you send."
+        ),
     )
-    parser.add_argument("--demo", action="store_true", help="open the app on a freshly seeded demo store")
-    parser.parse_args(argv)
-    print("sessionref: the terminal app is not built yet; the engine is in `core` (see README).", file=sys.stderr)
-    return 2
+    parser.add_argument(
+        "--root", metavar="DIR", help=f"the session store folder (default: {default_root()}); created when missing"
+    )
+    parser.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help="the working directory new sessions belong to, absolute (default: the current directory)",
+    )
+    parser.add_argument("--session", metavar="ID", help="open this existing session instead of starting a new one")
+    parser.add_argument(
+        "--compression",
+        choices=("zstd", "none"),
+        default="zstd",
+        help="how session logs are encoded: zstd frames (default, as dsh writes) or plain JSONL",
+    )
+    parser.add_argument(
+        "--model",
+        choices=("echo", "openai"),
+        default="echo",
+        help="echo: offline model that describes what it received (default); "
+        "openai: any OpenAI-compatible chat API (key from DEEPSEEK_API_KEY or OPENAI_API_KEY)",
+    )
+    parser.add_argument(
+        "--base-url", metavar="URL", help=f"API base URL for --model openai (default: {DEEPSEEK_BASE_URL})"
+    )
+    parser.add_argument(
+        "--model-name", metavar="NAME", help=f"model name for --model openai (default: {DEEPSEEK_MODEL})"
+    )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="open a fresh temporary store seeded with sample sessions (several folders, a compacted one, "
+        "one too large for its budget, a hostile one, odd ids); --root then names where to create it",
+    )
+    return parser
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"sessionref: {message}", file=sys.stderr)
+    return code
+
+
+def _model(args: argparse.Namespace) -> ChatModel:
+    if args.model == "openai":
+        return OpenAICompatibleModel.from_environment(base_url=args.base_url, model=args.model_name)
+    return EchoModel(delay=0.02)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sessionref`` console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.model != "openai" and (args.base_url or args.model_name):
+        parser.error("--base-url and --model-name only apply to --model openai")
+    cwd = args.cwd if args.cwd is not None else os.getcwd()
+    if not os.path.isabs(cwd):
+        parser.error(f"--cwd must be an absolute path, not {cwd!r}")
+    if args.demo and args.session:
+        parser.error("--demo opens its own sessions; leave out --session")
+
+    root = args.root
+    if args.demo and root is None:
+        root = tempfile.mkdtemp(prefix="sessionref-demo-")
+    if root is None:
+        root = default_root()
+    try:
+        if args.demo and os.path.isdir(root) and os.listdir(root):
+            return _fail(f"--demo needs an empty or new folder, and {root} is not empty", EXIT_ROOT)
+        store = JsonlSessionStore(root, compression=args.compression)
+        if not os.access(root, os.R_OK | os.W_OK | os.X_OK):
+            return _fail(f"cannot read and write the store folder {root}", EXIT_ROOT)
+    except OSError as error:
+        return _fail(f"cannot use the store folder {root}: {error.strerror or error}", EXIT_ROOT)
+
+    from .app import make_app  # Textual is imported only when the app really starts.
+
+    session_id = args.session
+    if args.demo:
+        from .demo import DEMO_PROJECT, seed_demo
+
+        ids = seed_demo(store)
+        for role, seeded in ids.items():
+            if role != "target":
+                store.release(seeded)
+        session_id, cwd = ids["target"], DEMO_PROJECT
+    try:
+        app = make_app(store, _model(args), cwd=cwd, session_id=session_id)
+    except SessionQueryError as error:
+        return _fail(f"cannot open session: {error.message} ({error.code})", EXIT_SESSION)
+    try:
+        app.run()
+    finally:
+        store.close()
+    if args.demo:
+        print(f"sessionref: the demo store is in {root}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

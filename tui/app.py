@@ -1,0 +1,651 @@
+"""The sessionref app: a chat whose prompt can reference other sessions with `@` (TUI.md).
+
+``make_app`` builds it from a store, a model and a reference config; the CLI and the tests use the
+same factory. All session logic lives in ``core``; this module wires widgets to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from rich.cells import cell_len
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.geometry import Offset
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header, TextArea
+
+from core import (
+    AbortController,
+    AgentLoop,
+    ChatModel,
+    JsonlSessionStore,
+    MemorySessionStore,
+    ReferenceConfig,
+    Session,
+    SessionQueryError,
+    SessionRecord,
+    SessionReferenceError,
+    SessionReferenceService,
+    format_session_reference_mention,
+    parse_session_reference_text,
+)
+from core.errors import CANCELLED
+from core.session import system_clock
+
+from .catalog import SessionCatalog
+from .mentions import PickerQuery
+from .preview_report import PreviewReport, build_preview, problem_of
+from .screens import RenameScreen, ViewerScreen
+from .text import short_cwd, visible
+from .widgets.picker import MentionPicker
+from .widgets.preview import PreviewPane
+from .widgets.prompt import PromptArea
+from .widgets.sidebar import SessionSidebar
+from .widgets.transcript import Transcript, UserBlock, model_received
+
+Store = JsonlSessionStore | MemorySessionStore
+Clock = Callable[[], int]
+
+PREVIEW_DELAY = 0.12
+"""Seconds of typing pause before the preview recomputes (a newer draft cancels the running one)."""
+STREAM_TICK = 1 / 20
+"""How often the transcript repaints a streaming reply."""
+
+
+class ChatScreen(Screen[None]):
+    """Sessions | transcript | preview, with the prompt and its `@` picker below."""
+
+    BINDINGS = [
+        # Picker keys: priority so the prompt never sees them while the picker is open;
+        # ``check_action`` turns them off when it is closed, so every key types normally then.
+        Binding("up", "picker_move(-1)", show=False, priority=True),
+        Binding("down", "picker_move(1)", show=False, priority=True),
+        Binding("ctrl+n", "picker_move(1)", show=False, priority=True),
+        Binding("tab", "picker_accept", show=False, priority=True),
+        Binding("enter", "picker_accept", show=False, priority=True),
+        Binding("escape", "escape", "Cancel", show=False, priority=True),
+        Binding("f2", "show_model_view", "Model view"),
+        Binding("f3", "new_session", "New"),
+        Binding("f4", "rename_session", "Rename"),
+        Binding("ctrl+b", "toggle_sidebar", "Sessions"),
+        Binding("f5", "toggle_preview", "Preview"),
+    ]
+
+    def __init__(self, host: SessionRefApp) -> None:
+        super().__init__()
+        self.host = host
+        self._query: PickerQuery | None = None
+        self._query_row = 0
+        self._dismissed_before: str | None = None
+        self._lookup_abort: AbortController | None = None
+        self._lookup_generation = 0
+        self._preview_abort: AbortController | None = None
+        self._preview_timer: Timer | None = None
+        self._preview_generation = 0
+        self._send_abort: AbortController | None = None
+        self._stream_timer: Timer | None = None
+        self.preparing = False
+
+    # -- layout -----------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        host = self.host
+        yield Header(show_clock=False, icon="@")
+        with Horizontal(id="main"):
+            yield SessionSidebar(id="sidebar", home=host.home)
+            yield Transcript(id="transcript")
+            yield PreviewPane(id="preview", home=host.home)
+        yield PromptArea(id="prompt", cursor_blink=host.cursor_blink)
+        yield Footer()
+        yield MentionPicker(id="picker", home=host.home)
+
+    def on_mount(self) -> None:
+        prompt = self.query_one(PromptArea)
+        prompt.border_title = "Prompt · Enter sends · Ctrl+J newline · @ references a session"
+        prompt.focus()
+        self.query_one(SessionSidebar).border_subtitle = "loading…"
+        self._show_target()
+        self.host.start_catalog(self)
+        self.set_interval(self.host.refresh_interval, self.host.refresh_catalog)
+
+    @property
+    def prompt(self) -> PromptArea:
+        """The prompt widget."""
+        return self.query_one(PromptArea)
+
+    @property
+    def picker(self) -> MentionPicker:
+        """The `@` picker."""
+        return self.query_one(MentionPicker)
+
+    def _show_target(self) -> None:
+        host = self.host
+        session = host.session
+        title = session.title.title if session.title is not None else "New session"
+        host.sub_title = f"{visible(title)} · {short_cwd(session.cwd, 48, host.home)}"
+        self.query_one(Transcript).sync(session, host.model.name)
+        self.show_sessions()
+
+    def show_sessions(self) -> None:
+        """Repaint the sidebar from the catalog."""
+        host = self.host
+        catalog = host.catalog
+        sidebar = self.query_one(SessionSidebar)
+        titles: dict[str, str | None] = {}
+        for record in catalog.records:
+            session_id = record.header.id
+            if record.live:
+                live = host.store.get(session_id)
+                titles[session_id] = live.title.title if live is not None and live.title is not None else None
+            else:
+                titles[session_id] = catalog.title(session_id)
+        records = catalog.records
+        if not any(record.header.id == host.session.id for record in records):
+            # A new session is listed before its first write.
+            records = [SessionRecord(header=host.session.header, live=True, persisted=False), *records]
+        sidebar.show(records, titles, catalog.problems, host.session.id, host.session.cwd, host.clock())
+        sidebar.border_subtitle = f"{len(records)}" if catalog.listed else "loading…"
+
+    # -- picker -----------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("picker_move", "picker_accept"):
+            return self.picker.is_open
+        if action == "escape":
+            return self.picker.is_open or self.preparing or self.host.agent.status == "running"
+        return True
+
+    def action_picker_move(self, step: int) -> None:
+        """Move the picker's highlight."""
+        self.picker.move(step)
+
+    def action_picker_accept(self) -> None:
+        """Accept the highlighted candidate."""
+        self.picker.accept()
+
+    def action_escape(self) -> None:
+        """Close the picker, else cancel preparing, else stop the streaming reply."""
+        if self.picker.is_open:
+            self._dismissed_before = self.prompt.text_before_cursor()
+            self._close_picker()
+        elif self.preparing and self._send_abort is not None:
+            self._send_abort.abort("cancelled by the user")
+        elif self.host.agent.status == "running":
+            self.host.agent.cancel()
+            self.notify("Reply stopped; what arrived is kept.", title="Stopped")
+
+    def _close_picker(self) -> None:
+        self.picker.close()
+        if self._lookup_abort is not None:
+            self._lookup_abort.abort("picker closed")
+            self._lookup_abort = None
+        self._lookup_generation += 1
+
+    def on_prompt_area_query_changed(self, event: PromptArea.QueryChanged) -> None:
+        self._query, self._query_row = event.query, event.row
+        if event.query is None:
+            self._dismissed_before = None
+            self._close_picker()
+            return
+        before = self.prompt.text_before_cursor()
+        if self._dismissed_before is not None:
+            if before == self._dismissed_before:
+                return
+            self._dismissed_before = None
+        self._lookup(event.query)
+
+    def _lookup(self, query: PickerQuery) -> None:
+        if self._lookup_abort is not None:
+            self._lookup_abort.abort("superseded by a newer keystroke")
+        controller = AbortController()
+        self._lookup_abort = controller
+        self._lookup_generation += 1
+        self._run_lookup(query, controller, self._lookup_generation)
+
+    @work(exclusive=True, group="picker")
+    async def _run_lookup(self, query: PickerQuery, controller: AbortController, generation: int) -> None:
+        host = self.host
+        try:
+            candidates = await host.service.list_candidates(host.session, query.query, signal=controller.signal)
+        except SessionReferenceError as error:
+            if error.code != CANCELLED:
+                self.notify(problem_of(error).describe(), severity="error", title="Lookup failed")
+            return
+        except SessionQueryError as error:
+            self.notify(f"{error.message} ({error.code})", severity="error", title="Lookup failed")
+            return
+        if generation != self._lookup_generation or self._query != query:
+            return  # a newer keystroke already asked again
+        picker = self.picker
+        picker.show(candidates, query.query, host.session.cwd, host.clock())
+        self._place_picker(query)
+        self.host.picker_updates += 1
+
+    def _place_picker(self, query: PickerQuery) -> None:
+        prompt = self.prompt
+        cursor = prompt.cursor_screen_offset
+        row, column = prompt.cursor_location
+        typed = prompt.document.get_line(row)[query.start : column]
+        self.picker.absolute_offset = Offset(max(0, cursor.x - cell_len(typed) - 1), cursor.y + 1)
+
+    def on_mention_picker_accepted(self, event: MentionPicker.Accepted) -> None:
+        query = self._query
+        self._close_picker()
+        if query is None:
+            return
+        candidate = event.candidate
+        mention = format_session_reference_mention(candidate.session_id, visible(candidate.label))
+        self.prompt.insert_mention(query, self._query_row, mention)
+        self.prompt.focus()
+
+    # -- preview ----------------------------------------------------------------------------------
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if event.text_area is not self.prompt:
+            return
+        self.schedule_preview()
+
+    def schedule_preview(self, delay: float = PREVIEW_DELAY) -> None:
+        """Recompute the preview after ``delay`` (a newer call replaces a pending one)."""
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(delay, self._start_preview)
+
+    def _start_preview(self) -> None:
+        if self._preview_abort is not None:
+            self._preview_abort.abort("superseded by a newer draft")
+        controller = AbortController()
+        self._preview_abort = controller
+        self._preview_generation += 1
+        pane = self.query_one(PreviewPane)
+        draft = self.prompt.text
+        if "@[" not in draft and "dsh-session:" not in draft:
+            pane.show(PreviewReport(draft=draft, max_references=self.host.service.config.max_references))
+            self.host.preview_updates += 1
+            return
+        pane.show(None, busy=True)
+        self._run_preview(draft, controller, self._preview_generation)
+
+    @work(exclusive=True, group="preview", thread=True)
+    def _run_preview(self, draft: str, controller: AbortController, generation: int) -> None:
+        host = self.host
+        try:
+            report = asyncio.run(build_preview(host.service, host.session, draft, controller.signal))
+        except SessionReferenceError:
+            return  # cancelled: a newer draft is being previewed
+        self.app.call_from_thread(self._show_preview, report, generation)
+
+    def _show_preview(self, report: PreviewReport, generation: int) -> None:
+        if generation != self._preview_generation:
+            return
+        self.query_one(PreviewPane).show(report)
+        self.host.preview_updates += 1
+
+    def action_show_model_view(self) -> None:
+        """Open the exact model-visible text of the draft's prefix and request."""
+        report = self.query_one(PreviewPane).report
+        if report is None or report.draft != self.prompt.text:
+            self.notify("The preview is still updating; try again in a moment.", title="Model view")
+            return
+        if report.problem is not None:
+            self.notify(report.problem.describe(), severity="error", title="Nothing would be sent")
+            return
+        text = report.model_visible_text()
+        self.app.push_screen(
+            ViewerScreen("What the model will receive", text, f"{len(text.encode('utf-8', 'surrogatepass')):,} bytes")
+        )
+
+    # -- sending ----------------------------------------------------------------------------------
+
+    def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
+        if self.preparing:
+            self.notify("Still preparing the previous message (Esc cancels it).", severity="warning")
+            return
+        if not event.text.strip():
+            return
+        self._close_picker()
+        self._send(event.text)
+
+    def _set_preparing(self, preparing: bool) -> None:
+        self.preparing = preparing
+        prompt = self.prompt
+        prompt.set_class(preparing, "-preparing")
+        prompt.border_title = (
+            "Preparing referenced sessions… · Esc cancels"
+            if preparing
+            else "Prompt · Enter sends · Ctrl+J newline · @ references a session"
+        )
+
+    @work(exclusive=True, group="send")
+    async def _send(self, text: str) -> None:
+        host = self.host
+        session, agent = host.session, host.agent
+        controller = AbortController()
+        self._send_abort = controller
+        self._set_preparing(True)
+        try:
+            parsed = parse_session_reference_text(text)
+            content = [{"type": "text", "text": parsed.text}]
+            prepared = await host.service.prepare(session, content, parsed.references, controller.signal)
+        except SessionReferenceError as error:
+            if error.code == CANCELLED:
+                self.notify(f"Nothing was sent; your draft is kept. ({error.code})", title="Cancelled")
+            else:
+                self.notify(
+                    f"{problem_of(error).describe()}\nNothing was sent; your draft is kept.",
+                    severity="error",
+                    title="Not sent",
+                )
+            self._restore(text)
+            return
+        finally:
+            self._set_preparing(False)
+            self._send_abort = None
+        try:
+            if agent.status == "running":
+                await agent.steer(prepared.content, prepared.contexts)
+            else:
+                await agent.followup(prepared.content, prepared.contexts)
+        except SessionQueryError as error:
+            self.notify(
+                f"{error.message} ({error.code})\nYour draft is kept.", severity="error", title="Could not save"
+            )
+            self._restore(text)
+            return
+        if self.prompt.text == text:
+            self.prompt.clear()
+        host.sent += 1
+        self._follow_stream()
+
+    def _restore(self, text: str) -> None:
+        if not self.prompt.text:
+            self.prompt.load_text(text)
+            self.prompt.move_cursor(self.prompt.document.end)
+
+    def _follow_stream(self) -> None:
+        self.query_one(Transcript).sync(self.host.session, self.host.model.name)
+        if self._stream_timer is None:
+            self._stream_timer = self.set_interval(STREAM_TICK, self._stream_tick)
+
+    def _stream_tick(self) -> None:
+        host = self.host
+        self.query_one(Transcript).sync(host.session, host.model.name)
+        if host.agent.status == "idle" and self._stream_timer is not None:
+            self._stream_timer.stop()
+            self._stream_timer = None
+            self._show_target()
+            error = host.agent.last_error
+            if error is not None and error is not host.reported_error:
+                host.reported_error = error
+                self.notify(f"{error.message} ({error.code})", severity="error", title="The model failed")
+
+    # -- transcript -------------------------------------------------------------------------------
+
+    def on_user_block_show_received(self, event: UserBlock.ShowReceived) -> None:
+        text = model_received(event.event.data)
+        self.app.push_screen(ViewerScreen(f"What the model received for message #{event.event.seq}", text))
+
+    def action_show_last_received(self) -> None:
+        """Show what the model received for the latest prompt of this session."""
+        blocks = list(self.query(UserBlock))
+        if not blocks:
+            self.notify("No message has been sent in this session yet.", title="What the model received")
+            return
+        blocks[-1].action_show_received()
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def on_session_sidebar_chosen(self, event: SessionSidebar.Chosen) -> None:
+        self.switch_to(event.session_id)
+
+    def switch_to(self, session_id: str) -> None:
+        """Make ``session_id`` the target (keeps the draft)."""
+        host = self.host
+        if session_id == host.session.id:
+            return
+        try:
+            host.open_session(session_id)
+        except SessionQueryError as error:
+            self.notify(f"{error.message} ({error.code})", severity="error", title="Cannot open session")
+            return
+        if self._stream_timer is not None:
+            self._stream_timer.stop()
+            self._stream_timer = None
+        self._show_target()
+        if host.agent.status == "running":
+            self._follow_stream()
+        self.schedule_preview(0)
+        self.prompt.focus()
+
+    def action_new_session(self) -> None:
+        """Start a new session in the launch cwd and make it the target."""
+        host = self.host
+        host.new_session()
+        self._show_target()
+        self.schedule_preview(0)
+        self.prompt.focus()
+        self.notify("New session started.", title="Sessions")
+
+    def action_rename_session(self) -> None:
+        """Ask for a new title and write it as a ``session/title`` event."""
+        session = self.host.session
+        current = session.title.title if session.title is not None else ""
+
+        def rename(title: str | None) -> None:
+            if title is None:
+                return
+            try:
+                self.host.rename(title)
+            except SessionQueryError as error:
+                self.notify(f"{error.message} ({error.code})", severity="error", title="Cannot rename")
+                return
+            self._show_target()
+
+        self.app.push_screen(RenameScreen(current), rename)
+
+    def action_toggle_sidebar(self) -> None:
+        """Show or hide the sessions sidebar."""
+        sidebar = self.query_one(SessionSidebar)
+        sidebar.display = not sidebar.display
+
+    def action_toggle_preview(self) -> None:
+        """Show or hide the preview pane."""
+        pane = self.query_one(PreviewPane)
+        pane.display = not pane.display
+
+
+class SessionRefApp(App[None]):
+    """The terminal app; build it with ``make_app``."""
+
+    TITLE = "sessionref"
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        model: ChatModel,
+        session: Session,
+        cwd: str | None,
+        config: ReferenceConfig | None = None,
+        clock: Clock = system_clock,
+        home: str | None = None,
+        cursor_blink: bool = True,
+        refresh_interval: float = 2.0,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.model = model
+        self.cwd = cwd
+        self.clock = clock
+        self.home = home
+        self.cursor_blink = cursor_blink
+        self.refresh_interval = refresh_interval
+        self.catalog = SessionCatalog(store)
+        self.service = SessionReferenceService(self.catalog, config)
+        self.session = session
+        self.agents: dict[str, AgentLoop] = {}
+        self.agent = self._agent_for(session)
+        self.reported_error: object = None
+        # Counters the benchmarks and tests read.
+        self.picker_updates = 0
+        self.preview_updates = 0
+        self.sent = 0
+        self.catalog_loaded = asyncio.Event()
+
+    def get_default_screen(self) -> ChatScreen:
+        return ChatScreen(self)
+
+    @property
+    def chat(self) -> ChatScreen:
+        """The main screen."""
+        screen = self.screen_stack[0]
+        assert isinstance(screen, ChatScreen)
+        return screen
+
+    def _agent_for(self, session: Session) -> AgentLoop:
+        agent = self.agents.get(session.id)
+        if agent is None:
+            agent = self.agents[session.id] = AgentLoop(session, self.model)
+        return agent
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def open_session(self, session_id: str) -> None:
+        """Make an existing session the target.
+
+        Raises:
+            SessionQueryError: not found, locked by another writer, or corrupt.
+        """
+        from core.session import not_found
+
+        session = self.store.get(session_id)
+        if session is None:
+            raise not_found(session_id)
+        self._leave()
+        self.session = session
+        self.agent = self._agent_for(session)
+
+    def new_session(self) -> None:
+        """Create a session in the launch cwd and make it the target."""
+        session = self.store.create(cwd=self.cwd)
+        self._leave()
+        self.session = session
+        self.agent = self._agent_for(session)
+
+    def _leave(self) -> None:
+        # Stop writing the previous target unless a reply is still streaming into it.
+        previous = self.session
+        agent = self.agents.get(previous.id)
+        if agent is not None and agent.status == "running":
+            return
+        self.agents.pop(previous.id, None)
+        if isinstance(self.store, JsonlSessionStore) and previous.events:
+            self.store.release(previous.id)
+
+    def rename(self, title: str) -> None:
+        """Write a ``session/title`` event on the target."""
+        self.session.append("session/title", {"title": title, "messageSeqs": [], "source": "user"})
+
+    # -- catalog ----------------------------------------------------------------------------------
+
+    def start_catalog(self, screen: ChatScreen) -> None:
+        """List the store and read titles off the UI thread (the screen paints first)."""
+        self._load_catalog(screen)
+
+    @work(thread=True, exclusive=True, group="catalog")
+    def _load_catalog(self, screen: ChatScreen) -> None:
+        catalog = self.catalog
+        catalog.refresh()
+        catalog.load_titles(limit=100)
+        self.call_from_thread(self._catalog_changed)
+        catalog.load_titles(on_progress=lambda: self.call_from_thread(self._catalog_changed))
+        self.call_from_thread(self._catalog_changed)
+        self.call_from_thread(self.catalog_loaded.set)
+
+    def refresh_catalog(self) -> None:
+        """The cheap periodic revision check: pick up sessions other programs wrote."""
+        if self.catalog_loaded.is_set():
+            self._refresh_catalog()
+
+    @work(thread=True, exclusive=True, group="catalog")
+    def _refresh_catalog(self) -> None:
+        changed = self.catalog.refresh()
+        read = self.catalog.load_titles()
+        if changed or read:
+            self.call_from_thread(self._catalog_changed)
+
+    def _catalog_changed(self) -> None:
+        if self.screen_stack:
+            self.chat.show_sessions()
+
+    # -- command palette --------------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        chat = self.chat
+        yield SystemCommand("New session", "Start a new session in the launch folder", chat.action_new_session)
+        yield SystemCommand("Rename session", "Give the current session a title", chat.action_rename_session)
+        yield SystemCommand(
+            "Show model view", "The exact text the model will receive for the draft", chat.action_show_model_view
+        )
+        yield SystemCommand(
+            "Show what the model received",
+            "The exact text the model received for the latest message",
+            chat.action_show_last_received,
+        )
+        yield SystemCommand("Toggle sessions sidebar", "Show or hide the session list", chat.action_toggle_sidebar)
+        yield SystemCommand("Toggle preview", "Show or hide the reference preview", chat.action_toggle_preview)
+
+    def action_command_palette(self) -> None:
+        # Ctrl+P moves up in an open picker; otherwise it opens the palette as usual.
+        if self.screen_stack and self.screen is self.chat and self.chat.picker.is_open:
+            self.chat.picker.move(-1)
+            return
+        super().action_command_palette()
+
+
+def make_app(
+    store: Store,
+    model: ChatModel,
+    *,
+    cwd: str | None = None,
+    session_id: str | None = None,
+    config: ReferenceConfig | None = None,
+    clock: Clock = system_clock,
+    home: str | None = None,
+    cursor_blink: bool = True,
+    refresh_interval: float = 2.0,
+) -> SessionRefApp:
+    """Build the app on ``store``: open ``session_id`` (or start a new session in ``cwd``).
+
+    Raises:
+        SessionQueryError: the session is missing, locked or corrupt.
+    """
+    from core.session import not_found
+
+    if session_id is not None:
+        session = store.get(session_id)
+        if session is None:
+            raise not_found(session_id)
+    else:
+        session = store.create(cwd=cwd)
+    return SessionRefApp(
+        store=store,
+        model=model,
+        session=session,
+        cwd=cwd,
+        config=config,
+        clock=clock,
+        home=home if home is not None else os.path.expanduser("~"),
+        cursor_blink=cursor_blink,
+        refresh_interval=refresh_interval,
+    )

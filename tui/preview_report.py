@@ -1,0 +1,218 @@
+"""What the preview shows for a draft: the real ``prepare`` result, laid out per reference.
+
+``build_preview`` parses the draft and runs ``SessionReferenceService.prepare`` against the store
+(which writes nothing). When ``prepare`` fails, each reference is prepared on its own as well, so
+the problem appears under the mention that caused it. No Textual import: the widget renders a
+``PreviewReport`` and tests check one directly.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from core import (
+    PROMPT_REQUEST_DELIMITER,
+    AbortSignal,
+    HookContext,
+    ReferenceInput,
+    SessionReferenceError,
+    SessionReferenceService,
+    bake_prompt_message,
+    parse_session_reference_text,
+)
+from core.errors import (
+    BUDGET_EXCEEDED,
+    CANCELLED,
+    INVALID_REFERENCE,
+    READ_FAILED,
+    SELF_REFERENCE,
+    SESSION_QUERY_SESSION_NOT_FOUND,
+    TOO_MANY,
+)
+from core.serialization import tag_safe_json_length, utf8_length
+from core.service import FRAME_CLOSE, FRAME_OPEN
+
+from .text import estimate_tokens
+
+_PLAIN_WORDS = {
+    INVALID_REFERENCE: "A mention in the draft is malformed",
+    SELF_REFERENCE: "A session cannot reference itself",
+    TOO_MANY: "Too many sessions are referenced",
+    READ_FAILED: "A referenced session could not be read",
+    BUDGET_EXCEEDED: "A referenced session cannot fit its byte budget",
+    CANCELLED: "Preparing was cancelled",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A failure in plain words, with its stable code and the engine's message."""
+
+    code: str
+    summary: str
+    message: str
+
+    def describe(self) -> str:
+        """One line: ``summary: message (CODE)``."""
+        return f"{self.summary}: {self.message} ({self.code})"
+
+
+def problem_of(error: SessionReferenceError) -> Problem:
+    """The ``Problem`` for a service error (a missing source is told apart from an unreadable one)."""
+    summary = _PLAIN_WORDS.get(error.code, "Preparing failed")
+    cause = error.__cause__
+    if error.code == READ_FAILED and getattr(cause, "code", None) == SESSION_QUERY_SESSION_NOT_FOUND:
+        summary = "A referenced session does not exist"
+    return Problem(error.code, summary, error.message)
+
+
+@dataclass(slots=True)
+class ReferenceCard:
+    """One referenced source as it will be sent (or the problem that stops it)."""
+
+    session_id: str
+    label: str
+    budget: int
+    cwd: str | None = None
+    captured_through_seq: int | None = None
+    size: int = 0
+    original_messages: int = 0
+    retained_messages: int = 0
+    omitted_messages: int = 0
+    omitted_bytes: int = 0
+    compacted: bool = False
+    truncated: bool = False
+    conversation: list[dict[str, Any]] = field(default_factory=list)
+    problem: Problem | None = None
+
+
+@dataclass(slots=True)
+class PreviewReport:
+    """The preview of one draft."""
+
+    draft: str
+    max_references: int
+    references: list[ReferenceInput] = field(default_factory=list)
+    cards: list[ReferenceCard] = field(default_factory=list)
+    problem: Problem | None = None
+    contexts: list[HookContext] = field(default_factory=list)
+    content: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def prefix_text(self) -> str:
+        """The exact model-visible text the references add before the request ("" without references)."""
+        return "".join(block["text"] for context in self.contexts for block in context.content)
+
+    @property
+    def prefix_bytes(self) -> int:
+        """UTF-8 bytes of the prefix plus the request delimiter (0 without references)."""
+        if not self.contexts:
+            return 0
+        return utf8_length(self.prefix_text) + utf8_length(PROMPT_REQUEST_DELIMITER)
+
+    @property
+    def prefix_tokens(self) -> int:
+        """Estimated tokens of the prefix plus the delimiter (``tui.text.ESTIMATOR``)."""
+        if not self.contexts:
+            return 0
+        return estimate_tokens(self.prefix_text + PROMPT_REQUEST_DELIMITER)
+
+    def model_visible_text(self) -> str:
+        """Everything the model will read for this message: prefix, delimiter and the request."""
+        content = self.content or [{"type": "text", "text": self.draft}]
+        baked = bake_prompt_message(content, self.contexts)
+        return "".join(block.get("text", "") for block in baked.data["content"] if block.get("type") == "text")
+
+
+def _data_objects(context: HookContext) -> list[dict[str, Any]]:
+    text = context.content[0]["text"]
+    start = text.index(FRAME_OPEN) + len(FRAME_OPEN)
+    end = text.rindex(FRAME_CLOSE)
+    objects: list[dict[str, Any]] = json.loads(text[start:end])
+    return objects
+
+
+def _cards(context: HookContext, budget: int) -> list[ReferenceCard]:
+    meta = context.meta
+    assert isinstance(meta, dict)
+    cards = []
+    for data, stats in zip(_data_objects(context), meta["references"], strict=True):
+        cards.append(
+            ReferenceCard(
+                session_id=data["sessionId"],
+                label=data["label"],
+                budget=budget,
+                cwd=data["cwd"],
+                captured_through_seq=data["capturedThroughSeq"],
+                size=tag_safe_json_length(data),
+                original_messages=stats["originalMessages"],
+                retained_messages=stats["retainedMessages"],
+                omitted_messages=stats["omittedMessages"],
+                omitted_bytes=stats["omittedBytes"],
+                compacted=stats["compacted"],
+                truncated=stats["truncated"],
+                conversation=data["conversation"],
+            )
+        )
+    return cards
+
+
+def _distinct(references: list[ReferenceInput]) -> list[ReferenceInput]:
+    seen: set[str] = set()
+    distinct = []
+    for reference in references:
+        if reference.session_id not in seen:
+            seen.add(reference.session_id)
+            distinct.append(reference)
+    return distinct
+
+
+async def build_preview(
+    service: SessionReferenceService, target: Any, draft: str, signal: AbortSignal | None = None
+) -> PreviewReport:
+    """Parse ``draft`` and run the real ``prepare`` for it against ``target``.
+
+    Raises:
+        SessionReferenceError: ``CANCELLED`` when ``signal`` aborts (the caller drops the result).
+    """
+    config = service.config
+    report = PreviewReport(draft=draft, max_references=config.max_references)
+    try:
+        parsed = parse_session_reference_text(draft)
+    except SessionReferenceError as error:
+        report.problem = problem_of(error)
+        return report
+    report.references = parsed.references
+    report.content = [{"type": "text", "text": parsed.text}]
+    try:
+        prepared = await service.prepare(target, report.content, parsed.references, signal)
+    except SessionReferenceError as error:
+        if error.code == CANCELLED:
+            raise
+        report.problem = problem_of(error)
+    else:
+        report.contexts = prepared.contexts
+        if prepared.contexts:
+            report.cards = _cards(prepared.contexts[0], config.max_reference_bytes)
+        return report
+    if report.problem.code == INVALID_REFERENCE:
+        return report
+    # Place the failure: prepare each distinct reference alone (its logs are cached by now).
+    for index, reference in enumerate(_distinct(parsed.references)):
+        label = reference.label if reference.label is not None else reference.session_id
+        if index >= config.max_references:
+            over = Problem(TOO_MANY, "Over the limit", f"only the first {config.max_references} sessions can be sent")
+            report.cards.append(ReferenceCard(reference.session_id, label, config.max_reference_bytes, problem=over))
+            continue
+        try:
+            alone = await service.prepare(target, report.content, [reference], signal)
+        except SessionReferenceError as error:
+            if error.code == CANCELLED:
+                raise
+            failed = ReferenceCard(reference.session_id, label, config.max_reference_bytes, problem=problem_of(error))
+            report.cards.append(failed)
+        else:
+            report.cards.extend(_cards(alone.contexts[0], config.max_reference_bytes))
+    return report

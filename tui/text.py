@@ -1,0 +1,93 @@
+"""How the app spells values on screen: safe text, short paths, ages, sizes, bars and token estimates.
+
+Pure functions, no Textual import, so the picker, the sidebar and the preview agree and tests can pin them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_UNSAFE_KEEP_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character as ``\\xNN`` (and a lone surrogate as ``\\uXXXX``).
+
+    Ids, titles and cwds come from other programs; this keeps a bell, an escape sequence or a
+    carriage return from ever reaching the terminal raw.
+    """
+    return _UNSAFE.sub(_escape, text)
+
+
+def visible_lines(text: str) -> str:
+    """Like ``visible`` but keeps line breaks (for message bodies)."""
+    return _UNSAFE_KEEP_LINES.sub(_escape, text)
+
+
+def elide_middle(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters by replacing its middle with ``…``."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    if width == 1:
+        return "…"
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def short_cwd(cwd: str | None, width: int = 40, home: str | None = None) -> str:
+    """A cwd for a row: home as ``~``, control characters escaped, middle-elided to ``width``.
+
+    ``None`` is spelt ``(no cwd)``.
+    """
+    if cwd is None:
+        return "(no cwd)"
+    home = os.path.expanduser("~") if home is None else home
+    if home and home != "/" and (cwd == home or cwd.startswith(home.rstrip("/") + "/")):
+        cwd = "~" + cwd[len(home.rstrip("/")) :]
+    return elide_middle(visible(cwd), width)
+
+
+def age(created_at: int, now: int) -> str:
+    """A compact age: ``now``, ``42s``, ``5m``, ``3h``, ``2d``, ``6w``, ``1y`` (times in epoch ms)."""
+    seconds = max(0, (now - created_at) // 1000)
+    if seconds < 10:
+        return "now"
+    for unit, size in (("y", 365 * 86400), ("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def kib(size: int) -> str:
+    """Bytes as KiB with one decimal (``41.2 KiB``), plain bytes under 1 KiB."""
+    if size < 1024:
+        return f"{size} B"
+    return f"{size / 1024:.1f} KiB"
+
+
+def bar(used: int, total: int, width: int = 10) -> str:
+    """A block bar of ``width`` cells, ``█`` for the used share, ``░`` for the rest."""
+    if total <= 0 or width <= 0:
+        return ""
+    filled = min(width, math.ceil(width * used / total)) if used > 0 else 0
+    return "█" * filled + "░" * (width - filled)
+
+
+ESTIMATOR = "0.3 per ASCII char, 0.6 per other (DeepSeek's rule)"
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated model tokens of ``text`` (see ``ESTIMATOR``), rounded up."""
+    ascii_count = len(text.encode("ascii", "ignore"))
+    return math.ceil(0.3 * ascii_count + 0.6 * (len(text) - ascii_count))

@@ -1,0 +1,1 @@
+"""The app's widgets: prompt, picker, preview, transcript and sessions sidebar."""
