@@ -74,3 +74,13 @@ def store(request: pytest.FixtureRequest, clock: Callable[[], int], tmp_path: Pa
 def memory_store(clock: Callable[[], int]) -> MemorySessionStore:
     """An empty in-memory store (for tests about the in-memory store itself)."""
     return MemorySessionStore(clock=clock)
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo store written once per test run (tests copy it)."""
+    from tests.app_harness import seed_template
+
+    folder = tmp_path_factory.mktemp("demo-template") / "store"
+    seed_template(folder)
+    return folder

@@ -83,7 +83,8 @@ class ChatScreen(Screen[None]):
         self.host = host
         self._query: PickerQuery | None = None
         self._query_row = 0
-        self._dismissed_before: str | None = None
+        # Escape memory: (row, column of the `@`, draft) of the token whose picker was dismissed.
+        self._dismissed: tuple[int, int, str] | None = None
         self._lookup_abort: AbortController | None = None
         self._lookup_generation = 0
         self._preview_abort: AbortController | None = None
@@ -173,7 +174,8 @@ class ChatScreen(Screen[None]):
     def action_escape(self) -> None:
         """Close the picker, else cancel preparing, else stop the streaming reply."""
         if self.picker.is_open:
-            self._dismissed_before = self.prompt.text_before_cursor()
+            if self._query is not None:
+                self._dismissed = (self._query_row, self._query.start, self.prompt.text)
             self._close_picker()
         elif self.preparing and self._send_abort is not None:
             self._send_abort.abort("cancelled by the user")
@@ -191,14 +193,12 @@ class ChatScreen(Screen[None]):
     def on_prompt_area_query_changed(self, event: PromptArea.QueryChanged) -> None:
         self._query, self._query_row = event.query, event.row
         if event.query is None:
-            self._dismissed_before = None
             self._close_picker()
             return
-        before = self.prompt.text_before_cursor()
-        if self._dismissed_before is not None:
-            if before == self._dismissed_before:
-                return
-            self._dismissed_before = None
+        if self._dismissed is not None:
+            if self._dismissed == (event.row, event.query.start, self.prompt.text):
+                return  # the same token, unedited since Escape: stay closed
+            self._dismissed = None
         self._lookup(event.query)
 
     def _lookup(self, query: PickerQuery) -> None:
@@ -256,7 +256,7 @@ class ChatScreen(Screen[None]):
         """Recompute the preview after ``delay`` (a newer call replaces a pending one)."""
         if self._preview_timer is not None:
             self._preview_timer.stop()
-        self._preview_timer = self.set_timer(delay, self._start_preview)
+        self._preview_timer = self.set_timer(max(delay, 0.01), self._start_preview)
 
     def _start_preview(self) -> None:
         if self._preview_abort is not None:

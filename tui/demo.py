@@ -1,7 +1,7 @@
 """Seed a fresh store with sample sessions that exercise every feature of the app.
 
-Several working directories, a compacted session, one too large for its budget (so truncation is
-visible), a hostile one that tries to close the snapshot frame, odd ids, and titles.
+Several working directories, two compacted sessions, one of them too large for its budget (so
+truncation is visible), a hostile one that tries to close the snapshot frame, odd ids, and titles.
 """
 
 from __future__ import annotations
@@ -37,6 +37,17 @@ def _title(session: Session, title: str) -> None:
     session.append("session/title", {"title": title, "messageSeqs": [0], "source": "user"})
 
 
+def _compact(session: Session, summary: str) -> None:
+    """Replace the whole current surface with a compact checkpoint, as the compact plugin does."""
+    seqs = [event.seq for event in session.surface()]
+    session.append(
+        "user/message",
+        {"content": _text(summary), "source": {"kind": "plugin", "plugin": "compact"}},
+        surface_op={"op": "replace", "start": seqs[0], "end": seqs[-1]},
+        source_event_seqs=seqs,
+    )
+
+
 def seed_demo(store: Store) -> dict[str, str]:
     """Write the demo sessions into ``store``; returns ``{role: session id}`` for the app to open."""
     minute = 60_000
@@ -54,26 +65,21 @@ def seed_demo(store: Store) -> dict[str, str]:
     for index in range(6):
         _user(compacted, f"Early question {index} about the retention algorithm.")
         _assistant(compacted, f"Early answer {index}: this text is shadowed once the session is compacted.")
-    seqs = [event.seq for event in compacted.surface()]
-    compacted.append(
-        "user/message",
-        {
-            "content": _text("Summary: retention drops the oldest messages first, keeps checkpoints, then cuts text."),
-            "source": {"kind": "plugin", "plugin": "compact"},
-        },
-        surface_op={"op": "replace", "start": seqs[0], "end": seqs[-1]},
-        source_event_seqs=seqs,
-    )
+    _compact(compacted, "Summary: retention drops the oldest messages first, keeps checkpoints, then cuts text.")
     _user(compacted, "After compaction: does the notice count bytes exactly?")
     _assistant(compacted, "Yes: `[… omitted N UTF-8 bytes …]` with the exact count.")
     _title(compacted, "Retention (compacted)")
     ids["compacted"] = compacted.id
 
     big = store.create("load-test-log", cwd=DEMO_PROJECT, created_at=DEMO_START + 3 * minute)
-    for index in range(120):
+    for index in range(20):
         _user(big, f"Run {index}: " + "latency sample 12ms 14ms 11ms; " * 30)
         _assistant(big, f"Run {index} looks fine. " + "p50 12ms p95 19ms. " * 40)
-    _title(big, "Load test (too large for one budget)")
+    _compact(big, "Checkpoint: runs 0-19 were all within budget (p95 under 20ms).")
+    for index in range(20, 120):
+        _user(big, f"Run {index}: " + "latency sample 12ms 14ms 11ms; " * 30)
+        _assistant(big, f"Run {index} looks fine. " + "p50 12ms p95 19ms. " * 40)
+    _title(big, "Load test (compacted, too large)")
     ids["large"] = big.id
 
     hostile = store.create("pasted-web-page", created_at=DEMO_START + 2 * minute)

@@ -160,10 +160,6 @@ class PromptArea(TextArea):
             self._last_query = state
             self.post_message(self.QueryChanged(self, query, row))
 
-    def text_before_cursor(self) -> str:
-        """The draft up to the cursor (the picker's Escape memory compares it)."""
-        return self.get_text_range((0, 0), self.cursor_location)
-
     def insert_mention(self, query: PickerQuery, row: int, mention: str) -> None:
         """Replace the `@query` at ``row`` with ``mention`` plus a space; the cursor lands after it."""
         start = (row, query.start)

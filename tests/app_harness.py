@@ -1,0 +1,78 @@
+"""Build the real app on a real store for pilot tests: demo sessions on disk, a fixed clock."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+
+from core import ChatModel, EchoModel, JsonlSessionStore, ReferenceConfig
+from tui.app import SessionRefApp, make_app
+from tui.demo import DEMO_PROJECT, DEMO_START, seed_demo
+
+NOW = DEMO_START + 7 * 60_000
+"""The fixed clock of every app test: one minute after the demo's newest session."""
+HOME = "/home/demo"
+SIZE = (120, 40)
+
+
+def fixed_clock() -> int:
+    return NOW
+
+
+def seed_template(folder: Path) -> dict[str, str]:
+    """Write the demo store once into ``folder``; returns its ``{role: id}``."""
+    store = JsonlSessionStore(folder, clock=fixed_clock)
+    ids = seed_demo(store)
+    # The target has no events yet, so it is not on disk; give it one so every test can reopen it.
+    store.get(ids["target"]).append("session/title", {"title": "Today", "messageSeqs": [], "source": "user"})
+    store.close()
+    return ids
+
+
+def open_app(
+    template: Path,
+    folder: Path,
+    *,
+    model: ChatModel | None = None,
+    config: ReferenceConfig | None = None,
+    session: str = "today",
+    cwd: str = DEMO_PROJECT,
+) -> tuple[SessionRefApp, JsonlSessionStore]:
+    """A copy of the demo store in ``folder`` and the app on it (no cursor blink, no auto refresh)."""
+    shutil.copytree(template, folder)
+    store = JsonlSessionStore(folder, clock=fixed_clock)
+    app = make_app(
+        store,
+        model or EchoModel(),
+        cwd=cwd,
+        session_id=session,
+        config=config,
+        clock=fixed_clock,
+        home=HOME,
+        cursor_blink=False,
+        refresh_interval=3600,
+    )
+    return app, store
+
+
+async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float = 5.0) -> None:
+    """Let the app run until ``predicate()`` is true (fails the test after ``timeout`` seconds)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await pilot.pause(0.01)
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Wait until the catalog is loaded and the preview has caught up with the draft."""
+    app = pilot.app
+    assert isinstance(app, SessionRefApp)
+    await until(pilot, app.catalog_loaded.is_set)
+    await pilot.pause()
