@@ -84,3 +84,21 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("demo-template") / "store"
     seed_template(folder)
     return folder
+
+
+def _store_snapshots_at_top_level() -> None:
+    """Keep pytest-textual-snapshot's SVGs in ``<repo>/snapshots/`` rather than ``tests/__snapshots__``."""
+    import pytest_textual_snapshot
+
+    folder = Path(__file__).resolve().parent.parent / "snapshots"
+
+    class TopLevelSVGExtension(pytest_textual_snapshot.SVGImageExtension):
+        @classmethod
+        def dirname(cls, *, test_location: Any) -> str:
+            return str(folder)
+
+    # The plugin's ``snap_compare`` fixture looks the extension up by this module-level name.
+    pytest_textual_snapshot.SVGImageExtension = TopLevelSVGExtension  # type: ignore[misc]
+
+
+_store_snapshots_at_top_level()

@@ -16,7 +16,6 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.geometry import Offset
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TextArea
@@ -233,7 +232,7 @@ class ChatScreen(Screen[None]):
         cursor = prompt.cursor_screen_offset
         row, column = prompt.cursor_location
         typed = prompt.document.get_line(row)[query.start : column]
-        self.picker.absolute_offset = Offset(max(0, cursor.x - cell_len(typed) - 1), cursor.y + 1)
+        self.picker.place(cursor.x - cell_len(typed), cursor.y, self.size.height)
 
     def on_mention_picker_accepted(self, event: MentionPicker.Accepted) -> None:
         query = self._query

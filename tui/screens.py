@@ -27,7 +27,13 @@ class ViewerScreen(ModalScreen[None]):
             border-subtitle-color: $text-muted;
             background: $surface;
         }
-        & TextArea { height: 1fr; border: none; }
+        & #viewer-text {
+            width: 1fr;
+            height: 1fr;
+            border: none;
+            padding: 0 1;
+            &:focus { border: none; }
+        }
     }
     """
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.table import Table
 from rich.text import Text
+from textual.geometry import Offset
 from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -17,6 +17,8 @@ from ..text import age, short_cwd, visible
 GROUP_TITLES = ("This folder", "No folder", "Elsewhere")
 VISIBLE_ROWS = 8
 CWD_WIDTH = 24
+PICKER_WIDTH = 64
+ROW_WIDTH = PICKER_WIDTH - 3  # inside the border, beside the scrollbar
 
 
 def group_of(candidate: Candidate, target_cwd: str | None) -> int:
@@ -48,8 +50,8 @@ class MentionPicker(OptionList):
     MentionPicker {
         position: absolute;
         overlay: screen;
-        constrain: inside inflect;
-        width: 64;
+        constrain: inside;
+        width: 64;  /* PICKER_WIDTH */
         max-height: 10;
         scrollbar-size-vertical: 1;
         height: auto;
@@ -105,17 +107,18 @@ class MentionPicker(OptionList):
         self.add_class("-open")
         self.highlighted = first
 
-    def _row(self, candidate: Candidate, query: str, now: int) -> Table:
-        row = Table.grid(expand=True, padding=(0, 1))
-        row.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
-        row.add_column(width=CWD_WIDTH, no_wrap=True, style="dim")
-        row.add_column(width=4, justify="right", no_wrap=True, style="dim")
-        row.add_row(
-            highlighted_label(candidate.label, query),
-            short_cwd(candidate.cwd, CWD_WIDTH, self.home),
-            age(candidate.created_at, now),
-        )
-        return row
+    def _row(self, candidate: Candidate, query: str, now: int) -> Text:
+        label = highlighted_label(candidate.label, query)
+        label.truncate(ROW_WIDTH - CWD_WIDTH - 4 - 2, overflow="ellipsis", pad=True)
+        cwd = Text(short_cwd(candidate.cwd, CWD_WIDTH, self.home), style="dim")
+        cwd.truncate(CWD_WIDTH, pad=True)
+        return Text.assemble(label, " ", cwd, " ", (age(candidate.created_at, now).rjust(4), "dim"), no_wrap=True)
+
+    def place(self, at_x: int, cursor_y: int, screen_height: int) -> None:
+        """Anchor the dropdown at the `@`: below the cursor row when it fits, else above it."""
+        height = min(self.option_count, VISIBLE_ROWS) + 2
+        y = cursor_y + 1 if cursor_y + 1 + height <= screen_height else max(0, cursor_y - height)
+        self.absolute_offset = Offset(max(0, at_x - 1), y)
 
     def close(self) -> None:
         """Hide the dropdown."""

@@ -10,7 +10,7 @@ from textual.widgets import Static
 from ..preview_report import PreviewReport, ReferenceCard
 from ..text import ESTIMATOR, bar, kib, short_cwd, visible, visible_lines
 
-MESSAGE_CHARS = 600
+MESSAGE_CHARS = 300
 """Each projected message shows at most this many characters here; the viewer shows everything."""
 
 

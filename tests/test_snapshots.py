@@ -1,0 +1,122 @@
+"""SVG snapshots of the app (stored in the top-level ``snapshots/`` folder; see ``conftest.py``).
+
+Deterministic: 120x40 terminal, the fixed demo clock, no cursor blink, the demo store copied fresh.
+Update with ``pytest tests/test_snapshots.py --snapshot-update`` and look at every picture.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import format_session_reference_mention
+from tests.app_harness import SIZE, open_app, settle, until
+from tui.app import SessionRefApp
+from tui.screens import ViewerScreen
+from tui.widgets.preview import PreviewPane
+from tui.widgets.transcript import AssistantBlock
+
+
+@pytest.fixture
+def app(demo_template: Path, tmp_path: Path) -> SessionRefApp:
+    built, _ = open_app(demo_template, tmp_path / "store")
+    return built
+
+
+async def _preview_ready(pilot: Any) -> None:
+    app = pilot.app
+    pane = app.chat.query_one(PreviewPane)
+    await until(pilot, lambda: pane.report is not None and pane.report.draft == app.chat.prompt.text)
+    await pilot.pause()
+
+
+def test_first_screen(snap_compare: Any, app: SessionRefApp) -> None:
+    """Sidebar with the three groups (This folder, No folder, Elsewhere) and the current session marked;
+    an empty transcript with its hint; the preview's hint; the prompt and the footer keys."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_picker_open_with_three_groups(snap_compare: Any, app: SessionRefApp) -> None:
+    """After typing `compare @`, the picker sits above the prompt at the `@`: headings This folder,
+    No folder, Elsewhere; rows with label, abbreviated cwd or (no cwd), and age; the odd id's tab and
+    bell shown as \\x09 and \\x07; the first row highlighted."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        for key in ["c", "o", "m", "p", "a", "r", "e", "space", "@"]:
+            await pilot.press(key)
+        await until(pilot, lambda: pilot.app.chat.picker.is_open)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_mention_with_truncated_compacted_preview(snap_compare: Any, app: SessionRefApp) -> None:
+    """`@load` accepted with Tab: the highlighted mention token in the prompt; the preview card of the
+    load test: a full red budget bar near 64.0 KiB, kept of 201 messages with omitted counts and bytes,
+    the compacted and truncated badges, the checkpoint first in the projected conversation; totals with
+    the prefix size and the token estimate."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        for key in ["@", "l", "o", "a", "d"]:
+            await pilot.press(key)
+        await until(pilot, lambda: pilot.app.chat.picker.is_open and pilot.app.chat.picker.candidates)
+        await pilot.press("tab")
+        await _preview_ready(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_preview_showing_an_error(snap_compare: Any, app: SessionRefApp) -> None:
+    """A draft referencing a session that does not exist and a good one: the totals show the
+    READ_FAILED problem in red with its code, the good card shows its numbers, and the missing one
+    shows its own problem in place."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        good = format_session_reference_mention("design-notes", "Storage design")
+        gone = format_session_reference_mention("deleted-yesterday")
+        pilot.app.chat.prompt.load_text(f"compare {good} with {gone}")
+        await _preview_ready(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_transcript_with_referenced_sessions_line(snap_compare: Any, app: SessionRefApp) -> None:
+    """After sending `what changed in @Retention (compacted)`: the You block with the user's words
+    (never the snapshot) and a dim `Referenced sessions · Retention (compacted) (retention-work)` line,
+    then the echo model's Markdown reply."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        mention = format_session_reference_mention("retention-work", "Retention (compacted)")
+        pilot.app.chat.prompt.load_text(f"what changed in {mention}")
+        await pilot.press("enter")
+        await until(pilot, lambda: pilot.app.sent == 1 and pilot.app.agent.status == "idle")
+        await until(pilot, lambda: pilot.app.chat.query(AssistantBlock) and not pilot.app.chat._stream_timer)
+        await _preview_ready(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_model_visible_viewer(snap_compare: Any, app: SessionRefApp) -> None:
+    """F2 on a draft referencing the hostile pasted page: the viewer shows the warning header, the
+    `<referenced-sessions>` frame whose JSON spells every `<` as \\u003c, and `## My request:`."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        mention = format_session_reference_mention("pasted-web-page", "Pasted web page (hostile)")
+        pilot.app.chat.prompt.load_text(f"is {mention} safe?")
+        await _preview_ready(pilot)
+        await pilot.press("f2")
+        await until(pilot, lambda: isinstance(pilot.app.screen, ViewerScreen))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
