@@ -60,7 +60,7 @@ def open_app(
     return app, store
 
 
-async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float = 5.0) -> None:
+async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float = 5.0) -> None:  # noqa: ASYNC109
     """Let the app run until ``predicate()`` is true (fails the test after ``timeout`` seconds)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -1,0 +1,94 @@
+"""The real app in a real terminal: tmux runs ``sessionref``, we type like a person, then read the store."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from core import JsonlSessionStore, parse_session_reference_text
+from tui.demo import DEMO_PROJECT
+
+TMUX = shutil.which("tmux")
+pytestmark = pytest.mark.skipif(
+    TMUX is None and not os.environ.get("SESSIONREF_REQUIRE_TMUX"),
+    reason="tmux is not installed (.ci/run installs it and sets SESSIONREF_REQUIRE_TMUX)",
+)
+
+
+class Terminal:
+    """One tmux server on a private socket running one program in a 120x40 window."""
+
+    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+        assert TMUX is not None, "tmux is required"
+        self.socket = f"sessionref-test-{uuid.uuid4().hex[:8]}"
+        environment = " ".join(f"{key}={value}" for key, value in env.items())
+        # -u: a parent that ran Textual headless may have exported its own COLUMNS and LINES.
+        line = f"env -u COLUMNS -u LINES {environment} {' '.join(command)}; echo EXITED:$?; sleep 30"
+        self._tmux("new-session", "-d", "-s", "app", "-x", "120", "-y", "40", line)
+
+    def _tmux(self, *args: str) -> str:
+        assert TMUX is not None
+        done = subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True, check=True)
+        return done.stdout
+
+    def send(self, *keys: str, literal: bool = False) -> None:
+        self._tmux("send-keys", "-t", "app", *(["-l"] if literal else []), *keys)
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "app")
+
+    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if predicate(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"terminal never showed what was expected; last screen:\n{screen}")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        assert TMUX is not None
+        subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, check=False)
+
+
+def test_type_a_mention_send_it_and_find_it_in_the_store(demo_template: Path, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    shutil.copytree(demo_template, root)
+    command = [sys.executable, "-m", "tui.cli", "--root", str(root), "--cwd", DEMO_PROJECT, "--session", "today"]
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "TERM": "xterm-256color", "HOME": str(tmp_path)}
+    terminal = Terminal(command, env)
+    try:
+        terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
+        terminal.send("tell me about ", literal=True)
+        terminal.send("@", literal=True)
+        terminal.send("ret", literal=True)
+        terminal.wait_for(lambda s: "Retention (compacted)" in s)  # the sidebar only has room for "Retention (c…"
+        terminal.send("Tab")
+        terminal.wait_for(lambda s: "@[Retention (compacted)](dsh-session:" in s and "messages kept" in s)
+        terminal.send("Enter")
+        terminal.wait_for(lambda s: "Referenced sessions · Retention (compacted)" in s and "You asked" in s)
+        terminal.send("C-q")
+        terminal.wait_for(lambda s: "EXITED:0" in s)
+    finally:
+        terminal.close()
+
+    store = JsonlSessionStore(root)
+    events = store.get("today").events
+    prompt = next(e for e in events if e.type == "user/message")
+    display = prompt.data["envelope"]["displayContent"][0]["text"]
+    assert display == "tell me about @Retention (compacted) "
+    assert prompt.data["envelope"]["prefixContexts"][0]["meta"]["references"][0]["sessionId"] == "retention-work"
+    assert prompt.data["content"][0]["text"].startswith("## Referenced sessions")
+    reply = next(e for e in events if e.type == "assistant/message")
+    assert "Retention (compacted)" in reply.data["content"][0]["text"]
+    assert [e.data["reason"] for e in events if e.type == "turn/end"] == ["completed"]
+    assert parse_session_reference_text(display).references == []
