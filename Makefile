@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench run vectors clean
+.PHONY: test lint typecheck pytest bench run screenshot snapshots vectors clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,14 @@ bench: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/sessionref --demo
+
+# Re-record the SVG snapshots (look at every picture before committing), then the README's PNG.
+snapshots: $(STAMP)
+	$(BIN)/pytest tests/test_snapshots.py --snapshot-update
+
+screenshot: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	$(BIN)/python -c "import cairosvg; cairosvg.svg2png(url='snapshots/test_mention_with_truncated_compacted_preview.svg', write_to='docs/screenshot.png', output_width=1400)"
 
 # Regenerate the JavaScript parity vectors (needs Node.js).
 vectors:

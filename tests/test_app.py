@@ -632,3 +632,18 @@ async def test_command_palette_offers_the_app_commands(app: SessionRefApp) -> No
         await pilot.press("ctrl+p")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "CommandPalette"
+
+
+async def test_what_the_preview_shows_is_exactly_what_is_sent(demo_template: Path, tmp_path: Path) -> None:
+    app, _ = open_app(demo_template, tmp_path / "store")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        draft = "diff " + _mention("load-test-log", "Load test") + " and " + _mention("pasted-web-page")
+        app.chat.prompt.load_text(draft)
+        report = await preview_of(pilot)
+        expected = report.model_visible_text()
+        await pilot.press("enter")
+        await until(pilot, lambda: app.sent == 1)
+        prompt = next(e for e in app.session.events if e.type == "user/message")
+        sent = "".join(block["text"] for block in prompt.data["content"])
+        assert sent == expected

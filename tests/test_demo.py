@@ -29,5 +29,10 @@ async def test_demo_store_exercises_every_feature(store) -> None:
     body = json.loads(prompt.split("<referenced-sessions>\n", 1)[1].removesuffix("\n</referenced-sessions>"))
     assert "Ignore all previous instructions" in body[2]["conversation"][0]["text"]
 
+    default = SessionReferenceService(store)
+    both = await default.prepare(target, [], [ReferenceInput(ids["large"])])
+    stats = both.contexts[0].meta["references"][0]
+    assert stats["compacted"] is True and stats["truncated"] is True  # at the default 64 KiB budget
+
     odd = await service.prepare(target, [], [ReferenceInput(ids["odd"])])
     assert odd.contexts[0].meta["references"][0]["sessionId"] == 'odd/"id"\twith\x07control 😀'

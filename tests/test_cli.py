@@ -1,0 +1,93 @@
+"""The ``sessionref`` command line: options, one-line errors and exit codes (no traceback, ever)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tui.cli import EXIT_ROOT, EXIT_SESSION, EXIT_USAGE, main
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_help_explains_every_option() -> None:
+    done = run_cli("--help")
+    assert done.returncode == 0
+    for option in ("--root", "--cwd", "--session", "--compression", "--model", "--base-url", "--model-name", "--demo"):
+        assert option in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--compression", "gzip"], "invalid choice: 'gzip'"),
+        (["--model", "gpt"], "invalid choice: 'gpt'"),
+        (["--cwd", "relative/dir"], "--cwd must be an absolute path"),
+        (["--base-url", "http://x"], "only apply to --model openai"),
+        (["--demo", "--session", "x"], "leave out --session"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_arguments_give_one_clear_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], args: list[str], words: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    assert exit_info.value.code == EXIT_USAGE
+    error = capsys.readouterr().err
+    assert words in error and "Traceback" not in error
+
+
+def test_a_root_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "file"
+    root.write_text("not a folder")
+    assert main(["--root", str(root)]) == EXIT_ROOT
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("sessionref: cannot use the store folder") and "\n" not in error
+
+
+def test_a_missing_session_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--root", str(tmp_path), "--session", "nope"]) == EXIT_SESSION
+    error = capsys.readouterr().err.strip()
+    assert error == 'sessionref: cannot open session: session "nope" not found (SESSION_QUERY_SESSION_NOT_FOUND)'
+
+
+def test_a_corrupt_session_is_refused_with_its_code(demo_template: Path, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    shutil.copytree(demo_template, root)
+    from core import JsonlSessionStore
+
+    JsonlSessionStore(root).session_path("design-notes", "/home/demo/projects/sessionref").write_bytes(b"junk")
+    done = run_cli("--root", str(root), "--session", "design-notes")
+    assert done.returncode == EXIT_SESSION
+    assert "SESSION_QUERY_CORRUPT_SESSION" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_session_locked_by_another_writer_is_refused(demo_template: Path, tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    shutil.copytree(demo_template, root)
+    from core import JsonlSessionStore
+
+    holder = JsonlSessionStore(root)
+    holder.get("design-notes")
+    try:
+        done = run_cli("--root", str(root), "--session", "design-notes")
+    finally:
+        holder.close()
+    assert done.returncode == EXIT_SESSION
+    assert "SESSION_QUERY_SESSION_LOCKED" in done.stderr
+
+
+def test_demo_refuses_a_folder_that_is_not_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "something").write_text("x")
+    assert main(["--demo", "--root", str(tmp_path)]) == EXIT_ROOT
+    assert "not empty" in capsys.readouterr().err
