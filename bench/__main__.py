@@ -118,18 +118,22 @@ def bench_prepare(repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description="sessionref benchmarks")
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median is reported)")
-    parser.add_argument("--only", choices=["engine", "store"], help="run one group of benchmarks")
+    parser.add_argument("--only", choices=["engine", "store", "app"], help="run one group of benchmarks")
     args = parser.parse_args()
-    if args.only != "store":
+    if args.only in (None, "engine"):
         bench_retention(args.repeats)
         bench_literal(args.repeats)
         bench_prepare(args.repeats)
-    if args.only != "engine":
+    if args.only in (None, "store"):
         from bench.store import bench_append, bench_listing, bench_read_surface
 
         bench_listing(args.repeats)
         bench_read_surface(args.repeats)
         bench_append(args.repeats)
+    if args.only in (None, "app"):
+        from bench.app import bench_app
+
+        bench_app(args.repeats)
 
 
 if __name__ == "__main__":

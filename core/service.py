@@ -16,7 +16,15 @@ from .errors import (
     TOO_MANY,
     SessionReferenceError,
 )
-from .models import Candidate, HookContext, PreparedMessage, ReferenceConfig, RetainedSource, SurfaceSnapshot
+from .models import (
+    Candidate,
+    HookContext,
+    PreparedMessage,
+    ReferenceConfig,
+    RetainedSource,
+    SessionHeader,
+    SurfaceSnapshot,
+)
 from .query import SessionQuery
 from .retention import retain_referenced_session
 from .serialization import js_json_stringify, stringify_tag_safe_json
@@ -40,14 +48,6 @@ FRAME_CLOSE = "\n</referenced-sessions>"
 def render_referenced_sessions(data_objects: Sequence[Mapping[str, Any]]) -> str:
     """The model-visible prompt text of the aggregated context for these data objects."""
     return REFERENCED_SESSIONS_HEADER + FRAME_OPEN + stringify_tag_safe_json(list(data_objects)) + FRAME_CLOSE
-
-
-def _candidate_rank(cwd: str | None, target_cwd: str | None) -> int:
-    if cwd is not None and target_cwd is not None and cwd == target_cwd:
-        return 0
-    if cwd is None:
-        return 1
-    return 2
 
 
 def normalize_references(target_id: str, references: Sequence[Any], max_references: int) -> list[ReferenceInput]:
@@ -146,16 +146,27 @@ class SessionReferenceService:
         target_id = agent.id
         target_cwd = agent.cwd
         records = await race_abort(self.query.list_sessions(), signal)
-        matches = []
+        # One pass into the three groups (same cwd, no cwd, elsewhere): a stable sort by group
+        # without sorting. Once the first group alone fills the limit nothing later can enter.
+        groups: tuple[list[SessionHeader], list[SessionHeader], list[SessionHeader]] = ([], [], [])
+        same = groups[0]
         for record in records:
             header = record.header
-            if header.id == target_id:
+            session_id = header.id
+            if session_id == target_id:
                 continue
-            if needle and needle not in header.id.lower() and (header.cwd is None or needle not in header.cwd.lower()):
+            cwd = header.cwd
+            if needle and needle not in session_id.lower() and (cwd is None or needle not in cwd.lower()):
                 continue
-            matches.append(header)
-        matches.sort(key=lambda header: _candidate_rank(header.cwd, target_cwd))
-        kept = matches[:limit]
+            if cwd is None:
+                groups[1].append(header)
+            elif cwd == target_cwd:
+                same.append(header)
+                if len(same) >= limit:
+                    break
+            else:
+                groups[2].append(header)
+        kept = (groups[0] + groups[1] + groups[2])[:limit]
         titles = await race_abort(asyncio.gather(*(self.query.read_title(header.id) for header in kept)), signal)
         return [
             Candidate(

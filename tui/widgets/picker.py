@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.content import Content
 from textual.geometry import Offset
 from textual.message import Message
 from textual.widgets import OptionList
@@ -19,6 +20,8 @@ VISIBLE_ROWS = 8
 CWD_WIDTH = 24
 PICKER_WIDTH = 64
 ROW_WIDTH = PICKER_WIDTH - 3  # inside the border, beside the scrollbar
+LABEL_WIDTH = ROW_WIDTH - CWD_WIDTH - 4 - 2
+MATCH_STYLE = "bold underline #ffaf00"
 
 
 def group_of(candidate: Candidate, target_cwd: str | None) -> int:
@@ -28,15 +31,16 @@ def group_of(candidate: Candidate, target_cwd: str | None) -> int:
     return 1 if candidate.cwd is None else 2
 
 
-def highlighted_label(label: str, query: str) -> Text:
+def highlighted_label(label: str, query: str) -> Content:
     """The displayed label (control characters as ``\\xNN``) with the first match of ``query`` marked."""
     shown = visible(label)
-    text = Text(shown, no_wrap=True, overflow="ellipsis")
+    content = Content(shown)
     if query:
-        at = shown.lower().find(visible(query).lower())
+        needle = visible(query).lower()
+        at = shown.lower().find(needle)
         if at >= 0:
-            text.stylize("bold underline #ffaf00", at, at + len(visible(query)))
-    return text
+            content = content.stylize(MATCH_STYLE, at, at + len(needle))
+    return content
 
 
 class MentionPicker(OptionList):
@@ -52,9 +56,8 @@ class MentionPicker(OptionList):
         overlay: screen;
         constrain: inside;
         width: 64;  /* PICKER_WIDTH */
-        max-height: 10;
+        height: 10;  /* set to the rows shown; a fixed height lets new rows repaint without a layout */
         scrollbar-size-vertical: 1;
-        height: auto;
         border: round $accent;
         background: $surface;
         padding: 0;
@@ -87,9 +90,8 @@ class MentionPicker(OptionList):
         """Fill the list (group headings, one row per candidate) and open it, first row highlighted."""
         self.candidates = candidates
         self.query_text = query
-        self.clear_options()
         if not candidates:
-            self.add_option(Option(Text(f"No sessions match “{visible(query)}”", style="dim italic"), disabled=True))
+            self.set_options([Option(Text(f"No sessions match “{visible(query)}”", style="dim italic"), disabled=True)])
             self.add_class("-open")
             return
         options: list[Option] = []
@@ -103,22 +105,27 @@ class MentionPicker(OptionList):
             if first is None:
                 first = len(options)
             options.append(Option(self._row(candidate, query, now), id=f"c{index}"))
-        self.add_options(options)
+        # One replacement (not clear + add): with as many rows as before nothing needs a new layout.
+        self.set_options(options)
         self.add_class("-open")
         self.highlighted = first
 
-    def _row(self, candidate: Candidate, query: str, now: int) -> Text:
-        label = highlighted_label(candidate.label, query)
-        label.truncate(ROW_WIDTH - CWD_WIDTH - 4 - 2, overflow="ellipsis", pad=True)
-        cwd = Text(short_cwd(candidate.cwd, CWD_WIDTH, self.home), style="dim")
-        cwd.truncate(CWD_WIDTH, pad=True)
-        return Text.assemble(label, " ", cwd, " ", (age(candidate.created_at, now).rjust(4), "dim"), no_wrap=True)
+    def _row(self, candidate: Candidate, query: str, now: int) -> Content:
+        # Textual Content rather than rich Text: the list renders it without a conversion step.
+        label = highlighted_label(candidate.label, query).truncate(LABEL_WIDTH, ellipsis=True, pad=True)
+        cwd = Content(short_cwd(candidate.cwd, CWD_WIDTH, self.home)).truncate(CWD_WIDTH, pad=True)
+        return Content.assemble(label, " ", cwd.stylize("dim"), " ", (age(candidate.created_at, now).rjust(4), "dim"))
 
     def place(self, at_x: int, cursor_y: int, screen_height: int) -> None:
         """Anchor the dropdown at the `@`: below the cursor row when it fits, else above it."""
         height = min(self.option_count, VISIBLE_ROWS) + 2
+        if self.styles.height is None or self.styles.height.value != height:
+            self.styles.height = height
         y = cursor_y + 1 if cursor_y + 1 + height <= screen_height else max(0, cursor_y - height)
-        self.absolute_offset = Offset(max(0, at_x - 1), y)
+        offset = Offset(max(0, at_x - 1), y)
+        if offset != self.absolute_offset:
+            self.absolute_offset = offset
+            self.refresh(layout=True)
 
     def close(self) -> None:
         """Hide the dropdown."""

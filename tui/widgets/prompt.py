@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from rich.style import Style
@@ -61,6 +62,8 @@ class PromptArea(TextArea):
 
     def __init__(self, *, id: str | None = None, cursor_blink: bool = True) -> None:
         self._last_query: tuple[PickerQuery | None, int] | None = None
+        self.last_key_at = 0.0
+        """``perf_counter()`` of the latest key the prompt received (the picker latency starts there)."""
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
         self.cursor_blink = cursor_blink
         self.register_theme(
@@ -86,6 +89,7 @@ class PromptArea(TextArea):
     # -- keys -------------------------------------------------------------------------------------
 
     async def _on_key(self, event: events.Key) -> None:
+        self.last_key_at = time.perf_counter()
         if event.key == "enter":
             event.stop()
             event.prevent_default()
