@@ -386,6 +386,7 @@ class JsonlSessionStore:
         self._listing: dict[str, tuple[Revision, SessionRecord]] = {}
         self._projects: dict[str, tuple[int, list[os.DirEntry[str]]]] = {}
         self._last_listing: tuple[object, list[SessionRecord], list[StoreProblem]] | None = None
+        self._revisions: dict[str, Revision] = {}
         self.problems: list[StoreProblem] = []
         self.root.mkdir(parents=True, exist_ok=True)
 
@@ -654,6 +655,7 @@ class JsonlSessionStore:
             self.problems = list(self._last_listing[2])
             return list(self._last_listing[1])
         records: dict[str, SessionRecord] = {}
+        revisions: dict[str, Revision] = {}
         for path, revision in files:
             try:
                 record = self._listed_record(path, revision)
@@ -669,12 +671,14 @@ class JsonlSessionStore:
             if session_id in self._owned:
                 record = SessionRecord.model_construct(header=record.header, live=True, persisted=True)
             records[session_id] = record
+            revisions[session_id] = revision
         for session_id, owned in self._owned.items():
             if session_id not in records:
                 records[session_id] = SessionRecord.model_construct(
                     header=owned.session.header, live=True, persisted=False
                 )
         self.problems = problems
+        self._revisions = revisions
         listing = sorted(records.values(), key=listing_order_key)
         self._last_listing = (fingerprint, listing, list(problems))
         return list(listing)
@@ -684,8 +688,7 @@ class JsonlSessionStore:
 
         Hosts use it to keep per-session caches (titles) fresh without reading logs again.
         """
-        cached = self._listing.get(str(self.session_path(header.id, header.cwd)))
-        return cached[0] if cached is not None else None
+        return self._revisions.get(header.id)
 
     def _load(self, session_id: str) -> LoadedLog:
         path = self._find(session_id)

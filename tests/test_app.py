@@ -41,8 +41,7 @@ def picker_ids(app: SessionRefApp) -> list[str]:
 
 
 def picker_rows(app: SessionRefApp) -> list[str]:
-    picker = app.chat.picker
-    return [str(picker.get_option_at_index(i).prompt) for i in range(picker.option_count)]
+    return [row.text.rstrip() for row in app.chat.picker.rows]
 
 
 async def type_text(pilot: Any, text: str) -> None:
@@ -92,7 +91,7 @@ async def test_picker_rows_show_label_cwd_and_age(app: SessionRefApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await open_picker(pilot, "retention")
-        row = str(app.chat.picker.get_option_at_index(1).prompt)
+        row = app.chat.picker.rows[1].text
         assert row.split() == ["Retention", "(compacted)", "~/projects/sessionref", "3m"]
         assert len(row) == 61  # label, cwd and age columns line up on every row
 
@@ -149,11 +148,11 @@ async def test_arrows_and_ctrl_n_ctrl_p_move_the_highlight_over_headings(app: Se
         await open_picker(pilot)
         picker = app.chat.picker
         await pilot.press("ctrl+n", "ctrl+n", "ctrl+n")
-        assert picker.get_option_at_index(picker.highlighted).id == "c3"  # skipped the "No folder" heading
+        assert picker.highlighted_candidate.session_id == "pasted-web-page"  # skipped the "No folder" heading
         await pilot.press("ctrl+p")
-        assert picker.get_option_at_index(picker.highlighted).id == "c2"
+        assert picker.highlighted_candidate.session_id == "load-test-log"
         await pilot.press("down", "up", "up")
-        assert picker.get_option_at_index(picker.highlighted).id == "c1"
+        assert picker.highlighted_candidate.session_id == "retention-work"
         assert app.chat.prompt.text == "@"  # the keys never reached the prompt
 
 
@@ -198,7 +197,7 @@ async def test_control_characters_are_escaped_in_rows_and_label_but_the_id_stays
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await open_picker(pilot, "odd")
-        row = str(app.chat.picker.get_option_at_index(1).prompt)
+        row = app.chat.picker.rows[1].text
         assert row.startswith('odd/"id"\\x09with\\x07control 😀 ')
         await pilot.press("tab")
         parsed = parse_session_reference_text(app.chat.prompt.text)

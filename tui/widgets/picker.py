@@ -1,19 +1,28 @@
-"""The `@` picker: a dropdown of sessions in contract order, grouped, that never takes focus."""
+"""The `@` picker: a dropdown of sessions in contract order, grouped, that never takes focus.
+
+Built on Textual's line API (``ScrollView.render_line``): every row is one prebuilt ``Strip``, so a
+keystroke that brings new candidates costs a few list operations and eight strips to paint, not a
+re-layout and re-render of a general-purpose option list.
+"""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from rich.text import Text
-from textual.content import Content
-from textual.geometry import Offset
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Offset, Size
 from textual.message import Message
-from textual.widgets import OptionList
-from textual.widgets.option_list import Option
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from core import Candidate
 
-from ..text import age, short_cwd, visible
+from ..text import age, elide_middle, short_cwd, visible
 
 GROUP_TITLES = ("This folder", "No folder", "Elsewhere")
 VISIBLE_ROWS = 8
@@ -21,7 +30,12 @@ CWD_WIDTH = 24
 PICKER_WIDTH = 64
 ROW_WIDTH = PICKER_WIDTH - 3  # inside the border, beside the scrollbar
 LABEL_WIDTH = ROW_WIDTH - CWD_WIDTH - 4 - 2
-MATCH_STYLE = "bold underline #ffaf00"
+
+# Explicit greys rather than ``dim``: Textual would blend dim text again on every paint.
+_HEADING = Style(bold=True, color="#8a8f98")
+_MATCH = Style(bold=True, underline=True, color="#ffaf00")
+_DIM = Style(color="#8a8f98")
+_EMPTY = Style(italic=True, color="#8a8f98")
 
 
 def group_of(candidate: Candidate, target_cwd: str | None) -> int:
@@ -31,24 +45,42 @@ def group_of(candidate: Candidate, target_cwd: str | None) -> int:
     return 1 if candidate.cwd is None else 2
 
 
-def highlighted_label(label: str, query: str) -> Content:
-    """The displayed label (control characters as ``\\xNN``) with the first match of ``query`` marked."""
-    shown = visible(label)
-    content = Content(shown)
-    if query:
-        needle = visible(query).lower()
-        at = shown.lower().find(needle)
-        if at >= 0:
-            content = content.stylize(MATCH_STYLE, at, at + len(needle))
-    return content
+def _fit(text: str, width: int) -> str:
+    """``text`` cut (with ``…``) or padded to exactly ``width`` cells."""
+    if cell_len(text) > width:
+        while text and cell_len(text) > width - 1:
+            text = text[:-1]
+        text += "…"
+    return text + " " * (width - cell_len(text))
 
 
-class MentionPicker(OptionList):
+def label_segments(label: str, query: str, width: int) -> list[Segment]:
+    """The displayed label (control characters as ``\\xNN``), fitted to ``width``, first match marked."""
+    shown = _fit(visible(label), width)
+    needle = visible(query).lower() if query else ""
+    at = shown.lower().find(needle) if needle else -1
+    if at < 0:
+        return [Segment(shown)]
+    end = at + len(needle)
+    return [Segment(shown[:at]), Segment(shown[at:end], _MATCH), Segment(shown[end:])]
+
+
+class PickerRow(NamedTuple):
+    """One line of the dropdown: a group heading (``candidate`` is ``None``) or a candidate."""
+
+    text: str
+    segments: list[Segment]
+    candidate: Candidate | None
+
+
+class MentionPicker(ScrollView, can_focus=False):
     """Candidates for the `@query` being typed; accepting posts ``Accepted``.
 
     It never has focus: the screen routes Up/Down/Ctrl+P/Ctrl+N/Tab/Enter/Escape to it while it is
     open, so a closed picker leaves every key to the prompt.
     """
+
+    COMPONENT_CLASSES = {"mention-picker--highlight"}
 
     DEFAULT_CSS = """
     MentionPicker {
@@ -56,16 +88,22 @@ class MentionPicker(OptionList):
         overlay: screen;
         constrain: inside;
         width: 64;  /* PICKER_WIDTH */
-        height: 10;  /* set to the rows shown; a fixed height lets new rows repaint without a layout */
-        scrollbar-size-vertical: 1;
+        height: 10;  /* set to the rows shown by place() */
         border: round $accent;
         background: $surface;
-        padding: 0;
+        scrollbar-size-vertical: 1;
         display: none;
         &.-open { display: block; }
-        & > .option-list--option-highlighted { background: $accent 40%; }
+        & > .mention-picker--highlight { background: $accent 40%; }
     }
     """
+
+    @dataclass
+    class Painted(Message):
+        """Rows from the latest ``show`` were rendered to the screen at ``painted_at``."""
+
+        picker: MentionPicker
+        painted_at: float
 
     @dataclass
     class Accepted(Message):
@@ -76,49 +114,79 @@ class MentionPicker(OptionList):
 
     def __init__(self, *, id: str | None = None, home: str | None = None) -> None:
         super().__init__(id=id)
-        self.can_focus = False
         self.candidates: list[Candidate] = []
+        self.rows: list[PickerRow] = []
+        self.highlighted: int | None = None
         self.home = home
         self.query_text = ""
+        self._paint_pending = False
+        self._styles: tuple[Style, Style] | None = None
 
     @property
     def is_open(self) -> bool:
         """Whether the dropdown is shown."""
         return self.has_class("-open")
 
+    @property
+    def highlighted_candidate(self) -> Candidate | None:
+        """The candidate of the highlighted row."""
+        if self.highlighted is None:
+            return None
+        return self.rows[self.highlighted].candidate
+
     def show(self, candidates: list[Candidate], query: str, target_cwd: str | None, now: int) -> None:
-        """Fill the list (group headings, one row per candidate) and open it, first row highlighted."""
+        """Fill the list (group headings, one row per candidate) and open it, first candidate highlighted."""
         self.candidates = candidates
         self.query_text = query
-        if not candidates:
-            self.set_options([Option(Text(f"No sessions match “{visible(query)}”", style="dim italic"), disabled=True)])
-            self.add_class("-open")
-            return
-        options: list[Option] = []
+        rows: list[PickerRow] = []
         current = -1
-        first: int | None = None
-        for index, candidate in enumerate(candidates):
+        for candidate in candidates:
             group = group_of(candidate, target_cwd)
             if group != current:
                 current = group
-                options.append(Option(Text(GROUP_TITLES[group], style="bold dim"), disabled=True))
-            if first is None:
-                first = len(options)
-            options.append(Option(self._row(candidate, query, now), id=f"c{index}"))
-        # One replacement (not clear + add): with as many rows as before nothing needs a new layout.
-        self.set_options(options)
+                heading = GROUP_TITLES[group]
+                rows.append(PickerRow(heading, [Segment(_fit(heading, ROW_WIDTH), _HEADING)], None))
+            rows.append(self._row(candidate, query, now))
+        if not rows:
+            empty = _fit(f"No sessions match “{elide_middle(visible(query), 30)}”", ROW_WIDTH)
+            rows.append(PickerRow(empty, [Segment(empty, _EMPTY)], None))
+        self.rows = rows
+        self.highlighted = next((i for i, row in enumerate(rows) if row.candidate is not None), None)
+        self.virtual_size = Size(ROW_WIDTH, len(rows))
+        self.scroll_to(0, 0, animate=False, immediate=True)
         self.add_class("-open")
-        self.highlighted = first
+        self._paint_pending = True
+        self.refresh()
 
-    def _row(self, candidate: Candidate, query: str, now: int) -> Content:
-        # Textual Content rather than rich Text: the list renders it without a conversion step.
-        label = highlighted_label(candidate.label, query).truncate(LABEL_WIDTH, ellipsis=True, pad=True)
-        cwd = Content(short_cwd(candidate.cwd, CWD_WIDTH, self.home)).truncate(CWD_WIDTH, pad=True)
-        return Content.assemble(label, " ", cwd.stylize("dim"), " ", (age(candidate.created_at, now).rjust(4), "dim"))
+    def _row(self, candidate: Candidate, query: str, now: int) -> PickerRow:
+        segments = label_segments(candidate.label, query, LABEL_WIDTH)
+        cwd = _fit(short_cwd(candidate.cwd, CWD_WIDTH, self.home), CWD_WIDTH)
+        when = age(candidate.created_at, now).rjust(4)
+        segments += [Segment(" "), Segment(cwd, _DIM), Segment(" "), Segment(when, _DIM)]
+        return PickerRow("".join(segment.text for segment in segments), segments, candidate)
+
+    def render_line(self, y: int) -> Strip:
+        if self._paint_pending:
+            self._paint_pending = False
+            self.post_message(self.Painted(self, time.perf_counter()))
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        if self._styles is None:
+            base = self.rich_style
+            self._styles = (base, base + self.get_component_rich_style("mention-picker--highlight"))
+        base, highlight = self._styles
+        if index >= len(self.rows):
+            return Strip.blank(width, base)
+        style = highlight if index == self.highlighted else base
+        return Strip(self.rows[index].segments).apply_style(style).crop_extend(0, width, style)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
 
     def place(self, at_x: int, cursor_y: int, screen_height: int) -> None:
         """Anchor the dropdown at the `@`: below the cursor row when it fits, else above it."""
-        height = min(self.option_count, VISIBLE_ROWS) + 2
+        height = min(len(self.rows), VISIBLE_ROWS) + 2
         if self.styles.height is None or self.styles.height.value != height:
             self.styles.height = height
         y = cursor_y + 1 if cursor_y + 1 + height <= screen_height else max(0, cursor_y - height)
@@ -132,23 +200,41 @@ class MentionPicker(OptionList):
         self.remove_class("-open")
 
     def move(self, step: int) -> None:
-        """Move the highlight by ``step`` enabled rows (wrapping)."""
-        if step > 0:
-            self.action_cursor_down()
-        else:
-            self.action_cursor_up()
+        """Move the highlight by one candidate row (headings are skipped; wraps around)."""
+        selectable = [i for i, row in enumerate(self.rows) if row.candidate is not None]
+        if not selectable:
+            return
+        position = selectable.index(self.highlighted) if self.highlighted in selectable else -1
+        self.highlighted = selectable[(position + step) % len(selectable)]
+        self._keep_visible()
+        self.refresh()
 
-    def accept(self) -> None:
-        """Accept the highlighted candidate (nothing happens on a heading or an empty list)."""
+    def _keep_visible(self) -> None:
         if self.highlighted is None:
             return
-        option = self.get_option_at_index(self.highlighted)
-        if option.id is None:
-            return
-        self.post_message(self.Accepted(self, self.candidates[int(option.id[1:])]))
+        top = self.scroll_offset.y
+        visible_rows = max(1, self.scrollable_content_region.height)
+        target = self.highlighted
+        if target == min(i for i, row in enumerate(self.rows) if row.candidate is not None):
+            target = 0  # show the first group's heading too
+        if target < top:
+            self.scroll_to(0, target, animate=False, immediate=True)
+        elif self.highlighted >= top + visible_rows:
+            self.scroll_to(0, self.highlighted - visible_rows + 1, animate=False, immediate=True)
 
-    def _on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        # A mouse click selects an option: accept it like Tab would.
+    def accept(self) -> None:
+        """Accept the highlighted candidate (nothing happens on an empty list)."""
+        candidate = self.highlighted_candidate
+        if candidate is not None:
+            self.post_message(self.Accepted(self, candidate))
+
+    def on_click(self, event: events.Click) -> None:
+        # A click on a candidate row accepts it, as Tab would.
         event.stop()
-        self.highlighted = event.option_index
-        self.accept()
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        index = self.scroll_offset.y + offset.y
+        if 0 <= index < len(self.rows) and self.rows[index].candidate is not None:
+            self.highlighted = index
+            self.accept()
