@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .abort import AbortSignal, cancelled_error, race_abort
 from .constants import MAX_SAFE_INTEGER, SESSION_REFERENCE_SOURCE
@@ -23,6 +24,7 @@ from .models import (
     ReferenceConfig,
     RetainedSource,
     SessionHeader,
+    SessionRecord,
     SurfaceSnapshot,
 )
 from .query import SessionQuery
@@ -119,6 +121,8 @@ class SessionReferenceService:
         elif not isinstance(config, ReferenceConfig):
             config = ReferenceConfig.model_validate(config)
         self.config = config
+        self._seen_records: list[SessionRecord] | None = None
+        self._index: tuple[list[SessionRecord], _SearchIndex] | None = None
 
     async def list_candidates(
         self,
@@ -150,14 +154,12 @@ class SessionReferenceService:
         # without sorting. Once the first group alone fills the limit nothing later can enter.
         groups: tuple[list[SessionHeader], list[SessionHeader], list[SessionHeader]] = ([], [], [])
         same = groups[0]
-        for record in records:
+        for record in self._matching(records, needle):
             header = record.header
             session_id = header.id
             if session_id == target_id:
                 continue
             cwd = header.cwd
-            if needle and needle not in session_id.lower() and (cwd is None or needle not in cwd.lower()):
-                continue
             if cwd is None:
                 groups[1].append(header)
             elif cwd == target_cwd:
@@ -177,6 +179,28 @@ class SessionReferenceService:
             )
             for header, title in zip(kept, titles, strict=False)
         ]
+
+    def _matching(self, records: list[SessionRecord], needle: str) -> Iterable[SessionRecord]:
+        """The records whose id or cwd contains ``needle`` (already lower-cased), in listing order.
+
+        A host that answers ``list_sessions`` with the same list object again (a cached listing)
+        gets a search index for it: one lower-cased text searched with ``str.find``.
+        """
+        if not needle:
+            return records
+        if records is self._seen_records and "\n" not in needle and "\x00" not in needle:
+            if self._index is None or self._index[0] is not records:
+                self._index = (records, _SearchIndex(records))
+            index = self._index[1]
+            if index.text is not None:
+                return index.matching(records, needle)
+        self._seen_records = records
+        return (
+            record
+            for record in records
+            if needle in record.header.id.lower()
+            or (record.header.cwd is not None and needle in record.header.cwd.lower())
+        )
 
     async def prepare(
         self,
@@ -241,6 +265,41 @@ class SessionReferenceService:
                 "referenced session snapshot cannot fit the configured byte budget", BUDGET_EXCEEDED
             )
         return retained
+
+
+class _SearchIndex:
+    """Every record's lower-cased ``id NUL cwd``, one per line, and where each line starts."""
+
+    def __init__(self, records: list[SessionRecord]) -> None:
+        lines: list[str] = []
+        starts: list[int] = []
+        position = 0
+        for record in records:
+            header = record.header
+            line = header.id.lower() + "\x00" + (header.cwd.lower() if header.cwd is not None else "")
+            if "\n" in line or line.count("\x00") != 1:
+                # Separators inside an id or cwd: matches could cross fields; search record by record.
+                self.text: str | None = None
+                self.starts: list[int] = []
+                return
+            starts.append(position)
+            lines.append(line)
+            position += len(line) + 1
+        self.text = "\n".join(lines)
+        self.starts = starts
+
+    def matching(self, records: list[SessionRecord], needle: str) -> Iterable[SessionRecord]:
+        """Records with ``needle`` in their id or cwd (``needle`` has no NUL or newline)."""
+        text, starts = self.text, self.starts
+        assert text is not None
+        at = text.find(needle)
+        while at >= 0:
+            line = bisect.bisect_right(starts, at) - 1
+            yield records[line]
+            following = line + 1
+            if following >= len(starts):
+                return
+            at = text.find(needle, starts[following])
 
 
 def build_context(sources: Sequence[RetainedSource]) -> HookContext:

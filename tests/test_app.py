@@ -596,7 +596,7 @@ async def test_sessions_written_by_other_programs_show_up(app: SessionRefApp, tm
         outside = other.create("from-elsewhere", cwd=DEMO_PROJECT, created_at=NOW)
         outside.append("session/title", {"title": "Written outside", "messageSeqs": [], "source": "user"})
         other.close()
-        app.refresh_catalog()
+        app.refresh_catalog(force=True)
         sidebar = app.chat.query_one(SessionSidebar)
 
         def listed() -> bool:

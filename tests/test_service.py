@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core import (
     AbortController,
@@ -456,3 +458,49 @@ async def test_agent_may_be_a_header(store, sessions) -> None:
     header = SessionHeader(id="target", created_at=0, cwd="/work/app")
     candidates = await SessionReferenceService(store).list_candidates(header)
     assert candidates[0].session_id == "alpha"
+
+
+class _CachedListing:
+    """A query that answers ``list_sessions`` with the same list object, as the app's catalog does."""
+
+    def __init__(self, store: MemorySessionStore) -> None:
+        self.store = store
+        self.records: list[Any] | None = None
+
+    async def list_sessions(self) -> list[Any]:
+        if self.records is None:
+            self.records = await self.store.list_sessions()
+        return self.records
+
+    async def read_surface(self, session_id: str) -> Any:
+        return await self.store.read_surface(session_id)
+
+    async def read_title(self, session_id: str) -> Any:
+        return await self.store.read_title(session_id)
+
+
+_FIELD = st.text(alphabet=st.sampled_from("aAbİı\n\x00/é-"), max_size=6)
+
+
+@given(
+    st.lists(st.tuples(_FIELD, st.none() | _FIELD.map(lambda cwd: "/" + cwd)), max_size=12, unique_by=lambda t: t[0]),
+    st.text(alphabet=st.sampled_from("aAbİı\n\x00/é-i̇"), min_size=1, max_size=3),
+)
+def test_the_search_index_of_a_cached_listing_matches_the_plain_scan(
+    sessions: list[tuple[str, str | None]], needle: str
+) -> None:
+    store = MemorySessionStore()
+    for index, (session_id, cwd) in enumerate(sessions):
+        store.create(session_id or f"empty{index}", cwd=cwd, created_at=index)
+    target = store.create("target-session", cwd="/a")
+
+    async def both() -> tuple[list[Any], list[Any]]:
+        plain = await SessionReferenceService(store).list_candidates(target, needle)
+        indexed_service = SessionReferenceService(_CachedListing(store))
+        await indexed_service.list_candidates(target, needle)  # the first sight only remembers the list
+        indexed = await indexed_service.list_candidates(target, needle)
+        assert indexed_service._index is not None or "\n" in needle or "\x00" in needle
+        return plain, indexed
+
+    plain, indexed = asyncio.run(both())
+    assert [c.to_wire() for c in indexed] == [c.to_wire() for c in plain]

@@ -7,6 +7,8 @@ same factory. All session logic lives in ``core``; this module wires widgets to 
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -55,6 +57,8 @@ Clock = Callable[[], int]
 
 PREVIEW_DELAY = 0.12
 """Seconds of typing pause before the preview recomputes (a newer draft cancels the running one)."""
+TYPING_PAUSE = 1.0
+"""Seconds after a keystroke during which the background re-listing waits."""
 STREAM_TICK = 1 / 20
 """How often the transcript repaints a streaming reply."""
 
@@ -154,7 +158,7 @@ class ChatScreen(Screen[None]):
             # A new session is listed before its first write.
             records = [SessionRecord(header=host.session.header, live=True, persisted=False), *records]
         sidebar.show(records, titles, catalog.problems, host.session.id, host.session.cwd, host.clock())
-        sidebar.border_subtitle = f"{len(records)}" if catalog.listed else "loading…"
+        sidebar.border_subtitle = f"{len(records)}" if host.catalog_loaded.is_set() else "loading…"
 
     # -- picker -----------------------------------------------------------------------------------
 
@@ -296,6 +300,7 @@ class ChatScreen(Screen[None]):
         self.query_one(PreviewPane).show(report)
         self.host.preview_updates += 1
         self.host.last_preview_seconds = time.perf_counter() - self._preview_started
+        self.host.preview_seconds.append(self.host.last_preview_seconds)
 
     def action_show_model_view(self) -> None:
         """Open the exact model-visible text of the draft's prefix and request."""
@@ -509,8 +514,17 @@ class SessionRefApp(App[None]):
         self.picker_latencies: list[float] = []
         self.preview_updates = 0
         self.last_preview_seconds = 0.0
+        self.preview_seconds: list[float] = []
         self.sent = 0
         self.catalog_loaded = asyncio.Event()
+
+    def on_unmount(self) -> None:
+        # SESSIONREF_TRACE=<file>: write the measured latencies there on exit (the benchmarks read it).
+        trace = os.environ.get("SESSIONREF_TRACE")
+        if trace:
+            figures = {"picker_latencies": self.picker_latencies, "preview_seconds": self.preview_seconds}
+            with open(trace, "w", encoding="utf-8") as handle:
+                json.dump(figures, handle)
 
     def get_default_screen(self) -> ChatScreen:
         return ChatScreen(self)
@@ -580,11 +594,26 @@ class SessionRefApp(App[None]):
         self.call_from_thread(self._catalog_changed)
         catalog.load_titles(on_progress=lambda: self.call_from_thread(self._catalog_changed))
         self.call_from_thread(self._catalog_changed)
-        self.call_from_thread(self.catalog_loaded.set)
+        self.call_from_thread(self._catalog_loaded)
 
-    def refresh_catalog(self) -> None:
-        """The cheap periodic revision check: pick up sessions other programs wrote."""
-        if self.catalog_loaded.is_set():
+    def _catalog_loaded(self) -> None:
+        # Everything loaded so far lives as long as the app: move it out of the cyclic collector's
+        # reach, so a full collection never walks the whole store in the middle of a keystroke.
+        gc.collect()
+        gc.freeze()
+        self.catalog_loaded.set()
+        self._catalog_changed()
+
+    def refresh_catalog(self, force: bool = False) -> None:
+        """The cheap periodic revision check: pick up sessions other programs wrote.
+
+        Skipped while the user is typing (a key in the last second), so a re-listing in the
+        background never competes with a keystroke; ``force`` runs it anyway.
+        """
+        if not self.catalog_loaded.is_set():
+            return
+        typing = time.perf_counter() - self.chat.prompt.last_key_at < TYPING_PAUSE
+        if force or not typing:
             self._refresh_catalog()
 
     @work(thread=True, exclusive=True, group="catalog")

@@ -38,8 +38,12 @@ class SessionCatalog:
     # -- SessionQuery -----------------------------------------------------------------------------
 
     async def list_sessions(self) -> list[SessionRecord]:
-        """The last listing (newest first), from memory."""
-        return list(self.records)
+        """The last listing (newest first), from memory.
+
+        The same list object until the next refresh changes it (never mutated in place), so the
+        service can keep its search index for it.
+        """
+        return self.records
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """The current surface, from the store (its log cache is keyed by file revision)."""
@@ -85,9 +89,12 @@ class SessionCatalog:
             else:
                 return False
             problems = list(getattr(self.store, "problems", []))
-            changed = not self.listed or _keys(records) != _keys(self.records) or problems != self.problems
-            self.records = records
-            self._by_id = {record.header.id: record for record in records}
+            listing_changed = not self.listed or _keys(records) != _keys(self.records)
+            changed = listing_changed or problems != self.problems
+            if listing_changed:
+                # A new list object only when the listing differs: the service indexes the old one.
+                self.records = records
+                self._by_id = {record.header.id: record for record in records}
             self.problems = problems
             self.listed = True
             return changed

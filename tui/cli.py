@@ -20,7 +20,7 @@ from core.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
 EXIT_USAGE = 2
 EXIT_ROOT = 3
 EXIT_SESSION = 4
-APP_FPS = 120
+APP_FPS = 240
 
 
 def default_root() -> str:
@@ -111,8 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:
         return _fail(f"cannot use the store folder {root}: {error.strerror or error}", EXIT_ROOT)
 
-    # Textual paints at most TEXTUAL_FPS frames a second (60 by default); 120 halves the wait between a
-    # keystroke and the picker on screen. An explicit TEXTUAL_FPS still wins.
+    # Textual paints at most TEXTUAL_FPS frames a second (60 by default), on a fixed grid: a change
+    # waits for the next slot. 240 cuts that wait from up to 16.7 ms to 4.2 ms; frames are still only
+    # drawn when something changed. An explicit TEXTUAL_FPS wins.
     os.environ.setdefault("TEXTUAL_FPS", str(APP_FPS))
     from .app import make_app  # Textual is imported only when the app really starts.
 
