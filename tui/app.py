@@ -47,7 +47,7 @@ from .preview_report import PreviewReport, build_preview, problem_of
 from .screens import RenameScreen, ViewerScreen
 from .text import short_cwd, visible
 from .widgets.picker import MentionPicker
-from .widgets.preview import PreviewPane
+from .widgets.preview import PreviewBody, PreviewPane
 from .widgets.prompt import PromptArea
 from .widgets.sidebar import SessionSidebar
 from .widgets.transcript import Transcript, UserBlock, model_received
@@ -95,6 +95,7 @@ class ChatScreen(Screen[None]):
         self._preview_timer: Timer | None = None
         self._preview_generation = 0
         self._preview_started = 0.0
+        self._preview_shown = -1
         self._send_abort: AbortController | None = None
         self._stream_timer: Timer | None = None
         self.preparing = False
@@ -279,8 +280,8 @@ class ChatScreen(Screen[None]):
         pane = self.query_one(PreviewPane)
         draft = self.prompt.text
         if "@[" not in draft and "dsh-session:" not in draft:
+            self._preview_shown = self._preview_generation
             pane.show(PreviewReport(draft=draft, max_references=self.host.service.config.max_references))
-            self.host.preview_updates += 1
             return
         pane.show(None, busy=True)
         self._run_preview(draft, controller, self._preview_generation)
@@ -297,10 +298,17 @@ class ChatScreen(Screen[None]):
     def _show_preview(self, report: PreviewReport, generation: int) -> None:
         if generation != self._preview_generation:
             return
+        self._preview_shown = generation
         self.query_one(PreviewPane).show(report)
-        self.host.preview_updates += 1
-        self.host.last_preview_seconds = time.perf_counter() - self._preview_started
+
+    def on_preview_body_painted(self, event: PreviewBody.Painted) -> None:
+        if self._preview_shown != self._preview_generation:
+            return  # a "busy" repaint, or a report already superseded
+        self._preview_shown = -1
+        # Draft change (after the typing pause) -> the new report on screen: the benchmark's figure.
+        self.host.last_preview_seconds = event.painted_at - self._preview_started
         self.host.preview_seconds.append(self.host.last_preview_seconds)
+        self.host.preview_updates += 1
 
     def action_show_model_view(self) -> None:
         """Open the exact model-visible text of the draft's prefix and request."""

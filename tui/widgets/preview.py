@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+from typing import Any
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.geometry import Region
+from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import Static
 
 from ..preview_report import PreviewReport, ReferenceCard
 from ..text import ESTIMATOR, bar, kib, short_cwd, visible, visible_lines
 
-MESSAGE_CHARS = 300
-"""Each projected message shows at most this many characters here; the viewer shows everything."""
+MESSAGE_CHARS = 160
+"""Each projected message shows at most this many characters here; the viewer (F2) shows everything."""
+SHOWN_MESSAGES = 8
+"""The pane shows the first message (a checkpoint, when compacted) and the newest ones up to this many.
+
+A full card is up to 64 KiB of text; wrapping all of it on every draft change would make the UI
+thread wait on the preview. The exact model-visible text is one key away instead.
+"""
+
+
+def _message_line(item: dict[str, Any]) -> Text:
+    text = item["text"]
+    shown = text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + f"… (+{len(text) - MESSAGE_CHARS:,} chars)"
+    line = Text()
+    line.append(f"{item['role']}: ", style="bold cyan" if item["role"] == "user" else "bold magenta")
+    line.append(visible_lines(shown))
+    return line
 
 
 def _card(card: ReferenceCard, home: str | None) -> list[RenderableType]:
@@ -43,13 +65,15 @@ def _card(card: ReferenceCard, home: str | None) -> list[RenderableType]:
         badges.append(" truncated ", style="bold black on #ffaf00")
     if badges.plain:
         parts.append(badges)
-    for item in card.conversation:
-        text = item["text"]
-        shown = text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + f"… (+{len(text) - MESSAGE_CHARS} chars)"
-        line = Text()
-        line.append(f"{item['role']}: ", style="bold cyan" if item["role"] == "user" else "bold magenta")
-        line.append(visible_lines(shown))
-        parts.append(line)
+    conversation = card.conversation
+    if len(conversation) <= SHOWN_MESSAGES:
+        parts.extend(_message_line(item) for item in conversation)
+        return parts
+    newest = conversation[-(SHOWN_MESSAGES - 1) :]
+    parts.append(_message_line(conversation[0]))
+    skipped = len(conversation) - len(newest) - 1
+    parts.append(Text(f"  … {skipped} more messages are sent; F2 shows the exact text", style="dim italic"))
+    parts.extend(_message_line(item) for item in newest)
     return parts
 
 
@@ -79,6 +103,31 @@ def render_report(report: PreviewReport | None, home: str | None = None, busy: b
     return Group(*parts)
 
 
+class PreviewBody(Static):
+    """The pane's content; posts ``Painted`` when a new report is first rendered."""
+
+    @dataclass
+    class Painted(Message):
+        """The report given to ``update`` reached the screen at ``painted_at``."""
+
+        painted_at: float
+
+    def __init__(self, content: RenderableType, *, id: str | None = None) -> None:
+        super().__init__(content, id=id, markup=False)
+        self._paint_pending = False
+
+    def update(self, content: Any = "", *, layout: bool = True) -> None:
+        super().update(content, layout=layout)
+        self._paint_pending = True
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        lines = super().render_lines(crop)
+        if self._paint_pending:
+            self._paint_pending = False
+            self.post_message(self.Painted(time.perf_counter()))
+        return lines
+
+
 class PreviewPane(VerticalScroll):
     """Scrollable preview of the current draft's references."""
 
@@ -101,10 +150,10 @@ class PreviewPane(VerticalScroll):
         self.report: PreviewReport | None = None
 
     def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(render_report(None), id="preview-body", markup=False)
+        yield PreviewBody(render_report(None), id="preview-body")
 
     def show(self, report: PreviewReport | None, busy: bool = False) -> None:
         """Render ``report`` (keep showing the previous one, marked updating, while ``busy``)."""
         if report is not None:
             self.report = report
-        self.query_one("#preview-body", Static).update(render_report(self.report, self.home, busy))
+        self.query_one(PreviewBody).update(render_report(self.report, self.home, busy))
