@@ -31,6 +31,7 @@ from core import (
     MemorySessionStore,
     ReferenceConfig,
     Session,
+    SessionHeader,
     SessionQueryError,
     SessionRecord,
     SessionReferenceError,
@@ -146,19 +147,20 @@ class ChatScreen(Screen[None]):
         host = self.host
         catalog = host.catalog
         sidebar = self.query_one(SessionSidebar)
-        titles: dict[str, str | None] = {}
-        for record in catalog.records:
-            session_id = record.header.id
-            if record.live:
-                live = host.store.get(session_id)
-                titles[session_id] = live.title.title if live is not None and live.title is not None else None
-            else:
-                titles[session_id] = catalog.title(session_id)
+        live = {record.header.id for record in catalog.records if record.live}
+        live.add(host.session.id)
+
+        def title_of(header: SessionHeader) -> str | None:
+            if header.id in live:
+                session = host.store.get(header.id)
+                return session.title.title if session is not None and session.title is not None else None
+            return catalog.title(header.id)
+
         records = catalog.records
-        if not any(record.header.id == host.session.id for record in records):
+        if not catalog.has(host.session.id):
             # A new session is listed before its first write.
             records = [SessionRecord(header=host.session.header, live=True, persisted=False), *records]
-        sidebar.show(records, titles, catalog.problems, host.session.id, host.session.cwd, host.clock())
+        sidebar.show(records, title_of, catalog.problems, host.session.id, host.session.cwd, host.clock())
         sidebar.border_subtitle = f"{len(records)}" if host.catalog_loaded.is_set() else "loading…"
 
     # -- picker -----------------------------------------------------------------------------------

@@ -68,6 +68,10 @@ class SessionCatalog:
         cached = self._titles.get(session_id)
         return cached[1].title if cached is not None and cached[1] is not None else None
 
+    def has(self, session_id: str) -> bool:
+        """Whether the last listing holds ``session_id``."""
+        return session_id in self._by_id
+
     def title_known(self, session_id: str) -> bool:
         """Whether the title of a session has been read at its current revision."""
         record = self._record(session_id)

@@ -1,48 +1,76 @@
-"""The sessions sidebar: every session of the store in the picker's three groups, plus unreadable files."""
+"""The sessions sidebar: every session of the store in the picker's three groups, plus unreadable files.
+
+Built on Textual's line API like the picker: ``show`` only orders the records into rows; a row's text
+(title, age) is made when it scrolls into view, so a store of 10,000 sessions costs the UI thread a
+few milliseconds per refresh, not a render of 10,000 rows.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from rich.table import Table
-from rich.text import Text
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
-from textual.widgets import OptionList
-from textual.widgets.option_list import Option, OptionDoesNotExist
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
-from core import SessionRecord, StoreProblem
+from core import SessionHeader, SessionRecord, StoreProblem
 
 from ..text import age, short_cwd, visible
 from .picker import GROUP_TITLES
 
-
-@dataclass(frozen=True, slots=True)
-class SidebarRow:
-    """What one listed session shows."""
-
-    session_id: str
-    title: str | None
-    cwd: str | None
-    created_at: int
+_HEADING = Style(bold=True, color="#8a8f98")
+_AGE = Style(color="#8a8f98")
+_CURRENT = Style(bold=True)
+_MARK = Style(bold=True, color="#ffaf00")
+_PROBLEM = Style(color="#ff5f5f")
+_PROBLEM_HEADING = Style(bold=True, color="#ff5f5f")
 
 
-def group_rows(rows: list[SidebarRow], target_cwd: str | None) -> list[list[SidebarRow]]:
-    """Rows split into same cwd, no cwd, elsewhere (each keeping listing order)."""
-    groups: list[list[SidebarRow]] = [[], [], []]
-    for row in rows:
-        if row.cwd is not None and row.cwd == target_cwd:
-            groups[0].append(row)
-        elif row.cwd is None:
-            groups[1].append(row)
+class SidebarRow(NamedTuple):
+    """One line: a heading (``header`` and ``problem`` are ``None``), a session, or an unreadable file."""
+
+    heading: str | None
+    header: SessionHeader | None = None
+    problem: StoreProblem | None = None
+
+
+def group_rows(records: list[SessionRecord], target_cwd: str | None) -> list[list[SessionHeader]]:
+    """Headers split into same cwd, no cwd, elsewhere (each keeping listing order)."""
+    groups: list[list[SessionHeader]] = [[], [], []]
+    for record in records:
+        header = record.header
+        if header.cwd is None:
+            groups[1].append(header)
+        elif header.cwd == target_cwd:
+            groups[0].append(header)
         else:
-            groups[2].append(row)
+            groups[2].append(header)
     return groups
 
 
-class SessionSidebar(OptionList):
-    """Lists sessions; choosing one posts ``Chosen``. The current session is marked ``▸``."""
+class SessionSidebar(ScrollView, can_focus=True):
+    """Lists sessions; Enter or a click on one posts ``Chosen``. The current session is marked ``▸``."""
+
+    BINDINGS = [
+        Binding("up", "move(-1)", "Up", show=False),
+        Binding("down", "move(1)", "Down", show=False),
+        Binding("pageup", "move(-10)", show=False),
+        Binding("pagedown", "move(10)", show=False),
+        Binding("home", "move(-1000000)", show=False),
+        Binding("end", "move(1000000)", show=False),
+        Binding("enter", "choose", "Open", show=False),
+    ]
+
+    COMPONENT_CLASSES = {"session-sidebar--highlight"}
 
     DEFAULT_CSS = """
     SessionSidebar {
@@ -50,9 +78,10 @@ class SessionSidebar(OptionList):
         height: 1fr;
         border: round $primary 50%;
         border-title-color: $text-muted;
-        padding: 0;
         scrollbar-size-vertical: 1;
         &:focus { border: round $primary; }
+        & > .session-sidebar--highlight { background: $accent 30%; }
+        &:focus > .session-sidebar--highlight { background: $accent 50%; }
     }
     """
 
@@ -67,72 +96,156 @@ class SessionSidebar(OptionList):
         super().__init__(id=id)
         self.border_title = "Sessions"
         self.home = home
+        self.rows: list[SidebarRow] = []
+        self.highlighted: int | None = None
+        self.current_id = ""
+        self.now = 0
+        self.title_of: Callable[[SessionHeader], str | None] = lambda header: None
         self._shown: tuple[object, ...] | None = None
 
     def show(
         self,
         records: list[SessionRecord],
-        titles: dict[str, str | None],
+        title_of: Callable[[SessionHeader], str | None],
         problems: list[StoreProblem],
         current_id: str,
         target_cwd: str | None,
         now: int,
     ) -> None:
-        """Rebuild the rows when anything they show changed (keeps the highlighted session)."""
-        rows = [
-            SidebarRow(record.header.id, titles.get(record.header.id), record.header.cwd, record.header.created_at)
-            for record in records
-        ]
-        state = (tuple(rows), tuple(problem.message for problem in problems), current_id, target_cwd, now // 60_000)
-        if state == self._shown:
-            return
-        self._shown = state
-        highlighted = self.highlighted_id
-        options: list[Option] = []
-        for title, group in zip(GROUP_TITLES, group_rows(rows, target_cwd), strict=True):
-            if not group:
-                continue
-            options.append(Option(Text(f"{title} ({len(group)})", style="bold dim"), disabled=True))
-            for row in group:
-                options.append(Option(self._line(row, row.session_id == current_id, now), id=row.session_id))
-        if problems:
-            options.append(Option(Text(f"Unreadable ({len(problems)})", style="bold red"), disabled=True))
-            for problem in problems:
-                name = visible(os.path.basename(os.path.dirname(problem.path)) or str(problem.path))
-                options.append(
-                    Option(Text(f"  ✖ {name}", style="red", no_wrap=True, overflow="ellipsis"), disabled=True)
-                )
-        self.set_options(options)
-        if highlighted is not None:
-            self.highlight_id(highlighted)
+        """Order the rows (keeps the highlighted session); row text is made when it is painted."""
+        self.title_of = title_of
+        self.current_id = current_id
+        self.now = now
+        state = (id(records), len(records), tuple(p.message for p in problems), current_id, target_cwd)
+        if state != self._shown:
+            self._shown = state
+            highlighted = self.highlighted_id
+            rows: list[SidebarRow] = []
+            for title, group in zip(GROUP_TITLES, group_rows(records, target_cwd), strict=True):
+                if group:
+                    rows.append(SidebarRow(f"{title} ({len(group)})"))
+                    rows.extend(SidebarRow(None, header) for header in group)
+            if problems:
+                rows.append(SidebarRow(f"Unreadable ({len(problems)})"))
+                rows.extend(SidebarRow(None, problem=problem) for problem in problems)
+            self.rows = rows
+            self.virtual_size = Size(self.virtual_size.width, len(rows))
+            self.highlighted = None
+            if highlighted is not None:
+                self.highlight_id(highlighted)
+            if self.highlighted is None:
+                self.highlight_id(current_id)
+        self.refresh()
 
-    def _line(self, row: SidebarRow, current: bool, now: int) -> Table:
-        line = Table.grid(expand=True)
-        line.add_column(width=2, no_wrap=True)
-        line.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
-        line.add_column(width=4, justify="right", no_wrap=True, style="dim")
-        label = Text(visible(row.title or row.session_id), style="bold" if current else "")
-        line.add_row(Text("▸", style="bold #ffaf00") if current else "", label, age(row.created_at, now))
-        return line
+    # -- rows -------------------------------------------------------------------------------------
+
+    def row_text(self, index: int) -> str:
+        """The plain text of row ``index`` (what the sidebar shows there)."""
+        return "".join(segment.text for segment in self._segments(self.rows[index], 40)).rstrip()
+
+    def _segments(self, row: SidebarRow, width: int) -> list[Segment]:
+        if row.heading is not None:
+            style = _PROBLEM_HEADING if row.heading.startswith("Unreadable") else _HEADING
+            return [Segment(row.heading, style)]
+        if row.problem is not None:
+            name = visible(os.path.basename(os.path.dirname(row.problem.path)) or str(row.problem.path))
+            return [Segment(_fit(f"  ✖ {name}", width), _PROBLEM)]
+        header = row.header
+        assert header is not None
+        current = header.id == self.current_id
+        when = age(header.created_at, self.now)
+        label = _fit(visible(self.title_of(header) or header.id), max(1, width - 2 - len(when) - 1))
+        return [
+            Segment("▸ " if current else "  ", _MARK),
+            Segment(label, _CURRENT if current else None),
+            Segment(" "),
+            Segment(when, _AGE),
+        ]
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if index >= len(self.rows):
+            return Strip.blank(width, base)
+        style = (
+            base + self.get_component_rich_style("session-sidebar--highlight") if index == self.highlighted else base
+        )
+        return Strip(self._segments(self.rows[index], width)).apply_style(style).crop_extend(0, width, style)
+
+    # -- choosing ---------------------------------------------------------------------------------
 
     @property
     def highlighted_id(self) -> str | None:
         """The id of the highlighted session row."""
-        if self.highlighted is None:
+        if self.highlighted is None or self.highlighted >= len(self.rows):
             return None
-        return self.get_option_at_index(self.highlighted).id
+        header = self.rows[self.highlighted].header
+        return header.id if header is not None else None
+
+    def index_of(self, session_id: str) -> int | None:
+        """The row of ``session_id``, or ``None`` when it is not listed."""
+        return next(
+            (i for i, row in enumerate(self.rows) if row.header is not None and row.header.id == session_id), None
+        )
 
     def highlight_id(self, session_id: str) -> None:
         """Highlight the row of ``session_id`` when it is listed."""
-        with contextlib.suppress(OptionDoesNotExist):
-            self.highlighted = self.get_option_index(session_id)
+        index = self.index_of(session_id)
+        if index is not None:
+            self.highlighted = index
+            self._keep_visible()
+            self.refresh()
 
-    def _on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        if event.option.id is not None:
-            self.post_message(self.Chosen(self, event.option.id))
+    def action_move(self, step: int) -> None:
+        """Move the highlight over session rows (headings are skipped)."""
+        selectable = [i for i, row in enumerate(self.rows) if row.header is not None]
+        if not selectable:
+            return
+        if self.highlighted not in selectable:
+            self.highlighted = selectable[0]
+        else:
+            position = selectable.index(self.highlighted)
+            self.highlighted = selectable[max(0, min(len(selectable) - 1, position + step))]
+        self._keep_visible()
+        self.refresh()
+
+    def _keep_visible(self) -> None:
+        if self.highlighted is None:
+            return
+        top = self.scroll_offset.y
+        height = max(1, self.scrollable_content_region.height)
+        if self.highlighted < top:
+            self.scroll_to(0, max(0, self.highlighted - 1), animate=False, immediate=True)
+        elif self.highlighted >= top + height:
+            self.scroll_to(0, self.highlighted - height + 1, animate=False, immediate=True)
+
+    def action_choose(self) -> None:
+        """Open the highlighted session."""
+        session_id = self.highlighted_id
+        if session_id is not None:
+            self.post_message(self.Chosen(self, session_id))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        index = self.scroll_offset.y + offset.y
+        if 0 <= index < len(self.rows) and self.rows[index].header is not None:
+            self.highlighted = index
+            self.refresh()
+            self.action_choose()
 
     @staticmethod
     def describe_cwd(cwd: str | None, home: str | None) -> str:
         """The cwd as the header shows it."""
         return short_cwd(cwd, 48, home)
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut (with ``…``) or padded to exactly ``width`` cells."""
+    if cell_len(text) > width:
+        while text and cell_len(text) > width - 1:
+            text = text[:-1]
+        text += "…"
+    return text + " " * (width - cell_len(text))
