@@ -9,7 +9,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -682,6 +682,14 @@ class JsonlSessionStore:
         listing = sorted(records.values(), key=listing_order_key)
         self._last_listing = (fingerprint, listing, list(problems))
         return list(listing)
+
+    def listed_revisions(self) -> Mapping[str, Revision]:
+        """Session id -> file revision, as the last ``list_sessions`` saw them.
+
+        The same object until a listing sees any file change, so hosts can tell "nothing changed"
+        by identity.
+        """
+        return self._revisions
 
     def listed_revision(self, header: SessionHeader) -> Revision | None:
         """The file revision (device, inode, size, mtime) the last ``list_sessions`` saw for a session.

@@ -60,6 +60,8 @@ PREVIEW_DELAY = 0.12
 """Seconds of typing pause before the preview recomputes (a newer draft cancels the running one)."""
 TYPING_PAUSE = 1.0
 """Seconds after a keystroke during which the background re-listing waits."""
+TITLE_TICK = 0.1
+"""How often the app looks for titles the sidebar or the picker asked for."""
 STREAM_TICK = 1 / 20
 """How often the transcript repaints a streaming reply."""
 
@@ -100,7 +102,7 @@ class ChatScreen(Screen[None]):
         self._send_abort: AbortController | None = None
         self._stream_timer: Timer | None = None
         self.preparing = False
-        self._shown_for_key = 0.0
+        self._shown_for_key: float | None = None
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -210,16 +212,18 @@ class ChatScreen(Screen[None]):
             self._dismissed = None
         self._lookup(event.query)
 
-    def _lookup(self, query: PickerQuery) -> None:
+    def _lookup(self, query: PickerQuery, from_key: bool = True) -> None:
         if self._lookup_abort is not None:
             self._lookup_abort.abort("superseded by a newer keystroke")
         controller = AbortController()
         self._lookup_abort = controller
         self._lookup_generation += 1
-        self._run_lookup(query, controller, self._lookup_generation)
+        self._run_lookup(query, controller, self._lookup_generation, from_key)
 
     @work(exclusive=True, group="picker")
-    async def _run_lookup(self, query: PickerQuery, controller: AbortController, generation: int) -> None:
+    async def _run_lookup(
+        self, query: PickerQuery, controller: AbortController, generation: int, from_key: bool
+    ) -> None:
         host = self.host
         try:
             candidates = await host.service.list_candidates(host.session, query.query, signal=controller.signal)
@@ -235,12 +239,19 @@ class ChatScreen(Screen[None]):
         picker = self.picker
         picker.show(candidates, query.query, host.session.cwd, host.clock())
         self._place_picker(query)
-        self._shown_for_key = self.prompt.last_key_at
+        self._shown_for_key = self.prompt.last_key_at if from_key else None
 
     def on_mention_picker_painted(self, event: MentionPicker.Painted) -> None:
         # Keystroke -> new rows rendered: the figure the picker benchmark reports.
+        if self._shown_for_key is None:
+            return  # a refresh after titles loaded, not a keystroke
         self.host.picker_latencies.append(event.painted_at - self._shown_for_key)
         self.host.picker_updates += 1
+
+    def refresh_picker(self) -> None:
+        """Look the open picker's query up again (titles that were still loading may be in now)."""
+        if self.picker.is_open and self._query is not None:
+            self._lookup(self._query, from_key=False)
 
     def _place_picker(self, query: PickerQuery) -> None:
         prompt = self.prompt
@@ -527,6 +538,7 @@ class SessionRefApp(App[None]):
         self.preview_seconds: list[float] = []
         self.sent = 0
         self.catalog_loaded = asyncio.Event()
+        self._titles_loading = False
 
     def on_unmount(self) -> None:
         # SESSIONREF_TRACE=<file>: write the measured latencies there on exit (the benchmarks read it).
@@ -600,10 +612,8 @@ class SessionRefApp(App[None]):
     def _load_catalog(self, screen: ChatScreen) -> None:
         catalog = self.catalog
         catalog.refresh()
-        catalog.load_titles(limit=100)
-        self.call_from_thread(self._catalog_changed)
-        catalog.load_titles(on_progress=lambda: self.call_from_thread(self._catalog_changed))
-        self.call_from_thread(self._catalog_changed)
+        catalog.preload_titles(self.session.cwd)
+        catalog.defer_titles = True
         self.call_from_thread(self._catalog_loaded)
 
     def _catalog_loaded(self) -> None:
@@ -613,6 +623,22 @@ class SessionRefApp(App[None]):
         gc.freeze()
         self.catalog_loaded.set()
         self._catalog_changed()
+        self.set_interval(TITLE_TICK, self._load_wanted_titles)
+
+    def _load_wanted_titles(self) -> None:
+        # Titles the sidebar or the picker showed without knowing them: read them off the UI thread.
+        if self.catalog.wanted and not self._titles_loading:
+            self._titles_loading = True
+            self._read_wanted_titles()
+
+    @work(thread=True, group="titles")
+    def _read_wanted_titles(self) -> None:
+        try:
+            read = self.catalog.load_wanted()
+        finally:
+            self._titles_loading = False
+        if read:
+            self.call_from_thread(self._catalog_changed)
 
     def refresh_catalog(self, force: bool = False) -> None:
         """The cheap periodic revision check: pick up sessions other programs wrote.
@@ -628,14 +654,13 @@ class SessionRefApp(App[None]):
 
     @work(thread=True, exclusive=True, group="catalog")
     def _refresh_catalog(self) -> None:
-        changed = self.catalog.refresh()
-        read = self.catalog.load_titles()
-        if changed or read:
+        if self.catalog.refresh():
             self.call_from_thread(self._catalog_changed)
 
     def _catalog_changed(self) -> None:
         if self.screen_stack:
             self.chat.show_sessions()
+            self.chat.refresh_picker()
 
     # -- command palette --------------------------------------------------------------------------
 

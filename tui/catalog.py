@@ -3,20 +3,28 @@
 ``SessionCatalog`` is the ``SessionQuery`` the app hands to ``SessionReferenceService``. Its
 ``list_sessions`` answers from memory, so a picker keystroke never waits on the disk; ``refresh``
 (run off the UI thread on a timer) re-lists the root, which costs one ``stat`` per session and reads
-only the headers and titles of files whose revision changed. Surfaces are read from the store itself,
-whose log cache is keyed by revision too, so what ``prepare`` sees is always current.
+only the headers of files whose revision changed. Titles are read lazily, off the UI thread: the
+likely picker candidates at start, then whatever the sidebar or the picker shows (``want``). Surfaces
+are read from the store itself, whose log cache is keyed by revision too, so what ``prepare`` sees is
+always current.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Iterable
 from typing import Any
 
 from core import JsonlSessionStore, MemorySessionStore, SessionQueryError, SessionRecord, StoreProblem
 from core.models import SurfaceSnapshot, TitleSnapshot
 
 Store = JsonlSessionStore | MemorySessionStore
+
+WORK_SLICE = 0.004
+"""Seconds of background title reading between two pauses."""
+YIELD_PAUSE = 0.002
+"""How long the background reader sleeps (releasing the GIL) after each slice."""
 
 
 class SessionCatalog:
@@ -32,6 +40,10 @@ class SessionCatalog:
         self.problems: list[StoreProblem] = []
         self.listed = False
         self._by_id: dict[str, SessionRecord] = {}
+        self._wanted: dict[str, None] = {}
+        self._revisions: object = None
+        self.defer_titles = False
+        """Set by the app once its background title loader runs (see ``read_title``)."""
         self._titles: dict[str, tuple[object, TitleSnapshot | None]] = {}
         self._lock = threading.Lock()
 
@@ -50,12 +62,20 @@ class SessionCatalog:
         return await self.store.read_surface(session_id)
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        """The latest title: from the cache when the session's revision is unchanged."""
+        """The latest title: from the cache when the session's revision is unchanged.
+
+        A title that is not cached yet is read from the store, unless ``defer_titles`` is set (the
+        app's background loader runs): then it answers ``None`` at once (the picker shows the id,
+        then the title once it is read), so a keystroke never waits on a log.
+        """
         record = self._record(session_id)
         revision = self._revision(record) if record is not None else None
         cached = self._titles.get(session_id)
         if cached is not None and revision is not None and cached[0] == revision:
             return cached[1]
+        if self.defer_titles and record is not None and not record.live:
+            self._wanted[session_id] = None
+            return None
         title = await self.store.read_title(session_id)
         if revision is not None:
             self._titles[session_id] = (revision, title)
@@ -64,9 +84,19 @@ class SessionCatalog:
     # -- what the sidebar shows -------------------------------------------------------------------
 
     def title(self, session_id: str) -> str | None:
-        """The cached title of a session (``None`` when it has none or it is not read yet)."""
+        """The cached title of a session (``None`` when it has none or it is not read yet).
+
+        A title not read at the session's current revision is queued for the background loader.
+        """
         cached = self._titles.get(session_id)
+        if not self.title_known(session_id):
+            self._wanted[session_id] = None
         return cached[1].title if cached is not None and cached[1] is not None else None
+
+    @property
+    def wanted(self) -> bool:
+        """Whether titles are queued for the background loader."""
+        return bool(self._wanted)
 
     def has(self, session_id: str) -> bool:
         """Whether the last listing holds ``session_id``."""
@@ -94,7 +124,10 @@ class SessionCatalog:
                 return False
             problems = list(getattr(self.store, "problems", []))
             listing_changed = not self.listed or _keys(records) != _keys(self.records)
-            changed = listing_changed or problems != self.problems
+            # A file that changed (a title written elsewhere, say) shows as a new revisions map.
+            revisions = self.store.listed_revisions() if isinstance(self.store, JsonlSessionStore) else None
+            changed = listing_changed or problems != self.problems or revisions is not self._revisions
+            self._revisions = revisions
             if listing_changed:
                 # A new list object only when the listing differs: the service indexes the old one.
                 self.records = records
@@ -103,26 +136,49 @@ class SessionCatalog:
             self.listed = True
             return changed
 
-    def load_titles(self, limit: int | None = None, on_progress: Callable[[], None] | None = None) -> bool:
-        """Read the titles that are not cached at their current revision (newest sessions first).
+    def preload_titles(self, target_cwd: str | None, count: int = 50) -> None:
+        """Read the titles the first ``@`` will most likely show: the newest ``count`` sessions of
+        each picker group (same cwd, no cwd, elsewhere). Safe to run in a thread."""
+        groups: list[list[SessionRecord]] = [[], [], []]
+        for record in self.records:
+            cwd = record.header.cwd
+            group = groups[1] if cwd is None else groups[0] if cwd == target_cwd else groups[2]
+            if len(group) < count:
+                group.append(record)
+            if all(len(g) >= count for g in groups):
+                break
+        self._read_politely([record for group in groups for record in group])
 
-        Reads at most ``limit`` titles when given; calls ``on_progress`` after every 200. Returns
-        whether any title was read. Safe to run in a thread. A session whose log cannot be read keeps
-        no title (the listing already reports unreadable files).
-        """
-        missing = [record for record in self.records if not self.title_known(record.header.id)]
-        if limit is not None:
-            missing = missing[:limit]
-        for index, record in enumerate(missing, start=1):
-            session_id = record.header.id
-            try:
-                title = _run(self.store.read_title(session_id))
-            except (SessionQueryError, OSError):
-                title = None
-            self._titles[session_id] = (self._revision(record), title)
-            if on_progress is not None and index % 200 == 0:
-                on_progress()
-        return bool(missing)
+    def load_wanted(self) -> bool:
+        """Read every queued title (newest requests last); returns whether any was read."""
+        read = False
+        while self._wanted:
+            wanted = list(self._wanted)
+            self._wanted.clear()
+            records = [record for record in map(self._by_id.get, wanted) if record is not None]
+            self._read_politely(records)
+            read = read or bool(records)
+        return read
+
+    def _read_politely(self, records: list[SessionRecord]) -> None:
+        # Polite in a thread: a short pause every few milliseconds of parsing hands the GIL back,
+        # so the UI thread never waits long for it.
+        slice_started = time.perf_counter()
+        for record in records:
+            if self.title_known(record.header.id):
+                continue
+            if time.perf_counter() - slice_started > WORK_SLICE:
+                time.sleep(YIELD_PAUSE)
+                slice_started = time.perf_counter()
+            self._read_title(record)
+
+    def _read_title(self, record: SessionRecord) -> None:
+        session_id = record.header.id
+        try:
+            title = _run(self.store.read_title(session_id))
+        except (SessionQueryError, OSError):
+            title = None
+        self._titles[session_id] = (self._revision(record), title)
 
     def forget(self, session_ids: Iterable[str]) -> None:
         """Drop cached titles (after this app wrote a title, say)."""
