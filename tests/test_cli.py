@@ -21,7 +21,8 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_help_explains_every_option() -> None:
     done = run_cli("--help")
     assert done.returncode == 0
-    for option in ("--root", "--cwd", "--session", "--compression", "--model", "--base-url", "--model-name", "--demo"):
+    options = ["--root", "--cwd", "--session", "--compression", "--model", "--base-url", "--model-name", "--demo"]
+    for option in [*options, "--max-reference-bytes", "--max-references", "--candidate-limit"]:
         assert option in done.stdout
 
 
@@ -34,6 +35,9 @@ def test_help_explains_every_option() -> None:
         (["--base-url", "http://x"], "only apply to --model openai"),
         (["--demo", "--session", "x"], "leave out --session"),
         (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--max-references", "5"], "maxReferences must not exceed 3 (SESSION_REFERENCE_INVALID_CONFIG)"),
+        (["--max-reference-bytes", "0"], "maxReferenceBytes must be a positive safe integer"),
+        (["--candidate-limit", "many"], "invalid int value: 'many'"),
     ],
 )
 def test_bad_arguments_give_one_clear_line_and_exit_2(

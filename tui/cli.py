@@ -14,7 +14,15 @@ from collections.abc import Sequence
 
 import platformdirs
 
-from core import ChatModel, EchoModel, JsonlSessionStore, OpenAICompatibleModel, SessionQueryError
+from core import (
+    ChatModel,
+    EchoModel,
+    JsonlSessionStore,
+    OpenAICompatibleModel,
+    ReferenceConfig,
+    SessionQueryError,
+    SessionReferenceError,
+)
 from core.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
 
 EXIT_USAGE = 2
@@ -66,6 +74,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--model-name", metavar="NAME", help=f"model name for --model openai (default: {DEEPSEEK_MODEL})"
     )
     parser.add_argument(
+        "--max-reference-bytes",
+        type=int,
+        metavar="N",
+        help="UTF-8 bytes one referenced session may use in the prompt (maxReferenceBytes, default 65536)",
+    )
+    parser.add_argument(
+        "--max-references",
+        type=int,
+        metavar="N",
+        help="distinct sessions one message may reference (maxReferences, 1-3, default 3)",
+    )
+    parser.add_argument(
+        "--candidate-limit",
+        type=int,
+        metavar="N",
+        help="sessions the @ picker lists at most (candidateLimit, default 50)",
+    )
+    parser.add_argument(
         "--demo",
         action="store_true",
         help="open a fresh temporary store seeded with sample sessions (several folders, a compacted one, "
@@ -97,6 +123,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.demo and args.session:
         parser.error("--demo opens its own sessions; leave out --session")
 
+    options = {
+        "max_reference_bytes": args.max_reference_bytes,
+        "max_references": args.max_references,
+        "candidate_limit": args.candidate_limit,
+    }
+    try:
+        config = ReferenceConfig.model_validate({key: value for key, value in options.items() if value is not None})
+    except SessionReferenceError as error:
+        parser.error(f"{error.message} ({error.code})")
+
     root = args.root
     if args.demo and root is None:
         root = tempfile.mkdtemp(prefix="sessionref-demo-")
@@ -127,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 store.release(seeded)
         session_id, cwd = ids["target"], DEMO_PROJECT
     try:
-        app = make_app(store, _model(args), cwd=cwd, session_id=session_id)
+        app = make_app(store, _model(args), cwd=cwd, session_id=session_id, config=config)
     except SessionQueryError as error:
         return _fail(f"cannot open session: {error.message} ({error.code})", EXIT_SESSION)
     try:
