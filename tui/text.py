@@ -9,6 +9,8 @@ import math
 import os
 import re
 
+from rich.cells import cell_len
+
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _UNSAFE_KEEP_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -43,6 +45,15 @@ def elide_middle(text: str, width: int) -> str:
     head = (width - 1) // 2
     tail = width - 1 - head
     return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def fit_cells(text: str, width: int) -> str:
+    """``text`` cut (ending in ``…``) or padded with spaces to exactly ``width`` terminal cells."""
+    if cell_len(text) > width:
+        while text and cell_len(text) > width - 1:
+            text = text[:-1]
+        text += "…"
+    return text + " " * max(0, width - cell_len(text))
 
 
 def short_cwd(cwd: str | None, width: int = 40, home: str | None = None) -> str:

@@ -11,18 +11,17 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.geometry import Offset, Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from core import Candidate
 
-from ..text import age, elide_middle, short_cwd, visible
+from ..text import age, elide_middle, fit_cells, short_cwd, visible
+from .rows import HEADING_STYLE, MUTED_STYLE, RowList
 
 GROUP_TITLES = ("This folder", "No folder", "Elsewhere")
 VISIBLE_ROWS = 8
@@ -31,10 +30,7 @@ PICKER_WIDTH = 64
 ROW_WIDTH = PICKER_WIDTH - 3  # inside the border, beside the scrollbar
 LABEL_WIDTH = ROW_WIDTH - CWD_WIDTH - 4 - 2
 
-# Explicit greys rather than ``dim``: Textual would blend dim text again on every paint.
-_HEADING = Style(bold=True, color="#8a8f98")
 _MATCH = Style(bold=True, underline=True, color="#ffaf00")
-_DIM = Style(color="#8a8f98")
 _EMPTY = Style(italic=True, color="#8a8f98")
 
 
@@ -45,18 +41,9 @@ def group_of(candidate: Candidate, target_cwd: str | None) -> int:
     return 1 if candidate.cwd is None else 2
 
 
-def _fit(text: str, width: int) -> str:
-    """``text`` cut (with ``…``) or padded to exactly ``width`` cells."""
-    if cell_len(text) > width:
-        while text and cell_len(text) > width - 1:
-            text = text[:-1]
-        text += "…"
-    return text + " " * (width - cell_len(text))
-
-
 def label_segments(label: str, query: str, width: int) -> list[Segment]:
     """The displayed label (control characters as ``\\xNN``), fitted to ``width``, first match marked."""
-    shown = _fit(visible(label), width)
+    shown = fit_cells(visible(label), width)
     needle = visible(query).lower() if query else ""
     at = shown.lower().find(needle) if needle else -1
     if at < 0:
@@ -73,7 +60,7 @@ class PickerRow(NamedTuple):
     candidate: Candidate | None
 
 
-class MentionPicker(ScrollView, can_focus=False):
+class MentionPicker(RowList, can_focus=False):
     """Candidates for the `@query` being typed; accepting posts ``Accepted``.
 
     It never has focus: the screen routes Up/Down/Ctrl+P/Ctrl+N/Tab/Enter/Escape to it while it is
@@ -81,6 +68,7 @@ class MentionPicker(ScrollView, can_focus=False):
     """
 
     COMPONENT_CLASSES = {"mention-picker--highlight"}
+    HIGHLIGHT = "mention-picker--highlight"
 
     DEFAULT_CSS = """
     MentionPicker {
@@ -116,11 +104,9 @@ class MentionPicker(ScrollView, can_focus=False):
         super().__init__(id=id)
         self.candidates: list[Candidate] = []
         self.rows: list[PickerRow] = []
-        self.highlighted: int | None = None
         self.home = home
         self.query_text = ""
         self._paint_pending = False
-        self._styles: tuple[Style, Style] | None = None
 
     @property
     def is_open(self) -> bool:
@@ -145,10 +131,10 @@ class MentionPicker(ScrollView, can_focus=False):
             if group != current:
                 current = group
                 heading = GROUP_TITLES[group]
-                rows.append(PickerRow(heading, [Segment(_fit(heading, ROW_WIDTH), _HEADING)], None))
+                rows.append(PickerRow(heading, [Segment(fit_cells(heading, ROW_WIDTH), HEADING_STYLE)], None))
             rows.append(self._row(candidate, query, now))
         if not rows:
-            empty = _fit(f"No sessions match “{elide_middle(visible(query), 30)}”", ROW_WIDTH)
+            empty = fit_cells(f"No sessions match “{elide_middle(visible(query), 30)}”", ROW_WIDTH)
             rows.append(PickerRow(empty, [Segment(empty, _EMPTY)], None))
         self.rows = rows
         self.highlighted = next((i for i, row in enumerate(rows) if row.candidate is not None), None)
@@ -160,29 +146,25 @@ class MentionPicker(ScrollView, can_focus=False):
 
     def _row(self, candidate: Candidate, query: str, now: int) -> PickerRow:
         segments = label_segments(candidate.label, query, LABEL_WIDTH)
-        cwd = _fit(short_cwd(candidate.cwd, CWD_WIDTH, self.home), CWD_WIDTH)
+        cwd = fit_cells(short_cwd(candidate.cwd, CWD_WIDTH, self.home), CWD_WIDTH)
         when = age(candidate.created_at, now).rjust(4)
-        segments += [Segment(" "), Segment(cwd, _DIM), Segment(" "), Segment(when, _DIM)]
+        segments += [Segment(" "), Segment(cwd, MUTED_STYLE), Segment(" "), Segment(when, MUTED_STYLE)]
         return PickerRow("".join(segment.text for segment in segments), segments, candidate)
+
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def is_selectable(self, index: int) -> bool:
+        return self.rows[index].candidate is not None
+
+    def row_segments(self, index: int, width: int) -> list[Segment]:
+        return self.rows[index].segments
 
     def render_line(self, y: int) -> Strip:
         if self._paint_pending:
             self._paint_pending = False
             self.post_message(self.Painted(self, time.perf_counter()))
-        index = self.scroll_offset.y + y
-        width = self.scrollable_content_region.width
-        if self._styles is None:
-            base = self.rich_style
-            self._styles = (base, base + self.get_component_rich_style("mention-picker--highlight"))
-        base, highlight = self._styles
-        if index >= len(self.rows):
-            return Strip.blank(width, base)
-        style = highlight if index == self.highlighted else base
-        return Strip(self.rows[index].segments).apply_style(style).crop_extend(0, width, style)
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._styles = None
+        return super().render_line(y)
 
     def place(self, at_x: int, cursor_y: int, screen_height: int) -> None:
         """Anchor the dropdown at the `@`: below the cursor row when it fits, else above it."""
@@ -201,26 +183,7 @@ class MentionPicker(ScrollView, can_focus=False):
 
     def move(self, step: int) -> None:
         """Move the highlight by one candidate row (headings are skipped; wraps around)."""
-        selectable = [i for i, row in enumerate(self.rows) if row.candidate is not None]
-        if not selectable:
-            return
-        position = selectable.index(self.highlighted) if self.highlighted in selectable else -1
-        self.highlighted = selectable[(position + step) % len(selectable)]
-        self._keep_visible()
-        self.refresh()
-
-    def _keep_visible(self) -> None:
-        if self.highlighted is None:
-            return
-        top = self.scroll_offset.y
-        visible_rows = max(1, self.scrollable_content_region.height)
-        target = self.highlighted
-        if target == min(i for i, row in enumerate(self.rows) if row.candidate is not None):
-            target = 0  # show the first group's heading too
-        if target < top:
-            self.scroll_to(0, target, animate=False, immediate=True)
-        elif self.highlighted >= top + visible_rows:
-            self.scroll_to(0, self.highlighted - visible_rows + 1, animate=False, immediate=True)
+        self.move_highlight(step, wrap=True)
 
     def accept(self) -> None:
         """Accept the highlighted candidate (nothing happens on an empty list)."""
@@ -231,10 +194,7 @@ class MentionPicker(ScrollView, can_focus=False):
     def on_click(self, event: events.Click) -> None:
         # A click on a candidate row accepts it, as Tab would.
         event.stop()
-        offset = event.get_content_offset(self)
-        if offset is None:
-            return
-        index = self.scroll_offset.y + offset.y
-        if 0 <= index < len(self.rows) and self.rows[index].candidate is not None:
+        index = self.row_at(event)
+        if index is not None:
             self.highlighted = index
             self.accept()

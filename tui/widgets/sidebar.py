@@ -12,27 +12,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 
 from core import SessionHeader, SessionRecord, StoreProblem
 
-from ..text import age, short_cwd, visible
+from ..text import age, fit_cells, short_cwd, visible
 from .picker import GROUP_TITLES
+from .rows import HEADING_STYLE, MUTED_STYLE, RowList
 
-_HEADING = Style(bold=True, color="#8a8f98")
-_AGE = Style(color="#8a8f98")
 _CURRENT = Style(bold=True)
 _MARK = Style(bold=True, color="#ffaf00")
 _PROBLEM = Style(color="#ff5f5f")
-_PROBLEM_HEADING = Style(bold=True, color="#ff5f5f")
+_PROBLEMHEADING_STYLE = Style(bold=True, color="#ff5f5f")
 
 
 class SidebarRow(NamedTuple):
@@ -57,7 +53,7 @@ def group_rows(records: list[SessionRecord], target_cwd: str | None) -> list[lis
     return groups
 
 
-class SessionSidebar(ScrollView, can_focus=True):
+class SessionSidebar(RowList, can_focus=True):
     """Lists sessions; Enter or a click on one posts ``Chosen``. The current session is marked ``▸``."""
 
     BINDINGS = [
@@ -71,6 +67,7 @@ class SessionSidebar(ScrollView, can_focus=True):
     ]
 
     COMPONENT_CLASSES = {"session-sidebar--highlight"}
+    HIGHLIGHT = "session-sidebar--highlight"
 
     DEFAULT_CSS = """
     SessionSidebar {
@@ -97,7 +94,6 @@ class SessionSidebar(ScrollView, can_focus=True):
         self.border_title = "Sessions"
         self.home = home
         self.rows: list[SidebarRow] = []
-        self.highlighted: int | None = None
         self.current_id = ""
         self.now = 0
         self.title_of: Callable[[SessionHeader], str | None] = lambda header: None
@@ -141,37 +137,33 @@ class SessionSidebar(ScrollView, can_focus=True):
 
     def row_text(self, index: int) -> str:
         """The plain text of row ``index`` (what the sidebar shows there)."""
-        return "".join(segment.text for segment in self._segments(self.rows[index], 40)).rstrip()
+        return "".join(segment.text for segment in self.row_segments(index, 40)).rstrip()
 
-    def _segments(self, row: SidebarRow, width: int) -> list[Segment]:
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def is_selectable(self, index: int) -> bool:
+        return self.rows[index].header is not None
+
+    def row_segments(self, index: int, width: int) -> list[Segment]:
+        row = self.rows[index]
         if row.heading is not None:
-            style = _PROBLEM_HEADING if row.heading.startswith("Unreadable") else _HEADING
+            style = _PROBLEMHEADING_STYLE if row.heading.startswith("Unreadable") else HEADING_STYLE
             return [Segment(row.heading, style)]
         if row.problem is not None:
             name = visible(os.path.basename(os.path.dirname(row.problem.path)) or str(row.problem.path))
-            return [Segment(_fit(f"  ✖ {name}", width), _PROBLEM)]
+            return [Segment(fit_cells(f"  ✖ {name}", width), _PROBLEM)]
         header = row.header
         assert header is not None
         current = header.id == self.current_id
         when = age(header.created_at, self.now)
-        label = _fit(visible(self.title_of(header) or header.id), max(1, width - 2 - len(when) - 1))
+        label = fit_cells(visible(self.title_of(header) or header.id), max(1, width - 2 - len(when) - 1))
         return [
             Segment("▸ " if current else "  ", _MARK),
             Segment(label, _CURRENT if current else None),
             Segment(" "),
-            Segment(when, _AGE),
+            Segment(when, MUTED_STYLE),
         ]
-
-    def render_line(self, y: int) -> Strip:
-        index = self.scroll_offset.y + y
-        width = self.scrollable_content_region.width
-        base = self.rich_style
-        if index >= len(self.rows):
-            return Strip.blank(width, base)
-        style = (
-            base + self.get_component_rich_style("session-sidebar--highlight") if index == self.highlighted else base
-        )
-        return Strip(self._segments(self.rows[index], width)).apply_style(style).crop_extend(0, width, style)
 
     # -- choosing ---------------------------------------------------------------------------------
 
@@ -194,31 +186,12 @@ class SessionSidebar(ScrollView, can_focus=True):
         index = self.index_of(session_id)
         if index is not None:
             self.highlighted = index
-            self._keep_visible()
+            self.keep_highlight_visible()
             self.refresh()
 
     def action_move(self, step: int) -> None:
         """Move the highlight over session rows (headings are skipped)."""
-        selectable = [i for i, row in enumerate(self.rows) if row.header is not None]
-        if not selectable:
-            return
-        if self.highlighted not in selectable:
-            self.highlighted = selectable[0]
-        else:
-            position = selectable.index(self.highlighted)
-            self.highlighted = selectable[max(0, min(len(selectable) - 1, position + step))]
-        self._keep_visible()
-        self.refresh()
-
-    def _keep_visible(self) -> None:
-        if self.highlighted is None:
-            return
-        top = self.scroll_offset.y
-        height = max(1, self.scrollable_content_region.height)
-        if self.highlighted < top:
-            self.scroll_to(0, max(0, self.highlighted - 1), animate=False, immediate=True)
-        elif self.highlighted >= top + height:
-            self.scroll_to(0, self.highlighted - height + 1, animate=False, immediate=True)
+        self.move_highlight(step, wrap=False)
 
     def action_choose(self) -> None:
         """Open the highlighted session."""
@@ -227,11 +200,8 @@ class SessionSidebar(ScrollView, can_focus=True):
             self.post_message(self.Chosen(self, session_id))
 
     def on_click(self, event: events.Click) -> None:
-        offset = event.get_content_offset(self)
-        if offset is None:
-            return
-        index = self.scroll_offset.y + offset.y
-        if 0 <= index < len(self.rows) and self.rows[index].header is not None:
+        index = self.row_at(event)
+        if index is not None:
             self.highlighted = index
             self.refresh()
             self.action_choose()
@@ -240,12 +210,3 @@ class SessionSidebar(ScrollView, can_focus=True):
     def describe_cwd(cwd: str | None, home: str | None) -> str:
         """The cwd as the header shows it."""
         return short_cwd(cwd, 48, home)
-
-
-def _fit(text: str, width: int) -> str:
-    """``text`` cut (with ``…``) or padded to exactly ``width`` cells."""
-    if cell_len(text) > width:
-        while text and cell_len(text) > width - 1:
-            text = text[:-1]
-        text += "…"
-    return text + " " * (width - cell_len(text))
