@@ -42,9 +42,17 @@ def open_app(
     config: ReferenceConfig | None = None,
     session: str = "today",
     cwd: str = DEMO_PROJECT,
+    setup: Callable[[JsonlSessionStore], None] | None = None,
 ) -> tuple[SessionRefApp, JsonlSessionStore]:
-    """A copy of the demo store in ``folder`` and the app on it (no cursor blink, no auto refresh)."""
+    """A copy of the demo store in ``folder`` and the app on it (no cursor blink, no auto refresh).
+
+    ``setup`` may write more sessions into the copy before the app opens it.
+    """
     shutil.copytree(template, folder)
+    if setup is not None:
+        writer = JsonlSessionStore(folder, clock=fixed_clock)
+        setup(writer)
+        writer.close()
     store = JsonlSessionStore(folder, clock=fixed_clock)
     app = make_app(
         store,

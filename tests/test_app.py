@@ -16,6 +16,7 @@ from rich.console import Console
 from core import (
     EchoModel,
     JsonlSessionStore,
+    ModelError,
     ReferenceConfig,
     format_session_reference_mention,
     parse_session_reference_text,
@@ -27,7 +28,7 @@ from tui.screens import RenameScreen, ViewerScreen
 from tui.widgets.picker import MentionPicker
 from tui.widgets.preview import PreviewPane, render_report
 from tui.widgets.sidebar import SessionSidebar
-from tui.widgets.transcript import AssistantBlock, CheckpointBlock, UserBlock
+from tui.widgets.transcript import AssistantBlock, CheckpointBlock, NoteLine, UserBlock
 
 
 @pytest.fixture
@@ -525,7 +526,69 @@ async def test_escape_stops_a_streaming_reply(demo_template: Path, tmp_path: Pat
         assert end.data["reason"] == "aborted"
 
 
+class FailingModel:
+    """A model whose API refuses the key."""
+
+    name = "failing"
+    provider = "test"
+
+    async def stream(self, messages: list[dict[str, Any]], *, signal: Any) -> Any:
+        raise ModelError("MODEL_UNAUTHORIZED", "the model API refused the key (HTTP 401)")
+        yield {}
+
+
+async def test_a_model_failure_is_notified_with_its_code(demo_template: Path, tmp_path: Path) -> None:
+    app, _ = open_app(demo_template, tmp_path / "store", model=FailingModel())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "hello")
+        await pilot.press("enter")
+        await until(pilot, lambda: any("MODEL_UNAUTHORIZED" in n.message for n in app._notifications))
+        end = [e for e in app.session.events if e.type == "turn/end"][-1]
+        assert end.data["error"]["code"] == "MODEL_UNAUTHORIZED"
+        assert app.chat.prompt.text == ""  # the prompt itself was sent and recorded
+
+
 # -- transcript -----------------------------------------------------------------------------------
+
+
+def _with_tools(store: JsonlSessionStore) -> None:
+    session = store.create("tool-run", cwd=DEMO_PROJECT, created_at=NOW)
+    session.append(
+        "user/message",
+        {"content": [{"type": "text", "text": "list files"}], "source": {"kind": "user"}},
+        surface_op="append",
+    )
+    session.append(
+        "user/message",
+        {
+            "content": [{"type": "text", "text": "workspace: 3 files"}],
+            "source": {"kind": "plugin", "plugin": "workspace"},
+        },
+        surface_op="append",
+    )
+    result = {
+        "turn": 0,
+        "step": 0,
+        "callId": "call-1",
+        "content": [{"type": "text", "text": "a.py b.py"}],
+        "isError": False,
+    }
+    session.append("tool/result", result, surface_op="append")
+    session.append(
+        "assistant/message",
+        {"turn": 0, "step": 1, "content": [{"type": "text", "text": "Two **Python** files."}]},
+        surface_op="append",
+    )
+
+
+async def test_tool_results_and_injected_context_are_one_dim_line_each(demo_template: Path, tmp_path: Path) -> None:
+    app, _ = open_app(demo_template, tmp_path / "store", session="tool-run", setup=_with_tools)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        notes = [str(note.render()) for note in app.chat.query(NoteLine)]
+        assert notes == ["· context from workspace", "· tool call call-1 returned 9 characters"]
+        assert app.chat.query(AssistantBlock).last().text == "Two **Python** files."
 
 
 async def test_transcript_replays_checkpoints_and_shows_what_the_model_received(

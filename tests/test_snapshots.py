@@ -120,3 +120,18 @@ def test_model_visible_viewer(snap_compare: Any, app: SessionRefApp) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_narrow_terminal_80x24(snap_compare: Any, app: SessionRefApp) -> None:
+    """At 80x24 every pane stays usable: the sidebar's groups, the transcript hint, the preview card of
+    the load test (budget bar, kept counts, badges) and the highlighted mention in the prompt."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        for key in ["@", "l", "o", "a", "d"]:
+            await pilot.press(key)
+        await until(pilot, lambda: pilot.app.chat.picker.is_open and pilot.app.chat.picker.candidates)
+        await pilot.press("tab")
+        await _preview_ready(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

@@ -43,8 +43,6 @@ def _card(card: ReferenceCard, home: str | None) -> list[RenderableType]:
     ident = Text(visible(card.session_id), style="dim", no_wrap=True, overflow="ellipsis")
     if where:
         ident.append(" · " + where)
-    if card.problem is None and card.captured_through_seq is not None:
-        ident.append(f" · through #{card.captured_through_seq}")
     parts.append(ident)
     if card.problem is not None:
         parts.append(Text(f"✖ {card.problem.describe()}", style="bold red"))
@@ -53,6 +51,8 @@ def _card(card: ReferenceCard, home: str | None) -> list[RenderableType]:
     usage = Text(bar(card.size, card.budget, 12), style="red" if card.truncated else "green")
     usage.append(f" {kib(card.size)} / {kib(card.budget)} ({share:.0%})", style="")
     parts.append(usage)
+    through = "empty log" if card.captured_through_seq is None else f"captured through #{card.captured_through_seq}"
+    parts.append(Text(through, style="dim"))
     counts = Text(f"{card.retained_messages} of {card.original_messages} messages kept")
     if card.omitted_messages or card.omitted_bytes:
         counts.append(f" · {card.omitted_messages} omitted · {kib(card.omitted_bytes)} cut", style="yellow")
@@ -137,6 +137,7 @@ class PreviewPane(VerticalScroll):
         height: 1fr;
         border: round $primary 50%;
         border-title-color: $text-muted;
+        scrollbar-size-vertical: 1;
         padding: 0 1;
         &:focus { border: round $primary; }
         & > #preview-body { width: 1fr; height: auto; }

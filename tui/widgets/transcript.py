@@ -153,8 +153,10 @@ def _block_for(event: SessionEvent) -> Static | None:
         provenance = data.get("provenance") or {}
         return AssistantBlock(text_of_blocks(data.get("content") or []), provenance.get("model"))
     if event.type == "tool/result":
-        name = data.get("name") or data.get("toolName") or "tool"
-        return NoteLine(Text(f"· tool result ({visible(str(name))})", style="dim"))
+        call = visible(str(data.get("callId") or "?"))
+        outcome = "failed" if data.get("isError") else "returned"
+        size = len(text_of_blocks(data.get("content") or []))
+        return NoteLine(Text(f"· tool call {call} {outcome} {size:,} characters", style="dim"))
     return None
 
 
@@ -180,6 +182,7 @@ class Transcript(VerticalScroll):
     Transcript {
         height: 1fr;
         border: round $primary 50%;
+        scrollbar-size-vertical: 1;
         border-title-color: $text-muted;
         &:focus-within { border: round $primary; }
         & > #transcript-empty { color: $text-muted; padding: 1 2; }
