@@ -693,6 +693,18 @@ async def test_command_palette_offers_the_app_commands(app: SessionRefApp) -> No
         assert app.screen.__class__.__name__ == "CommandPalette"
 
 
+async def test_the_command_palette_switches_to_a_session_by_title(app: SessionRefApp) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
+        await type_text(pilot, "website")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.session.id == "website-redesign")
+        assert "Website redesign" in app.sub_title
+
+
 async def test_what_the_preview_shows_is_exactly_what_is_sent(demo_template: Path, tmp_path: Path) -> None:
     app, _ = open_app(demo_template, tmp_path / "store")
     async with app.run_test(size=SIZE) as pilot:

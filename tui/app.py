@@ -43,6 +43,7 @@ from core.errors import CANCELLED
 from core.session import system_clock
 
 from .catalog import SessionCatalog
+from .commands import SessionCommands
 from .mentions import PickerQuery
 from .preview_report import PreviewReport, build_preview, problem_of
 from .screens import RenameScreen, ViewerScreen
@@ -502,6 +503,7 @@ class SessionRefApp(App[None]):
     TITLE = "sessionref"
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {SessionCommands}
 
     def __init__(
         self,

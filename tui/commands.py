@@ -1,0 +1,49 @@
+"""Command palette provider: switch to any session of the store by its title or id."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from .text import visible
+
+if TYPE_CHECKING:
+    from .app import SessionRefApp
+
+MAX_HITS = 30
+"""Matches shown for one query (the palette is for jumping, the sidebar for browsing)."""
+
+
+class SessionCommands(Provider):
+    """``Switch to: <title>`` for every listed session; discovery offers the newest ones."""
+
+    def _entries(self) -> list[tuple[str, str]]:
+        app: SessionRefApp = self.app  # type: ignore[assignment]
+        catalog = app.catalog
+        current = app.session.id
+        return [
+            (record.header.id, f"Switch to: {visible(catalog.title(record.header.id) or record.header.id)}")
+            for record in catalog.records
+            if record.header.id != current
+        ]
+
+    def _switch(self, session_id: str) -> None:
+        app: SessionRefApp = self.app  # type: ignore[assignment]
+        app.chat.switch_to(session_id)
+
+    async def discover(self) -> Hits:
+        for session_id, text in self._entries()[:10]:
+            yield DiscoveryHit(text, partial(self._switch, session_id), help=visible(session_id))
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        found = 0
+        for session_id, text in self._entries():
+            score = matcher.match(f"{text} {session_id}")
+            if score > 0:
+                yield Hit(score, matcher.highlight(text), partial(self._switch, session_id), help=visible(session_id))
+                found += 1
+                if found >= MAX_HITS:
+                    return
