@@ -40,7 +40,7 @@ from core import (
     parse_session_reference_text,
 )
 from core.errors import CANCELLED
-from core.session import system_clock
+from core.session import not_found, system_clock
 
 from .catalog import SessionCatalog
 from .commands import SessionCommands
@@ -124,7 +124,7 @@ class ChatScreen(Screen[None]):
         prompt.focus()
         self.query_one(SessionSidebar).border_subtitle = "loading…"
         self._show_target()
-        self.host.start_catalog(self)
+        self.host.start_catalog()
         self.set_interval(self.host.refresh_interval, self.host.refresh_catalog)
 
     @property
@@ -574,11 +574,7 @@ class SessionRefApp(App[None]):
         Raises:
             SessionQueryError: not found, locked by another writer, or corrupt.
         """
-        from core.session import not_found
-
-        session = self.store.get(session_id)
-        if session is None:
-            raise not_found(session_id)
+        session = open_for_writing(self.store, session_id)
         self._leave()
         self.session = session
         self.agent = self._agent_for(session)
@@ -606,12 +602,12 @@ class SessionRefApp(App[None]):
 
     # -- catalog ----------------------------------------------------------------------------------
 
-    def start_catalog(self, screen: ChatScreen) -> None:
-        """List the store and read titles off the UI thread (the screen paints first)."""
-        self._load_catalog(screen)
+    def start_catalog(self) -> None:
+        """List the store and read the likely titles off the UI thread (the screen paints first)."""
+        self._load_catalog()
 
     @work(thread=True, exclusive=True, group="catalog")
-    def _load_catalog(self, screen: ChatScreen) -> None:
+    def _load_catalog(self) -> None:
         catalog = self.catalog
         catalog.refresh()
         catalog.preload_titles(self.session.cwd)
@@ -690,6 +686,18 @@ class SessionRefApp(App[None]):
         super().action_command_palette()
 
 
+def open_for_writing(store: Store, session_id: str) -> Session:
+    """The session ``session_id`` of ``store``, opened for writing.
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``, ``_SESSION_LOCKED`` or ``_CORRUPT_SESSION``.
+    """
+    session = store.get(session_id)
+    if session is None:
+        raise not_found(session_id)
+    return session
+
+
 def make_app(
     store: Store,
     model: ChatModel,
@@ -707,14 +715,7 @@ def make_app(
     Raises:
         SessionQueryError: the session is missing, locked or corrupt.
     """
-    from core.session import not_found
-
-    if session_id is not None:
-        session = store.get(session_id)
-        if session is None:
-            raise not_found(session_id)
-    else:
-        session = store.create(cwd=cwd)
+    session = open_for_writing(store, session_id) if session_id is not None else store.create(cwd=cwd)
     return SessionRefApp(
         store=store,
         model=model,

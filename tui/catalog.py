@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
 from typing import Any
 
 from core import JsonlSessionStore, MemorySessionStore, SessionQueryError, SessionRecord, StoreProblem
@@ -179,11 +178,6 @@ class SessionCatalog:
         except (SessionQueryError, OSError):
             title = None
         self._titles[session_id] = (self._revision(record), title)
-
-    def forget(self, session_ids: Iterable[str]) -> None:
-        """Drop cached titles (after this app wrote a title, say)."""
-        for session_id in session_ids:
-            self._titles.pop(session_id, None)
 
     def _record(self, session_id: str) -> SessionRecord | None:
         return self._by_id.get(session_id)

@@ -21,7 +21,7 @@ from textual.message import Message
 
 from core import SessionHeader, SessionRecord, StoreProblem
 
-from ..text import age, fit_cells, short_cwd, visible
+from ..text import age, fit_cells, visible
 from .picker import GROUP_TITLES
 from .rows import HEADING_STYLE, MUTED_STYLE, RowList
 
@@ -205,8 +205,3 @@ class SessionSidebar(RowList, can_focus=True):
             self.highlighted = index
             self.refresh()
             self.action_choose()
-
-    @staticmethod
-    def describe_cwd(cwd: str | None, home: str | None) -> str:
-        """The cwd as the header shows it."""
-        return short_cwd(cwd, 48, home)
