@@ -40,6 +40,7 @@ class SessionCatalog:
         self.listed = False
         self._by_id: dict[str, SessionRecord] = {}
         self._wanted: dict[str, None] = {}
+        self._wanted_lock = threading.Lock()
         self._revisions: object = None
         self.defer_titles = False
         """Set by the app once its background title loader runs (see ``read_title``)."""
@@ -73,7 +74,7 @@ class SessionCatalog:
         if cached is not None and revision is not None and cached[0] == revision:
             return cached[1]
         if self.defer_titles and record is not None and not record.live:
-            self._wanted[session_id] = None
+            self._want(session_id)
             return None
         title = await self.store.read_title(session_id)
         if revision is not None:
@@ -89,8 +90,13 @@ class SessionCatalog:
         """
         cached = self._titles.get(session_id)
         if not self.title_known(session_id):
-            self._wanted[session_id] = None
+            self._want(session_id)
         return cached[1].title if cached is not None and cached[1] is not None else None
+
+    def _want(self, session_id: str) -> None:
+        # The UI thread queues, the loader thread drains: one lock keeps a request from being lost.
+        with self._wanted_lock:
+            self._wanted[session_id] = None
 
     @property
     def wanted(self) -> bool:
@@ -152,8 +158,8 @@ class SessionCatalog:
         """Read every queued title (newest requests last); returns whether any was read."""
         read = False
         while self._wanted:
-            wanted = list(self._wanted)
-            self._wanted.clear()
+            with self._wanted_lock:
+                wanted, self._wanted = list(self._wanted), {}
             records = [record for record in map(self._by_id.get, wanted) if record is not None]
             self._read_politely(records)
             read = read or bool(records)
