@@ -32,6 +32,16 @@ async def _preview_ready(pilot: Any) -> None:
     await pilot.pause()
 
 
+async def _mention_the_load_test(pilot: Any) -> None:
+    """Type `@load`, accept the load test with Tab, and wait for its preview."""
+    await settle(pilot)
+    for key in ["@", "l", "o", "a", "d"]:
+        await pilot.press(key)
+    await until(pilot, lambda: pilot.app.chat.picker.is_open and pilot.app.chat.picker.candidates)
+    await pilot.press("tab")
+    await _preview_ready(pilot)
+
+
 def test_first_screen(snap_compare: Any, app: SessionRefApp) -> None:
     """Sidebar with the three groups (This folder, No folder, Elsewhere) and the current session marked;
     an empty transcript with its hint; the preview's hint; the prompt and the footer keys."""
@@ -63,15 +73,7 @@ def test_mention_with_truncated_compacted_preview(snap_compare: Any, app: Sessio
     the compacted and truncated badges, the checkpoint first in the projected conversation; totals with
     the prefix size and the token estimate."""
 
-    async def run_before(pilot: Any) -> None:
-        await settle(pilot)
-        for key in ["@", "l", "o", "a", "d"]:
-            await pilot.press(key)
-        await until(pilot, lambda: pilot.app.chat.picker.is_open and pilot.app.chat.picker.candidates)
-        await pilot.press("tab")
-        await _preview_ready(pilot)
-
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=SIZE, run_before=_mention_the_load_test)
 
 
 def test_preview_showing_an_error(snap_compare: Any, app: SessionRefApp) -> None:
@@ -126,12 +128,4 @@ def test_narrow_terminal_80x24(snap_compare: Any, app: SessionRefApp) -> None:
     """At 80x24 every pane stays usable: the sidebar's groups, the transcript hint, the preview card of
     the load test (budget bar, kept counts, badges) and the highlighted mention in the prompt."""
 
-    async def run_before(pilot: Any) -> None:
-        await settle(pilot)
-        for key in ["@", "l", "o", "a", "d"]:
-            await pilot.press(key)
-        await until(pilot, lambda: pilot.app.chat.picker.is_open and pilot.app.chat.picker.candidates)
-        await pilot.press("tab")
-        await _preview_ready(pilot)
-
-    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_mention_the_load_test)

@@ -37,6 +37,13 @@ def _title(session: Session, title: str) -> None:
     session.append("session/title", {"title": title, "messageSeqs": [0], "source": "user"})
 
 
+def _load_runs(session: Session, runs: range) -> None:
+    """One long question and one long answer per load-test run."""
+    for index in runs:
+        _user(session, f"Run {index}: " + "latency sample 12ms 14ms 11ms; " * 30)
+        _assistant(session, f"Run {index} looks fine. " + "p50 12ms p95 19ms. " * 40)
+
+
 def _compact(session: Session, summary: str) -> None:
     """Replace the whole current surface with a compact checkpoint, as the compact plugin does."""
     seqs = [event.seq for event in session.surface()]
@@ -72,13 +79,9 @@ def seed_demo(store: Store) -> dict[str, str]:
     ids["compacted"] = compacted.id
 
     big = store.create("load-test-log", cwd=DEMO_PROJECT, created_at=DEMO_START + 3 * minute)
-    for index in range(20):
-        _user(big, f"Run {index}: " + "latency sample 12ms 14ms 11ms; " * 30)
-        _assistant(big, f"Run {index} looks fine. " + "p50 12ms p95 19ms. " * 40)
+    _load_runs(big, range(20))
     _compact(big, "Checkpoint: runs 0-19 were all within budget (p95 under 20ms).")
-    for index in range(20, 120):
-        _user(big, f"Run {index}: " + "latency sample 12ms 14ms 11ms; " * 30)
-        _assistant(big, f"Run {index} looks fine. " + "p50 12ms p95 19ms. " * 40)
+    _load_runs(big, range(20, 120))
     _title(big, "Load test (compacted, too large)")
     ids["large"] = big.id
 
