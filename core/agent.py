@@ -12,7 +12,7 @@ from .abort import AbortController, race_abort
 from .baking import bake_prompt_message
 from .chat_models import ChatModel, ModelError
 from .errors import SessionReferenceError
-from .models import HookContext
+from .models import HookContext, SessionEvent
 from .session import Session
 from .surface import display_prompt_content, text_of_blocks
 
@@ -79,13 +79,13 @@ class AgentLoop:
         turn = self._turn
         self._turn += 1
         self.session.append("turn/start", {"turn": turn, "trigger": trigger})
-        prompt_seq = self._record_prompt("user/message", turn, content, contexts)
+        prompt = self._record_prompt("user/message", turn, content, contexts)
         self._abort = AbortController()
-        self._task = asyncio.create_task(self._run(turn, prompt_seq, self._abort))
+        self._task = asyncio.create_task(self._run(turn, prompt, self._abort))
 
     def _record_prompt(
         self, event_type: str, turn: int, content: list[dict[str, Any]], contexts: Sequence[HookContext]
-    ) -> int:
+    ) -> SessionEvent:
         baked = bake_prompt_message(content, contexts)
         data = baked.data if event_type == "user/message" else {"turn": turn, **baked.data}
         batch: list[tuple[str, dict[str, Any], Any, Any]] = [(event_type, data, "append", None)]
@@ -94,9 +94,9 @@ class AgentLoop:
             if context.meta is not None:
                 extra["meta"] = context.meta
             batch.append(("user/message", extra, "append", None))
-        return self.session.append_batch(batch)[0].seq
+        return self.session.append_batch(batch)[0]
 
-    async def _run(self, turn: int, prompt_seq: int, controller: AbortController) -> None:
+    async def _run(self, turn: int, prompt: SessionEvent, controller: AbortController) -> None:
         reason, error = "completed", None
         step = 0
         try:
@@ -119,9 +119,8 @@ class AgentLoop:
             end["error"] = {"code": error.code, "message": error.message}
         self.session.append("turn/end", end)
         if reason == "completed" and self.session.title is None:
-            prompt = self.session.events[prompt_seq]
             title = fallback_title(display_prompt_content(prompt.data))
-            self.session.append("session/title", {"title": title, "messageSeqs": [prompt_seq], "source": "fallback"})
+            self.session.append("session/title", {"title": title, "messageSeqs": [prompt.seq], "source": "fallback"})
         # Steering that never got its step becomes the next turn, so no prompt is lost.
         self._queue.extendleft(reversed(self._steering))
         self._steering = []

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import zstandard
 
+from .chunk_rows import ROW_TYPES, MalformedRowError, expand_chunk_row
 from .collector import collector_paused
 from .errors import SessionQueryError
 from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
@@ -31,7 +32,7 @@ from .session import (
     system_clock,
     title_from_event,
 )
-from .surface import SurfaceFolder
+from .surface import SurfaceFolder, events_at
 
 Compression = Literal["zstd", "none"]
 
@@ -100,7 +101,8 @@ def header_line(header: SessionHeader) -> str:
 
 
 def _header_from_row(row: Any, path: Path) -> SessionHeader:
-    if not isinstance(row, dict) or row.get("type") != "session" or "delegationDepth" not in row:
+    # Real dsh files may omit ``delegationDepth`` (it reads as 0, the model's default).
+    if not isinstance(row, dict) or row.get("type") != "session":
         raise _corrupt(path, 0, "the first line is not a session header")
     try:
         return SessionHeader.model_validate({key: value for key, value in row.items() if key != "type"})
@@ -109,44 +111,18 @@ def _header_from_row(row: Any, path: Path) -> SessionHeader:
 
 
 def _expand_row(row: Any, path: Path, offset: int) -> list[SessionEvent]:
-    """One stored row as events: a plain event, or a packed chunk row expanded losslessly."""
+    """One stored row as events: a plain event, or a packed chunk row expanded losslessly.
+
+    Event types this version does not know (``command/run``, ``permission/preset``, ...) are kept
+    as they are: they are log-only, so they never reach the surface or a projection.
+    """
     if not isinstance(row, dict):
         raise _corrupt(path, offset, "a row is not an object")
-    kind = row.get("type")
-    if kind in ("text-chunks", "reasoning-chunks", "tool-call-chunks"):
+    if row.get("type") in ROW_TYPES:
         try:
-            seq0, time0, data = row["seq0"], row["time0"], row["data"]
-            dts = data["dt"]
-            pieces = data["args"] if kind == "tool-call-chunks" else data["texts"]
-            if len(dts) != len(pieces) or not all(isinstance(p, str) for p in pieces):
-                raise ValueError("dt and pieces differ in length")
-            events = []
-            elapsed = 0
-            for k, piece in enumerate(pieces):
-                if k:
-                    elapsed += int(dts[k - 1])
-                chunk: dict[str, Any]
-                if kind == "tool-call-chunks":
-                    chunk = {"type": "tool-call-delta", "index": data["index"], "id": data["id"]}
-                    if "name" in data:
-                        chunk["name"] = data["name"]
-                    chunk["argumentsDelta"] = piece
-                else:
-                    delta = "text-delta" if kind == "text-chunks" else "reasoning-delta"
-                    chunk = {"type": delta, "index": data["index"], "text": piece}
-                events.append(
-                    trusted_event(
-                        type="assistant/chunk",
-                        seq=int(seq0) + k,
-                        time=int(time0) + elapsed,
-                        data={"turn": data["turn"], "step": data["step"], "chunk": chunk},
-                        surface_op=None,
-                        source_event_seqs=None,
-                    )
-                )
-            return events
-        except (KeyError, TypeError, ValueError) as error:
-            raise _corrupt(path, offset, f"malformed {kind} row ({error})") from error
+            return expand_chunk_row(row)
+        except MalformedRowError as error:
+            raise _corrupt(path, offset, str(error)) from error
     try:
         if type(row.get("seq")) is not int or type(row.get("time")) is not int or not isinstance(row.get("data"), dict):
             raise ValueError("seq, time and data are required")
@@ -262,7 +238,7 @@ def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
         raise _corrupt(path, 0, "the file has no complete header")
     header = None
     events: list[SessionEvent] = []
-    folder = SurfaceFolder()
+    folder = SurfaceFolder(allow_gaps=True)
     title: TitleSnapshot | None = None
     for offset, row in rows:
         if header is None:
@@ -725,7 +701,7 @@ class JsonlSessionStore:
         return SurfaceSnapshot.model_construct(
             session=log.header,
             captured_through_seq=log.events[-1].seq if log.events else None,
-            events=[log.events[seq] for seq in log.surface_seqs],
+            events=events_at(log.events, log.surface_seqs),
         )
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:

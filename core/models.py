@@ -33,9 +33,15 @@ class SessionHeader(_WireModel):
     parent_session: str | None = None
     seed_length: int | None = None
     delegation_depth: int = 0
+    origin: str | None = None
+    agent_preset: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        """``{version, id, createdAt, cwd?, parentSession?, seedLength?, delegationDepth}``."""
+        """``{version, id, createdAt, cwd?, parentSession?, seedLength?, origin?, delegationDepth, agentPreset?}``.
+
+        ``origin`` and ``agentPreset`` are written by newer dsh versions; they are kept so that a
+        header read from such a file writes back unchanged.
+        """
         wire: dict[str, Any] = {"version": self.version, "id": self.id, "createdAt": self.created_at}
         if self.cwd is not None:
             wire["cwd"] = self.cwd
@@ -43,7 +49,11 @@ class SessionHeader(_WireModel):
             wire["parentSession"] = self.parent_session
         if self.seed_length is not None:
             wire["seedLength"] = self.seed_length
+        if self.origin is not None:
+            wire["origin"] = self.origin
         wire["delegationDepth"] = self.delegation_depth
+        if self.agent_preset is not None:
+            wire["agentPreset"] = self.agent_preset
         return wire
 
 

@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from .constants import COMPACT_CHECKPOINT_SOURCE
 from .models import ProjectedItem, SurfaceSnapshot
-from .surface import display_prompt_content, text_of_blocks
+from .surface import display_prompt_content, message_content, text_of_blocks
 
 
 def is_compact_checkpoint_source(source: Any) -> bool:
@@ -34,8 +34,7 @@ def project_conversation(snapshot: SurfaceSnapshot) -> list[ProjectedItem]:
         event_type = event.type
         data = event.data
         if event_type == "assistant/message":
-            content = data.get("content")
-            text = text_of_blocks(content) if isinstance(content, list) else ""
+            text = text_of_blocks(message_content(data))
             if text:
                 items.append(ProjectedItem("assistant", text, False))
         elif event_type == "user/message":

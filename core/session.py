@@ -18,7 +18,7 @@ from .errors import (
 from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
 from .query import listing_order_key
 from .serialization import NotPlainJsonError, js_json_stringify, plain_json_copy
-from .surface import SurfaceFolder, derive_messages
+from .surface import SurfaceFolder, derive_messages, events_at
 
 Clock = Callable[[], int]
 """Returns the current time in epoch milliseconds."""
@@ -89,7 +89,7 @@ class Session:
         self._sink = sink
         self._events: list[SessionEvent] = []
         self._frozen: tuple[SessionEvent, ...] | None = ()
-        self._folder = SurfaceFolder()
+        self._folder = SurfaceFolder(allow_gaps=True)  # seed events come from storage
         self._title: TitleSnapshot | None = None
         for event in events:
             self._folder.push(event.type, event.seq, event.surface_op, event.source_event_seqs)
@@ -126,7 +126,7 @@ class Session:
 
     def surface(self) -> list[SessionEvent]:
         """The folded current surface."""
-        return [self._events[seq] for seq in self._folder.seqs]
+        return events_at(self._events, self._folder.seqs)
 
     def snapshot(self) -> SurfaceSnapshot:
         """A ``read_surface`` snapshot of the log as it is now."""
@@ -204,7 +204,7 @@ class Session:
 
     def derive_messages(self) -> list[dict[str, Any]]:
         """The model history of this session (CONTRACT §1)."""
-        return derive_messages(self.events)
+        return derive_messages(self.events, allow_gaps=True)  # the log was validated as it arrived
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, cwd={self.cwd!r}, events={len(self._events)})"

@@ -22,15 +22,21 @@ class SurfaceFolder:
     can refuse an append before it writes; ``push`` applies it.
     """
 
-    __slots__ = ("next_seq", "seqs")
+    __slots__ = ("allow_gaps", "next_seq", "seqs")
 
-    def __init__(self) -> None:
+    def __init__(self, *, allow_gaps: bool = False) -> None:
         self.seqs: list[int] = []
         self.next_seq = 0
+        self.allow_gaps = allow_gaps
 
     def check(self, event_type: str, seq: int, surface_op: Any, source_event_seqs: Sequence[int] | None) -> None:
-        """Raise ``SessionQueryError(SESSION_QUERY_INVALID_SURFACE)`` unless the event may follow."""
-        if seq != self.next_seq:
+        """Raise ``SessionQueryError(SESSION_QUERY_INVALID_SURFACE)`` unless the event may follow.
+
+        With ``allow_gaps`` (reading a log someone else wrote) seqs need only increase: real dsh
+        logs exist whose streamed chunk events were left out, and the files win over our reading.
+        Appends are always checked strictly.
+        """
+        if seq != self.next_seq and not (self.allow_gaps and type(seq) is int and seq > self.next_seq):
             raise _invalid(f"event seq {seq} does not continue the log at {self.next_seq}")
         if event_type not in SURFACE_EVENT_TYPES:
             if surface_op is not None or source_event_seqs is not None:
@@ -87,16 +93,26 @@ class SurfaceFolder:
         self.seqs[start : end + 1] = [seq]
 
 
-def fold_surface(events: Sequence[SessionEvent]) -> list[SessionEvent]:
+def fold_surface(events: Sequence[SessionEvent], *, allow_gaps: bool = False) -> list[SessionEvent]:
     """The current surface of a log: surface events whose seqs remain after every replace.
+
+    ``allow_gaps`` accepts seqs that only increase (logs read from disk, see ``SurfaceFolder``).
 
     Raises:
         SessionQueryError: ``SESSION_QUERY_INVALID_SURFACE`` for a gap in seqs or an invalid op.
     """
-    folder = SurfaceFolder()
+    folder = SurfaceFolder(allow_gaps=allow_gaps)
     for event in events:
         folder.push(event.type, event.seq, event.surface_op, event.source_event_seqs)
-    return [events[seq] for seq in folder.seqs]
+    return events_at(events, folder.seqs)
+
+
+def events_at(events: Sequence[SessionEvent], seqs: Iterable[int]) -> list[SessionEvent]:
+    """The events of a log (seqs increasing) with these seqs, in the order given."""
+    if not events or events[-1].seq == len(events) - 1:
+        return [events[seq] for seq in seqs]  # contiguous: a seq is its index
+    by_seq = {event.seq: event for event in events}
+    return [by_seq[seq] for seq in seqs]
 
 
 def display_prompt_content(data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -106,6 +122,25 @@ def display_prompt_content(data: Mapping[str, Any]) -> list[dict[str, Any]]:
         display = envelope["displayContent"]
         return display if isinstance(display, list) else []
     content = data.get("content")
+    return content if isinstance(content, list) else []
+
+
+def message_payload(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The message fields of an ``assistant/message`` or ``tool/result`` payload.
+
+    The contract's dsh version keeps ``content`` (and ``callId`` / ``isError``) on ``data`` itself;
+    newer dsh versions (0.1.0-rc.8 and the real logs it writes) nest an identified message under
+    ``data.message`` (``{id, role, content, source}``). Both read the same way here.
+    """
+    message = data.get("message")
+    if "content" not in data and isinstance(message, Mapping):
+        return message
+    return data
+
+
+def message_content(data: Mapping[str, Any]) -> list[Any]:
+    """The content blocks of a message event's payload (either dsh shape), ``[]`` when malformed."""
+    content = message_payload(data).get("content")
     return content if isinstance(content, list) else []
 
 
@@ -135,22 +170,27 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def derive_messages(events: Sequence[SessionEvent]) -> list[dict[str, Any]]:
+def derive_messages(events: Sequence[SessionEvent], *, allow_gaps: bool = False) -> list[dict[str, Any]]:
     """The model history of a log (CONTRACT §1): baked prompt content, assistant replies, tool results.
 
     Raises:
         SessionQueryError: ``SESSION_QUERY_INVALID_SURFACE`` when the log does not fold.
     """
     messages: list[dict[str, Any]] = []
-    for event in fold_surface(events):
+    for event in fold_surface(events, allow_gaps=allow_gaps):
         data = event.data
         if event.type in ("user/message", "steering/message"):
             messages.append({"role": "user", "content": _copy(data.get("content", []))})
         elif event.type == "assistant/message":
-            content = data.get("content") or []
+            content = message_content(data)
             if content:
                 messages.append({"role": "assistant", "content": _copy(content)})
         elif event.type == "tool/result":
+            message = message_payload(data)
+            if message is not data:
+                # A newer dsh tool result already is a user message holding its tool-result block.
+                messages.append({"role": "user", "content": _copy(message_content(data))})
+                continue
             block = {
                 "type": "tool-result",
                 "toolCallId": data.get("callId"),

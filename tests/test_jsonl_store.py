@@ -308,13 +308,13 @@ async def test_packed_chunk_rows_expand_and_a_malformed_one_is_an_error(root: Pa
             "type": "text-chunks",
             "seq0": 0,
             "time0": 100,
-            "data": {"turn": 0, "step": 0, "index": 0, "dt": [5, 7], "texts": ["Hel", "lo"]},
+            "data": {"turn": 0, "step": 0, "index": 0, "dt": [5], "texts": ["Hel", "lo"]},
         },
         {
             "type": "tool-call-chunks",
             "seq0": 2,
             "time0": 200,
-            "data": {"turn": 0, "step": 0, "index": 1, "id": "c", "name": "ls", "dt": [1], "args": ["{}"]},
+            "data": {"turn": 0, "step": 0, "index": 1, "id": "c", "name": "ls", "dt": [], "args": ["{}"]},
         },
     ]
     (folder / "session.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -327,10 +327,13 @@ async def test_packed_chunk_rows_expand_and_a_malformed_one_is_an_error(root: Pa
         (2, 200, {"type": "tool-call-delta", "index": 1, "id": "c", "name": "ls", "argumentsDelta": "{}"}),
     ]
     store.close()
-    rows[1]["data"]["texts"] = ["only one"]
-    (folder / "session.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(SessionQueryError, match="malformed text-chunks row"):
-        await reopen(root, "none").read_surface("packed")
+    header_bytes = len(json.dumps(rows[0])) + 1
+    for texts, dts in ((["only one"], [5]), (["Hel", "lo"], [5, 7]), ([], [])):
+        rows[1]["data"]["texts"], rows[1]["data"]["dt"] = texts, dts
+        (folder / "session.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        with pytest.raises(SessionQueryError, match="malformed text-chunks storage row") as caught:
+            await reopen(root, "none").read_surface("packed")
+        assert f"session.jsonl at byte {header_bytes}:" in str(caught.value)
 
 
 # --- failures while writing ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 from core import Session, SessionEvent, display_prompt_content
 from core.projection import is_compact_checkpoint_source
-from core.surface import text_of_blocks
+from core.surface import message_content, message_payload, text_of_blocks
 
 from ..text import visible, visible_lines
 
@@ -150,12 +150,20 @@ def _block_for(event: SessionEvent) -> Static | None:
     if event.type == "steering/message":
         return UserBlock(event)
     if event.type == "assistant/message":
-        provenance = data.get("provenance") or {}
-        return AssistantBlock(text_of_blocks(data.get("content") or []), provenance.get("model"))
+        message = message_payload(data)
+        provenance = data.get("provenance") or message.get("source") or {}
+        return AssistantBlock(text_of_blocks(message_content(data)), provenance.get("model"))
     if event.type == "tool/result":
-        call = visible(str(data.get("callId") or "?"))
-        outcome = "failed" if data.get("isError") else "returned"
-        size = len(text_of_blocks(data.get("content") or []))
+        message = message_payload(data)
+        blocks = message_content(data)
+        if message is not data and blocks and isinstance(blocks[0], dict):
+            result = blocks[0]  # a newer dsh tool result: one tool-result block
+            call_id, failed, blocks = result.get("toolCallId"), result.get("isError"), result.get("content") or []
+        else:
+            call_id, failed = data.get("callId"), data.get("isError")
+        call = visible(str(call_id or "?"))
+        outcome = "failed" if failed else "returned"
+        size = len(text_of_blocks(blocks))
         return NoteLine(Text(f"· tool call {call} {outcome} {size:,} characters", style="dim"))
     return None
 
