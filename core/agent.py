@@ -11,13 +11,16 @@ from typing import Any, Literal
 from .abort import AbortController, race_abort
 from .baking import bake_prompt_message
 from .chat_models import ChatModel, ModelError
-from .errors import SessionReferenceError
+from .errors import SessionQueryError, SessionReferenceError
 from .models import HookContext, SessionEvent
 from .session import Session
 from .surface import display_prompt_content, text_of_blocks
 
 TITLE_LIMIT = 60
 """Fallback titles keep at most this many characters of the first line."""
+
+FLUSH_INTERVAL = 0.2
+"""Seconds streamed chunks may wait before they are written (dsh's ``writeBatchMaxDelayMs`` is 200)."""
 
 Prompt = tuple[list[dict[str, Any]], Sequence[HookContext]]
 
@@ -34,9 +37,11 @@ def fallback_title(display_content: list[dict[str, Any]]) -> str:
 class AgentLoop:
     """Runs turns on one session with one model; writes every event of CONTRACT §8 to the log."""
 
-    def __init__(self, session: Session, model: ChatModel) -> None:
+    def __init__(self, session: Session, model: ChatModel, *, flush_interval: float = FLUSH_INTERVAL) -> None:
         self.session = session
         self.model = model
+        self.flush_interval = flush_interval
+        self._flush_timer: asyncio.TimerHandle | None = None
         self._queue: deque[Prompt] = deque()
         self._steering: list[Prompt] = []
         self._task: asyncio.Task[None] | None = None
@@ -128,6 +133,25 @@ class AgentLoop:
             content, contexts = self._queue.popleft()
             self._start(content, contexts, "followup")
 
+    def _append_chunk(self, data: dict[str, Any]) -> None:
+        """Chunks join the log at once and reach the disk once per flush interval, in one batch."""
+        self.session.append("assistant/chunk", data, buffered=True)
+        if self.flush_interval <= 0:
+            self.session.flush()
+        elif self._flush_timer is None:
+            self._flush_timer = asyncio.get_running_loop().call_later(self.flush_interval, self._flush)
+
+    def _flush(self) -> None:
+        self._flush_timer = None
+        # A failed write keeps the chunks buffered; the step's final batch writes them or raises.
+        with contextlib.suppress(SessionQueryError):
+            self.session.flush()
+
+    def _cancel_flush(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+
     async def _step(self, turn: int, step: int, controller: AbortController) -> str:
         signal = controller.signal
         self.session.append("step/start", {"turn": turn, "step": step})
@@ -148,7 +172,7 @@ class AgentLoop:
                 if chunk.get("type") != "text-delta" or not chunk.get("text"):
                     continue
                 texts.append(chunk["text"])
-                self.session.append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk})
+                self._append_chunk({"turn": turn, "step": step, "chunk": chunk})
             if signal.aborted:
                 outcome = "aborted"
         except SessionReferenceError:
@@ -169,6 +193,7 @@ class AgentLoop:
         }
         if usage is not None:
             message["usage"] = usage
+        self._cancel_flush()
         self.session.append_batch(
             [
                 ("assistant/message", message, "append", None),

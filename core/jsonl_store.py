@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import zstandard
 
-from .chunk_rows import ROW_TYPES, MalformedRowError, expand_chunk_row
+from .chunk_rows import ROW_TYPES, MalformedRowError, expand_chunk_row, pack_chunk_runs
 from .collector import collector_paused
 from .errors import SessionQueryError
 from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
@@ -344,10 +344,17 @@ class JsonlSessionStore:
         root: the store folder (created when missing).
         compression: ``"zstd"`` (default, multi-frame with checksums) or ``"none"`` (plain JSONL).
         clock: epoch-milliseconds clock for new events and headers.
+        pack_chunks: write runs of three or more streamed deltas as one packed chunk row, as dsh does
+            (default); ``False`` writes one line per event. Reading accepts both.
     """
 
     def __init__(
-        self, root: str | os.PathLike[str], *, compression: Compression = "zstd", clock: Clock = system_clock
+        self,
+        root: str | os.PathLike[str],
+        *,
+        compression: Compression = "zstd",
+        clock: Clock = system_clock,
+        pack_chunks: bool = True,
     ) -> None:
         if compression not in _FILE_NAMES:
             raise ValueError(f"compression must be 'zstd' or 'none', not {compression!r}")
@@ -356,6 +363,7 @@ class JsonlSessionStore:
         self._file_name = _FILE_NAMES[compression]
         self._other_name = _FILE_NAMES["none" if compression == "zstd" else "zstd"]
         self._clock = clock
+        self.pack_chunks = pack_chunks
         self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
         self._owned: dict[str, _Owned] = {}
         self._cache: dict[Path, _Cached] = {}
@@ -497,7 +505,8 @@ class JsonlSessionStore:
             raise SessionQueryError(
                 f"session {js_json_stringify(session.id)} is not open for writing here", SESSION_QUERY_LOCKED
             )
-        batch = "".join(js_json_stringify(event.to_wire()) + "\n" for event in events)
+        rows = pack_chunk_runs(events) if self.pack_chunks else [event.to_wire() for event in events]
+        batch = "".join(js_json_stringify(row) + "\n" for row in rows)
         if owned.fd is None:
             self._materialise(owned, batch)
             return

@@ -91,6 +91,7 @@ class Session:
         self._frozen: tuple[SessionEvent, ...] | None = ()
         self._folder = SurfaceFolder(allow_gaps=True)  # seed events come from storage
         self._title: TitleSnapshot | None = None
+        self._pending: list[SessionEvent] = []
         for event in events:
             self._folder.push(event.type, event.seq, event.surface_op, event.source_event_seqs)
             self._remember(event)
@@ -140,6 +141,7 @@ class Session:
         *,
         surface_op: str | Mapping[str, Any] | None = None,
         source_event_seqs: Sequence[int] | None = None,
+        buffered: bool = False,
     ) -> SessionEvent:
         """Validate and append one event; nothing is written when it is rejected.
 
@@ -148,13 +150,20 @@ class Session:
                 ``SESSION_QUERY_INVALID_SURFACE`` for a surface-op violation; an I/O error of a
                 durable store propagates as its own ``SessionQueryError``.
         """
-        return self.append_batch([(type, data, surface_op, source_event_seqs)])[0]
+        return self.append_batch([(type, data, surface_op, source_event_seqs)], buffered=buffered)[0]
 
     def append_batch(
         self,
         batch: Sequence[tuple[str, Mapping[str, Any], str | Mapping[str, Any] | None, Sequence[int] | None]],
+        *,
+        buffered: bool = False,
     ) -> list[SessionEvent]:
         """Append several events atomically: all are accepted and written, or none.
+
+        With ``buffered`` the events join the log at once but reach the store with the next
+        ``flush()`` or unbuffered append (write-behind, for streamed chunks: one durable batch per
+        flush interval instead of one per chunk). An unbuffered append writes the buffered events
+        first, in the same durable batch.
 
         Raises:
             SessionQueryError: as ``append``.
@@ -166,12 +175,33 @@ class Session:
         events: list[SessionEvent] = []
         for type_, data, surface_op, source_event_seqs in batch:
             events.append(self._validated(folder, type_, data, surface_op, source_event_seqs, now))
-        if self._sink is not None:
-            self._sink.write(self, events)
+        if buffered:
+            self._pending.extend(events)
+        else:
+            self._write([*self._pending, *events])
         self._folder = folder
         for event in events:
             self._remember(event)
         return events
+
+    @property
+    def pending(self) -> int:
+        """How many accepted events wait for ``flush()`` to reach the store."""
+        return len(self._pending)
+
+    def flush(self) -> None:
+        """Write the buffered events to the store in one durable batch (a no-op when none wait).
+
+        Raises:
+            SessionQueryError: the store's write error; the events stay buffered for the next try.
+        """
+        if self._pending:
+            self._write(self._pending)
+
+    def _write(self, events: list[SessionEvent]) -> None:
+        if self._sink is not None:
+            self._sink.write(self, events)
+        self._pending = []
 
     def _validated(
         self,

@@ -61,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="how session logs are encoded: zstd frames (default, as dsh writes) or plain JSONL",
     )
     parser.add_argument(
+        "--no-pack",
+        dest="pack_chunks",
+        action="store_false",
+        help="write every streamed chunk as its own line instead of packing runs of them into one "
+        "text-chunks row as dsh does (reading is the same either way)",
+    )
+    parser.add_argument(
         "--model",
         choices=("echo", "openai"),
         default="echo",
@@ -141,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.demo and os.path.isdir(root) and os.listdir(root):
             return _fail(f"--demo needs an empty or new folder, and {root} is not empty", EXIT_ROOT)
-        store = JsonlSessionStore(root, compression=args.compression)
+        store = JsonlSessionStore(root, compression=args.compression, pack_chunks=args.pack_chunks)
         if not os.access(root, os.R_OK | os.W_OK | os.X_OK):
             return _fail(f"cannot read and write the store folder {root}", EXIT_ROOT)
     except OSError as error:
