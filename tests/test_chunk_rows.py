@@ -211,7 +211,7 @@ async def test_buffered_chunks_survive_a_failed_write_and_go_out_with_the_next_b
         raise OSError("disk full")
 
     store.write = failing  # type: ignore[method-assign]
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="disk full"):
         session.flush()
     assert session.pending == 4
     store.write = original  # type: ignore[method-assign]
