@@ -16,7 +16,7 @@ from .abort import AbortSignal
 from .constants import PROMPT_REQUEST_DELIMITER
 from .retention import OMISSION_NOTICE_HEAD
 from .serialization import stringify_tag_safe_json, utf8_length
-from .surface import text_of_blocks
+from .wire import wire_messages
 
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEEPSEEK_MODEL = "deepseek-chat"
@@ -44,30 +44,26 @@ class ChatModel(Protocol):
         ...
 
 
-def _text(content: Any) -> str:
-    return content if isinstance(content, str) else text_of_blocks(content or [])
+_FRAME = re.compile(r"<referenced-sessions>\n(.*?)\n</referenced-sessions>", re.S)
 
 
-_FRAME = re.compile(r"<referenced-sessions>\n(.*)\n</referenced-sessions>", re.S)
+def describe_prompt(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """Split the wire text of a baked prompt into the request and the referenced data objects it carries.
 
-
-def describe_prompt(content: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """Split baked prompt content into the request text and the referenced data objects it carries."""
-    blocks = [block for block in content if isinstance(block, dict) and block.get("type") == "text"]
-    texts = [block.get("text", "") for block in blocks]
-    if PROMPT_REQUEST_DELIMITER not in texts:
-        return "\n".join(texts), []
-    cut = texts.index(PROMPT_REQUEST_DELIMITER)
+    The first ``"\n\n## My request:\n"`` is the delimiter: the snapshot JSON before it cannot hold
+    a raw newline, so no source text can spell it.
+    """
+    prefix, delimiter, request = text.partition(PROMPT_REQUEST_DELIMITER)
+    if not delimiter:
+        return text, []
     sources: list[dict[str, Any]] = []
-    for prefix in texts[:cut]:
-        match = _FRAME.search(prefix)
-        if match:
-            try:
-                parsed = json.loads(match.group(1))
-            except ValueError:
-                continue
-            sources.extend(item for item in parsed if isinstance(item, dict))
-    return "\n".join(texts[cut + 1 :]), sources
+    for frame in _FRAME.findall(prefix):
+        try:
+            parsed = json.loads(frame)
+        except ValueError:
+            continue
+        sources.extend(item for item in parsed if isinstance(item, dict))
+    return request, sources
 
 
 class EchoModel:
@@ -81,9 +77,8 @@ class EchoModel:
 
     def reply_for(self, messages: list[dict[str, Any]]) -> list[str]:
         """The pieces of the reply to ``messages``."""
-        last = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-        content = last["content"] if last is not None else []
-        request, sources = describe_prompt(content if isinstance(content, list) else [])
+        last = next((m for m in reversed(wire_messages(messages)) if m["role"] == "user"), None)
+        request, sources = describe_prompt(last["content"] if last is not None else "")
         pieces = [f"You asked: {request.strip() or '(nothing)'}\n"]
         if not sources:
             pieces.append("\nNo other session was referenced.")
@@ -169,7 +164,7 @@ class OpenAICompatibleModel:
             )
         body = {
             "model": self.name,
-            "messages": [{"role": m["role"], "content": _text(m.get("content"))} for m in messages],
+            "messages": wire_messages(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
         }

@@ -256,7 +256,8 @@ async def test_openai_stream_carries_baked_content_and_assembles_the_reply(store
     (request,) = requests
     assert request["model"] == "deepseek-chat"
     assert request["stream"] is True
-    assert request["messages"] == [{"role": "user", "content": "line one\nline two"}]
+    # dsh's serializer concatenates a message's text blocks with no separator (CONTRACT §13).
+    assert request["messages"] == [{"role": "user", "content": "line oneline two"}]
     assert request["_auth"].lower() == "authorization: bearer sk-test"
     message = next(e for e in session.events if e.type == "assistant/message")
     assert message.data["content"] == [text("Hi you")]
@@ -352,3 +353,79 @@ def test_from_environment_prefers_deepseek_key(monkeypatch: pytest.MonkeyPatch) 
     assert (model.base_url, model.name, model.api_key) == ("https://api.deepseek.com", "deepseek-chat", "deepseek")
     monkeypatch.delenv("DEEPSEEK_API_KEY")
     assert OpenAICompatibleModel.from_environment().api_key == "openai"
+
+
+async def test_the_bytes_on_the_wire_are_the_baked_blocks_and_what_the_app_shows(store) -> None:
+    from tui.preview_report import PreviewReport
+    from tui.widgets.transcript import model_received
+
+    source = store.create("source", cwd="/p")
+    say_user(source, "remember <b>this</b>")
+    say_assistant(source, "noted")
+    service = SessionReferenceService(store)
+
+    async def handler(body: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+        writer.write(sse_response([chunk("ok"), "[DONE]"]))
+        await writer.drain()
+
+    server, url, requests = await serve(handler)
+    async with server:
+        target = store.create("target", cwd="/p")
+        content = [text("what did I say?")]
+        prepared = await service.prepare(target, content, [ReferenceInput("source")])
+        loop = AgentLoop(target, OpenAICompatibleModel(base_url=url, api_key="k", model="m", timeout=5))
+        await loop.followup(prepared.content, prepared.contexts)
+        await loop.when_idle()
+    (request,) = requests
+    (sent,) = request["messages"]
+    prompt = next(e for e in target.events if e.type == "user/message")
+    baked = "".join(block["text"] for block in prompt.data["content"])
+    (context,) = prepared.contexts
+    assert sent == {"role": "user", "content": baked}
+    assert baked == context.content[0]["text"] + "\n\n## My request:\n" + "what did I say?"
+    assert model_received(prompt.data) == baked
+    report = PreviewReport(draft="what did I say?", max_references=3, contexts=list(prepared.contexts), content=content)
+    assert report.model_visible_text() == baked
+
+
+def test_wire_messages_follow_dsh_serializer_for_every_message_kind() -> None:
+    from core.wire import wire_messages
+
+    history = [
+        {"role": "system", "content": [text("be "), text("brief")]},
+        {"role": "user", "content": [text("a"), text("b")]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "reasoning", "text": "think"},
+                {"type": "tool-call", "id": "c1", "name": "ls", "arguments": "{}"},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool-result", "toolCallId": "c1", "content": [text("out")], "isError": False},
+                {"type": "tool-result", "toolCallId": "c2", "content": [], "isError": True},
+            ],
+        },
+        {"role": "user", "content": [text("after"), {"type": "tool-result", "toolCallId": "c3", "content": []}]},
+        {"role": "assistant", "content": [text("x"), text("y")]},
+        {"role": "user", "content": []},
+    ]
+    assert wire_messages(history, system="sys") == [
+        {"role": "system", "content": "sys"},
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "ab"},
+        {
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": "think",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "out"},
+        {"role": "tool", "tool_call_id": "c2", "content": "(no output)"},
+        {"role": "user", "content": "after"},
+        {"role": "tool", "tool_call_id": "c3", "content": "(no output)"},
+        {"role": "assistant", "content": "xy"},
+        {"role": "user", "content": ""},
+    ]

@@ -33,6 +33,7 @@ from core.errors import (
 )
 from core.serialization import tag_safe_json_length, utf8_length
 from core.service import FRAME_CLOSE, FRAME_OPEN
+from core.wire import wire_text
 
 from .text import estimate_tokens
 
@@ -123,7 +124,7 @@ class PreviewReport:
         """Everything the model will read for this message: prefix, delimiter and the request."""
         content = self.content or [{"type": "text", "text": self.draft}]
         baked = bake_prompt_message(content, self.contexts)
-        return "".join(block.get("text", "") for block in baked.data["content"] if block.get("type") == "text")
+        return wire_text(baked.data["content"])
 
 
 def _data_objects(context: HookContext) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from textual.widgets import Static
 from core import Session, SessionEvent, display_prompt_content
 from core.projection import is_compact_checkpoint_source
 from core.surface import message_content, message_payload, text_of_blocks
+from core.wire import wire_text
 
 from ..text import visible, visible_lines
 
@@ -36,8 +37,8 @@ def referenced_line(data: dict[str, Any]) -> str | None:
 
 
 def model_received(data: dict[str, Any]) -> str:
-    """Exactly the text the model received for a prompt event (its baked content)."""
-    return text_of_blocks(data.get("content") or [])
+    """Exactly the text the model received for a prompt event: the wire text of its baked content."""
+    return wire_text(data.get("content") or [])
 
 
 class UserBlock(Static, can_focus=True):
