@@ -46,7 +46,8 @@ class AgentLoop:
         self._steering: list[Prompt] = []
         self._task: asyncio.Task[None] | None = None
         self._abort: AbortController | None = None
-        self._turn = sum(1 for event in session.events if event.type == "turn/start")
+        # Turns and steps count from 1, as dsh numbers them.
+        self._turn = 1 + sum(1 for event in session.events if event.type == "turn/start")
         self.last_error: ModelError | None = None
 
     @property
@@ -59,14 +60,14 @@ class AgentLoop:
         if self.status == "running":
             self._queue.append((content, contexts))
             return
-        self._start(content, contexts, "followup")
+        self._start(content, contexts)
 
     async def steer(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
         """Add a prompt to the running turn (recorded after the current step); idle: like ``followup``."""
         if self.status == "running":
             self._steering.append((content, contexts))
             return
-        self._start(content, contexts, "steer")
+        self._start(content, contexts)
 
     def cancel(self) -> None:
         """Abort the running turn: the stream closes, what arrived is kept, the turn ends ``aborted``."""
@@ -80,10 +81,10 @@ class AgentLoop:
 
     # -- the turn ---------------------------------------------------------------------------------
 
-    def _start(self, content: list[dict[str, Any]], contexts: Sequence[HookContext], trigger: str) -> None:
+    def _start(self, content: list[dict[str, Any]], contexts: Sequence[HookContext]) -> None:
         turn = self._turn
         self._turn += 1
-        self.session.append("turn/start", {"turn": turn, "trigger": trigger})
+        self.session.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}})
         prompt = self._record_prompt("user/message", turn, content, contexts)
         self._abort = AbortController()
         self._task = asyncio.create_task(self._run(turn, prompt, self._abort))
@@ -103,7 +104,7 @@ class AgentLoop:
 
     async def _run(self, turn: int, prompt: SessionEvent, controller: AbortController) -> None:
         reason, error = "completed", None
-        step = 0
+        step = 1
         try:
             while True:
                 outcome = await self._step(turn, step, controller)
@@ -118,20 +119,23 @@ class AgentLoop:
                     self._record_prompt("steering/message", turn, content, contexts)
         except ModelError as failure:
             reason, error = "error", failure
-        end: dict[str, Any] = {"turn": turn, "reason": reason}
+        # dsh's turn/end: {turn, reason: {kind}}; a failure also names its step, message and code.
+        ending: dict[str, Any] = {"kind": reason}
         if error is not None:
             self.last_error = error
-            end["error"] = {"code": error.code, "message": error.message}
-        self.session.append("turn/end", end)
+            ending.update(step=step, message=error.message, code=error.code)
+        self.session.append("turn/end", {"turn": turn, "reason": ending})
         if reason == "completed" and self.session.title is None:
             title = fallback_title(display_prompt_content(prompt.data))
-            self.session.append("session/title", {"title": title, "messageSeqs": [prompt.seq], "source": "fallback"})
+            self.session.append(
+                "session/title", {"title": title, "messageSeqs": [prompt.seq], "source": {"kind": "fallback"}}
+            )
         # Steering that never got its step becomes the next turn, so no prompt is lost.
         self._queue.extendleft(reversed(self._steering))
         self._steering = []
         if self._queue:
             content, contexts = self._queue.popleft()
-            self._start(content, contexts, "followup")
+            self._start(content, contexts)
 
     def _append_chunk(self, data: dict[str, Any]) -> None:
         """Chunks join the log at once and reach the disk once per flush interval, in one batch."""

@@ -71,11 +71,12 @@ async def test_a_turn_writes_the_contract_event_sequence(store) -> None:
         "session/title",
     ]
     events = session.events
-    assert events[0].data == {"turn": 0, "trigger": "followup"}
+    assert events[0].data == {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}
     assert events[5].data["content"] == [text("Hello")]
     assert events[5].data["provenance"] == {"provider": "test", "model": "scripted"}
-    assert events[7].data == {"turn": 0, "reason": "completed"}
-    assert events[8].data == {"title": "hi there", "messageSeqs": [1], "source": "fallback"}
+    assert events[2].data == {"turn": 1, "step": 1}
+    assert events[7].data == {"turn": 1, "reason": {"kind": "completed"}}
+    assert events[8].data == {"title": "hi there", "messageSeqs": [1], "source": {"kind": "fallback"}}
     assert loop.status == "idle"
 
 
@@ -107,7 +108,7 @@ async def test_followup_while_running_is_queued_for_the_next_turn(store) -> None
     gate.set()
     await loop.when_idle()
     starts = [e.data for e in session.events if e.type == "turn/start"]
-    assert [s["turn"] for s in starts] == [0, 1]
+    assert [s["turn"] for s in starts] == [1, 2]
     prompts = [e.data["content"][0]["text"] for e in session.events if e.type == "user/message"]
     assert prompts == ["first", "second"]
 
@@ -127,10 +128,10 @@ async def test_steering_while_streaming_is_recorded_after_the_step_and_answered(
     assert kinds[steer_at - 1] == "step/end"
     assert kinds[steer_at + 1] == "step/start"
     steering = session.events[steer_at]
-    assert steering.data["turn"] == 0
+    assert steering.data["turn"] == 1
     assert steering.surface_op == "append"
     assert kinds.count("turn/start") == 1
-    assert [e.data["step"] for e in session.events if e.type == "step/start"] == [0, 1]
+    assert [e.data["step"] for e in session.events if e.type == "step/start"] == [1, 2]
     assert model.seen[1][-2]["role"] == "assistant"
     assert model.seen[1][-1]["content"] == [text("also mention X")]
 
@@ -149,7 +150,7 @@ async def test_cancel_mid_stream_keeps_what_arrived_and_ends_aborted(store) -> N
     message = next(e for e in session.events if e.type == "assistant/message")
     assert message.data["content"] == [text("partial")]
     assert session.events[-1].type == "turn/end"
-    assert session.events[-1].data["reason"] == "aborted"
+    assert session.events[-1].data["reason"] == {"kind": "aborted"}
     assert session.title is None  # only a completed turn names the session
     assert model.closed == 1
 
@@ -161,9 +162,8 @@ async def test_model_error_ends_the_turn_with_code_and_message(store) -> None:
     await loop.when_idle()
     end = session.events[-1]
     assert end.data == {
-        "turn": 0,
-        "reason": "error",
-        "error": {"code": "MODEL_SERVER_ERROR", "message": "boom (HTTP 500)"},
+        "turn": 1,
+        "reason": {"kind": "error", "step": 1, "message": "boom (HTTP 500)", "code": "MODEL_SERVER_ERROR"},
     }
     assert next(e for e in session.events if e.type == "assistant/message").data["content"] == [text("so far")]
 
@@ -342,7 +342,7 @@ async def test_cancel_mid_stream_over_http_ends_aborted_promptly(store) -> None:
         loop.cancel()
         await loop.when_idle()
         assert time.perf_counter() - started < 0.5
-    assert session.events[-1].data["reason"] == "aborted"
+    assert session.events[-1].data["reason"] == {"kind": "aborted"}
     assert next(e for e in session.events if e.type == "assistant/message").data["content"] == [text("first")]
 
 

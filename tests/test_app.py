@@ -523,7 +523,7 @@ async def test_escape_stops_a_streaming_reply(demo_template: Path, tmp_path: Pat
         await pilot.press("escape")
         await until(pilot, lambda: app.agent.status == "idle")
         end = [e for e in app.session.events if e.type == "turn/end"][-1]
-        assert end.data["reason"] == "aborted"
+        assert end.data["reason"] == {"kind": "aborted"}
 
 
 class FailingModel:
@@ -545,7 +545,7 @@ async def test_a_model_failure_is_notified_with_its_code(demo_template: Path, tm
         await pilot.press("enter")
         await until(pilot, lambda: any("MODEL_UNAUTHORIZED" in n.message for n in app._notifications))
         end = [e for e in app.session.events if e.type == "turn/end"][-1]
-        assert end.data["error"]["code"] == "MODEL_UNAUTHORIZED"
+        assert end.data["reason"]["code"] == "MODEL_UNAUTHORIZED"
         assert app.chat.prompt.text == ""  # the prompt itself was sent and recorded
 
 

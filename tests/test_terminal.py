@@ -90,5 +90,5 @@ def test_type_a_mention_send_it_and_find_it_in_the_store(demo_template: Path, tm
     assert prompt.data["content"][0]["text"].startswith("## Referenced sessions")
     reply = next(e for e in events if e.type == "assistant/message")
     assert "Retention (compacted)" in reply.data["content"][0]["text"]
-    assert [e.data["reason"] for e in events if e.type == "turn/end"] == ["completed"]
+    assert [e.data["reason"] for e in events if e.type == "turn/end"] == [{"kind": "completed"}]
     assert parse_session_reference_text(display).references == []
