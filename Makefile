@@ -5,7 +5,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench run screenshot snapshots vectors clean
+INTEROP := tests/interop
+
+.PHONY: test lint typecheck pytest interop bench run screenshot snapshots vectors clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +24,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) interop
 	$(BIN)/pytest
+
+# The real DeepSeek Harness packages (and a Node 22 binary, both from the npm registry) for
+# tests/test_interop.py. Without npm those tests skip, unless SESSIONREF_REQUIRE_INTEROP=1.
+$(INTEROP)/node_modules/.installed: $(INTEROP)/package.json $(INTEROP)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		cd $(INTEROP) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else echo "npm not found: tests/test_interop.py will be skipped"; fi
+
+interop: $(INTEROP)/node_modules/.installed
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
@@ -44,4 +55,4 @@ vectors:
 	node tests/js/make_vectors.mjs > tests/js/vectors.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(INTEROP)/node_modules

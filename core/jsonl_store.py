@@ -149,12 +149,17 @@ class LoadedLog:
     valid_length: int
     title: TitleSnapshot | None = None
     surface_seqs: list[int] = field(default_factory=list)
+    recovered: bytes = b""
+    """Complete lines read out of a torn last zstd frame (their events are in ``events``); a writer
+    that reopens the file truncates to ``valid_length`` and writes them again as a frame of their own."""
 
 
-def _frames(raw: bytes, path: Path) -> Generator[tuple[int, bytes], None, int]:
-    """Yield ``(offset, decompressed)`` per complete zstd frame; a torn last frame ends the walk.
+def _frames(raw: bytes, path: Path) -> Generator[tuple[int, bytes, bool], None, int]:
+    """Yield ``(offset, decompressed, complete)`` per zstd frame; a torn last frame ends the walk.
 
-    The generator's return value is the byte length of the valid prefix.
+    A torn last frame (the footprint of a crash mid-write) is yielded with ``complete=False`` and
+    what of it decompresses, as dsh reads it. The return value is the byte length of the complete
+    frames.
     """
     offset = 0
     total = len(raw)
@@ -166,11 +171,26 @@ def _frames(raw: bytes, path: Path) -> Generator[tuple[int, bytes], None, int]:
         except zstandard.ZstdError as error:
             raise _corrupt(path, offset, f"damaged zstd frame ({error})") from error
         if not decompressor.eof:
-            break  # an incomplete last frame: the footprint of a crash mid-write
+            yield offset, content, False
+            break
         consumed = total - offset - len(decompressor.unused_data)
-        yield offset, content
+        yield offset, content, True
         offset += consumed
     return offset
+
+
+def _torn_rows(content: bytes, offset: int) -> tuple[list[tuple[int, Any]], bytes]:
+    """The complete, parseable lines at the start of a torn frame's plaintext, and their bytes."""
+    rows: list[tuple[int, Any]] = []
+    lines, _ = _split_lines(content, offset)
+    kept = 0
+    for _, line in lines:
+        try:
+            rows.append((offset, json.loads(line)))
+        except ValueError:
+            break
+        kept += len(line) + 1
+    return rows, content[:kept]
 
 
 def _split_lines(content: bytes, base: int) -> tuple[list[tuple[int, bytes]], int]:
@@ -219,14 +239,20 @@ def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -
 
 def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
     rows: list[tuple[int, Any]] = []
+    recovered = b""
     if compression == "zstd":
         frames = _frames(raw, path)
         while True:
             try:
-                offset, content = next(frames)
+                offset, content, complete = next(frames)
             except StopIteration as done:
                 valid = done.value
                 break
+            if not complete:
+                if rows:  # a torn header frame leaves nothing to recover
+                    torn, recovered = _torn_rows(content, offset)
+                    rows.extend(torn)
+                continue
             if not content.endswith(b"\n"):
                 raise _corrupt(path, offset, "a frame does not end with a complete line")
             rows.extend(_parse_rows(content, offset, path, per_line_offsets=False))
@@ -252,7 +278,14 @@ def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
             events.append(event)
             title = title_from_event(event) or title
     assert header is not None
-    return LoadedLog(header=header, events=events, valid_length=valid, title=title, surface_seqs=folder.seqs)
+    return LoadedLog(
+        header=header,
+        events=events,
+        valid_length=valid,
+        title=title,
+        surface_seqs=folder.seqs,
+        recovered=recovered,
+    )
 
 
 def _header_bytes(probe: bytes, path: Path, compression: Compression) -> bytes | None:
@@ -444,8 +477,12 @@ class JsonlSessionStore:
             raw = _read_fd(fd)
             log = load_log(raw, path, self.compression)
             if log.valid_length != len(raw):
-                # A writer recovering from a crash: drop the torn tail before appending after it.
+                # A writer recovering from a crash: drop the torn tail before appending after it, and
+                # write what was recovered from a torn zstd frame again as a frame of its own (dsh's repair).
                 os.ftruncate(fd, log.valid_length)
+                if log.recovered:
+                    os.lseek(fd, 0, os.SEEK_END)
+                    _write_all(fd, self._encode(log.recovered.decode("utf-8")))
                 os.fsync(fd)
             os.lseek(fd, 0, os.SEEK_END)
         except BaseException:

@@ -207,10 +207,19 @@ def _three_batches(root: Path, compression: str) -> Path:
     return file_of(store, "s", "/p")
 
 
+def _tear_last_batch(path: Path, compression: str) -> None:
+    """Cut the file inside its last batch, before that batch's line is complete."""
+    raw = path.read_bytes()
+    if compression == "zstd":
+        start = _frame_offsets(raw)[-1]
+        path.write_bytes(raw[: start + 6])  # magic, frame header: no block of the batch survives
+    else:
+        path.write_bytes(raw[:-3])
+
+
 async def test_torn_last_batch_loads_as_the_valid_prefix_and_is_not_modified(root: Path, compression: str) -> None:
     path = _three_batches(root, compression)
-    whole = path.read_bytes()
-    path.write_bytes(whole[:-3])
+    _tear_last_batch(path, compression)
     before = (path.read_bytes(), path.stat().st_mtime_ns)
     surface = await reopen(root, compression).read_surface("s")
     assert [e.data["content"][0]["text"] for e in surface.events] == ["one", "two"]
@@ -218,9 +227,26 @@ async def test_torn_last_batch_loads_as_the_valid_prefix_and_is_not_modified(roo
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
 
 
+async def test_complete_lines_of_a_torn_zstd_frame_are_recovered_as_dsh_does(root: Path) -> None:
+    path = _three_batches(root, "zstd")
+    path.write_bytes(path.read_bytes()[:-3])  # only the frame's checksum is missing
+    before = path.read_bytes()
+    surface = await reopen(root, "zstd").read_surface("s")
+    assert [e.data["content"][0]["text"] for e in surface.events] == ["one", "two", "three"]
+    assert path.read_bytes() == before
+    store = reopen(root, "zstd")
+    session = store.get("s")  # the writer's repair: truncate the torn frame, write its lines again
+    assert session is not None
+    say_assistant(session, "four")
+    store.close()
+    assert len(_frame_offsets(path.read_bytes())) == 5  # header, one, two, recovered three, four
+    surface = await reopen(root, "zstd").read_surface("s")
+    assert [e.data["content"][0]["text"] for e in surface.events] == ["one", "two", "three", "four"]
+
+
 async def test_writer_reopening_after_a_crash_drops_the_torn_tail_and_continues(root: Path, compression: str) -> None:
     path = _three_batches(root, compression)
-    path.write_bytes(path.read_bytes()[:-3])
+    _tear_last_batch(path, compression)
     store = reopen(root, compression)
     session = store.get("s")
     assert session is not None

@@ -1,0 +1,517 @@
+"""sessionref against the real DeepSeek Harness code (npm 0.1.0-rc.8, run by tests/interop/dsh.mjs).
+
+Both directions of the store format (dsh writes, we read; we write, dsh lists and loads), torn tails
+written by one side and read by the other, the ten real logs in dsh's own reader, the reference
+engine's snapshot bytes, and the DeepSeek request body. The packages and a Node 22 binary (rc.8
+needs ``node:zlib``'s zstd) come from the npm registry: ``make test`` runs ``npm ci`` in
+tests/interop. Without them these tests skip, unless ``SESSIONREF_REQUIRE_INTEROP=1`` (CI) makes
+that a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+
+from core import (
+    AgentLoop,
+    EchoModel,
+    JsonlSessionStore,
+    MemorySessionStore,
+    OpenAICompatibleModel,
+    SessionReferenceError,
+    SessionReferenceService,
+)
+from core.abort import AbortController
+from core.wire import wire_messages
+from tests.conftest import compact, text
+from tests.test_dsh_real import FIXTURES, place
+
+INTEROP = Path(__file__).parent / "interop"
+DRIVER = INTEROP / "dsh.mjs"
+
+
+def _node() -> str | None:
+    bundled = INTEROP / "node_modules" / ".bin" / "node"
+    if bundled.exists() and (INTEROP / "node_modules" / "@deepseek-ai" / "dsh-session-reference").is_dir():
+        return str(bundled)
+    return None
+
+
+NODE = _node()
+if NODE is None:
+    if os.environ.get("SESSIONREF_REQUIRE_INTEROP") == "1":
+        raise RuntimeError("SESSIONREF_REQUIRE_INTEROP=1 but tests/interop has no node_modules: run make interop")
+    pytestmark = pytest.mark.skip(reason="the dsh packages are not installed (make interop needs Node.js and npm)")
+
+
+def dsh(op: str, **payload: Any) -> Any:
+    """Run one operation of the real dsh code; its result."""
+    assert NODE is not None
+    done = subprocess.run(
+        [NODE, str(DRIVER)],
+        input=json.dumps({"op": op, **payload}),  # ASCII escapes carry lone surrogates
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["ok"], answer.get("error")
+    return answer["result"]
+
+
+def decompressed(path: Path) -> str:
+    raw = path.read_bytes()
+    if path.name.endswith(".zstd"):
+        raw = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True).read()
+    return raw.decode("utf-8")
+
+
+# --- a conversation with everything the format has ------------------------------------------------
+
+ODD_IDS = ["plain", "a/b", "..", 'quote"tab\t', "emoji 😀 界", "~tilde"]
+CWDS = ["/work/alpha", "/work/beta gamma", None]
+
+
+def conversation(session_id: str, cwd: str | None) -> tuple[dict[str, Any], list[list[dict[str, Any]]]]:
+    """A header and batches of events: prompts, packed-able chunk runs, a compaction, titles, unknown types."""
+    store = MemorySessionStore(clock=iter(range(1_790_000_000_000, 1_790_000_100_000, 7)).__next__)
+    session = store.create(session_id, cwd=cwd, created_at=1_790_000_000_000 + len(session_id))
+    batches: list[list[Any]] = []
+
+    def batch(*items: tuple[str, dict[str, Any], Any, Any]) -> None:
+        batches.append(session.append_batch(list(items)))
+
+    batch(("permission/preset", {"preset": "read-only"}, None, None))
+    batch(
+        ("turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}, None, None),
+        ("user/message", {"content": [text(f"hello from {session_id}")], "source": {"kind": "user"}}, "append", None),
+        (
+            "session/title",
+            {"title": f"Title of {session_id}", "messageSeqs": [2], "source": {"kind": "fallback"}},
+            None,
+            None,
+        ),
+        ("step/start", {"turn": 1, "step": 1}, None, None),
+    )
+    chunks = [
+        (
+            "assistant/chunk",
+            {"turn": 1, "step": 1, "chunk": {"type": "reasoning-delta", "index": 0, "text": t}},
+            None,
+            None,
+        )
+        for t in ("let", " me", " think")
+    ] + [
+        ("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 1, "text": t}}, None, None)
+        for t in ("Hi", " there", ", ", "fr", "iend")
+    ]
+    batch(*chunks[:6])  # a reasoning run and a text run: each packs into a row
+    batch(*chunks[6:])  # two more deltas of the same block: too few to pack
+    batch(
+        (
+            "assistant/message",
+            {
+                "turn": 1,
+                "step": 1,
+                "content": [{"type": "reasoning", "text": "let me think"}, text("Hi there, friend")],
+                "provenance": {"provider": "deepseek", "model": "deepseek-chat"},
+            },
+            "append",
+            None,
+        ),
+        ("step/end", {"turn": 1, "step": 1}, None, None),
+        ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}, None, None),
+    )
+    compact(session, "summary: said hello")
+    batches.append([session.events[-1]])
+    batch(
+        (
+            "user/message",
+            {"content": [text("after </referenced-sessions> compaction")], "source": {"kind": "user"}},
+            "append",
+            None,
+        ),
+        ("session/title", {"title": "Renamed", "messageSeqs": [], "source": {"kind": "user"}}, None, None),
+    )
+    return session.header.to_wire(), [[event.to_wire() for event in events] for events in batches]
+
+
+def wires(events: Any) -> list[dict[str, Any]]:
+    return [event.to_wire() for event in events]
+
+
+# --- dsh writes, sessionref reads ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+async def test_sessions_dsh_writes_list_and_read_identically_here(tmp_path: Path, compression: str) -> None:
+    sessions = []
+    for index, session_id in enumerate(ODD_IDS):
+        meta, batches = conversation(session_id, CWDS[index % len(CWDS)])
+        sessions.append({"meta": meta, "batches": batches})
+    for session in sessions:
+        dsh("write", root=str(tmp_path), compression=compression, packChunks=True, sessions=[session])
+    store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+    listing = await store.list_sessions()
+    assert store.problems == []
+    assert sorted(record.header.to_wire()["id"] for record in listing) == sorted(ODD_IDS)
+    by_id = {record.header.id: record.header for record in listing}
+    for session in sessions:
+        meta, batches = session["meta"], session["batches"]
+        assert by_id[meta["id"]].to_wire() == meta
+        path = store.session_path(meta["id"], meta.get("cwd"))
+        stored = decompressed(path)
+        assert '"type":"text-chunks"' in stored and '"type":"reasoning-chunks"' in stored  # dsh packed them
+        opened = store.get(meta["id"])
+        assert opened is not None
+        assert wires(opened.events) == [event for events in batches for event in events]
+        snapshot = await store.read_surface(meta["id"])
+        assert [event.data["content"][0]["text"] for event in snapshot.events] == [
+            "summary: said hello",
+            "after </referenced-sessions> compaction",
+        ]
+        assert (await store.read_title(meta["id"])).title == "Renamed"  # type: ignore[union-attr]
+        store.release(meta["id"])
+    store.close()
+
+
+# --- sessionref writes, dsh reads ------------------------------------------------------------------
+
+
+async def _write_here(root: Path, compression: str) -> dict[str, list[dict[str, Any]]]:
+    store = JsonlSessionStore(root, compression=compression)  # type: ignore[arg-type]
+    written: dict[str, list[dict[str, Any]]] = {}
+    for index, session_id in enumerate(ODD_IDS):
+        meta, batches = conversation(session_id, CWDS[index % len(CWDS)])
+        session = store.create(session_id, cwd=meta.get("cwd"), created_at=meta["createdAt"])
+        for events in batches:
+            session.append_batch([(e["type"], e["data"], e.get("surfaceOp"), e.get("sourceEventSeqs")) for e in events])
+        written[session_id] = wires(session.events)
+    # And one the agent loop wrote, streamed chunks and all.
+    chat = store.create("agent-loop", cwd="/work/alpha")
+    loop = AgentLoop(chat, EchoModel(), flush_interval=0.01)
+    await loop.followup([text("describe yourself")])
+    await loop.when_idle()
+    written["agent-loop"] = wires(chat.events)
+    store.close()
+    return written
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+async def test_sessions_written_here_list_and_load_identically_in_dsh(tmp_path: Path, compression: str) -> None:
+    written = await _write_here(tmp_path, compression)
+    store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+    ours = {record.header.id: record.header.to_wire() for record in await store.list_sessions()}
+    headers = dsh("list", root=str(tmp_path), compression=compression)
+    assert {header["id"]: header for header in headers} == ours
+    loaded = dsh("load", root=str(tmp_path), compression=compression, ids=list(written))
+    for session_id, events in written.items():
+        assert loaded[session_id]["meta"] == ours[session_id]
+        assert loaded[session_id]["events"] == events
+        assert loaded[session_id]["torn"] is None
+        raw = dsh("raw", root=str(tmp_path), compression=compression, id=session_id)
+        path = store.session_path(session_id, ours[session_id].get("cwd"))
+        assert raw == decompressed(path)
+    # dsh's session layer (validation + migration to its identified-message shape) accepts what the
+    # agent loop writes: turns from 1, reason objects, packed chunks.
+    inspected = loaded["agent-loop"]["inspect"]
+    assert inspected["ok"], inspected
+    assert inspected["types"] == [event["type"] for event in written["agent-loop"]]
+
+
+# --- torn tails: one side writes and crashes, the other reads --------------------------------------
+
+
+def _tear(path: Path, compression: str, depth: str) -> None:
+    raw = path.read_bytes()
+    if compression == "none":
+        path.write_bytes(raw[:-5])
+        return
+    offsets, offset = [], 0
+    while offset < len(raw):
+        offsets.append(offset)
+        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        decompressor.decompress(raw[offset:])
+        offset = len(raw) - len(decompressor.unused_data)
+    cut = len(raw) - 2 if depth == "checksum" else offsets[-1] + 7
+    path.write_bytes(raw[:cut])
+
+
+@pytest.mark.parametrize(("compression", "depth"), [("zstd", "checksum"), ("zstd", "frame"), ("none", "line")])
+@pytest.mark.parametrize("writer", ["dsh", "sessionref"])
+async def test_a_torn_tail_written_by_one_side_reads_the_same_on_the_other(
+    tmp_path: Path, compression: str, depth: str, writer: str
+) -> None:
+    meta, batches = conversation("torn", "/work/alpha")
+    everything = [event for events in batches for event in events]
+    if writer == "dsh":
+        dsh(
+            "write",
+            root=str(tmp_path),
+            compression=compression,
+            packChunks=True,
+            sessions=[{"meta": meta, "batches": batches}],
+        )
+    else:
+        store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+        session = store.create("torn", cwd="/work/alpha", created_at=meta["createdAt"])
+        for events in batches:
+            session.append_batch([(e["type"], e["data"], e.get("surfaceOp"), e.get("sourceEventSeqs")) for e in events])
+        everything = wires(session.events)
+        store.close()
+    reader = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+    path = reader.session_path("torn", "/work/alpha")
+    _tear(path, compression, depth)
+    before = path.read_bytes()
+    ours = await reader.read_surface("torn")
+    theirs = dsh("load", root=str(tmp_path), compression=compression, ids=["torn"])["torn"]
+    assert theirs["torn"] is not None  # dsh sees the torn tail too
+    their_events = theirs["events"]
+    assert their_events == everything[: len(their_events)]
+    assert ours.captured_through_seq == their_events[-1]["seq"]
+    # The last batch is a prompt and a title: cutting into the title line (plain) or only the frame's
+    # checksum keeps the prompt; cutting the frame before its first block drops both.
+    expected = "summary: said hello" if depth == "frame" else "after </referenced-sessions> compaction"
+    assert ours.events[-1].data["content"][0]["text"] == expected
+    assert path.read_bytes() == before  # neither reader touched the file
+
+
+# --- the real logs in dsh's own reader ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+async def test_what_dsh_rc8_itself_makes_of_the_ten_real_logs(tmp_path: Path, compression: str) -> None:
+    """The differences README's "Compatibility with dsh" lists, checked so a new release shows up here."""
+    ids = []
+    for fixture in FIXTURES:
+        session_id, _rows = place(tmp_path, fixture, compression)
+        ids.append(session_id)
+    store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+    assert len(await store.list_sessions()) == 10 and store.problems == []
+    listed = {header["id"] for header in dsh("list", root=str(tmp_path), compression=compression)}
+    # rc.8 requires delegationDepth in a header and silently skips files without it; the real
+    # files omit it, so rc.8 lists none of them (sessionref lists all ten).
+    assert listed == set()
+    loaded = dsh("load", root=str(tmp_path), compression=compression, ids=ids)
+    # Nor does it load them: its header check fails first.
+    assert {entry["error"] for entry in loaded.values()} == {
+        "Error: corrupt session log: first line is not a session header"
+    }
+    # With the one field added, rc.8 reads the nine complete logs exactly as sessionref does. The
+    # tenth had its streamed chunks left out (seqs jump 5 -> 87, a turn/end follows): rc.8 calls it
+    # corrupt, sessionref reads the whole log.
+    for session_id in ids:
+        path = store.session_path(session_id, (await store.read_surface(session_id)).session.cwd)
+        text_ = decompressed(path)
+        header, _, rest = text_.partition("\n")
+        patched = json.dumps({**json.loads(header), "delegationDepth": 0}, ensure_ascii=False, separators=(",", ":"))
+        lines = [patched + "\n", *(line + "\n" for line in rest.splitlines())]
+        if compression == "none":
+            path.write_text("".join(lines), encoding="utf-8")
+        else:
+            compressor = zstandard.ZstdCompressor(write_checksum=True)
+            path.write_bytes(
+                compressor.compress(lines[0].encode())
+                + (compressor.compress("".join(lines[1:]).encode()) if lines[1:] else b"")
+            )
+    store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+    assert {header["id"] for header in dsh("list", root=str(tmp_path), compression=compression)} == set(ids)
+    loaded = dsh("load", root=str(tmp_path), compression=compression, ids=ids)
+    for session_id in ids:
+        ours = store.get(session_id)
+        assert ours is not None
+        entry = loaded[session_id]
+        if "cordis-tool-round" in session_id:
+            assert "seq gap in committed region" in entry["error"], entry
+        else:
+            assert entry["events"] == wires(ours.events)
+        store.release(session_id)
+    store.close()
+
+
+# --- the reference engine: the snapshot bytes ---------------------------------------------------------
+
+
+def _rc8_event(event: dict[str, Any]) -> dict[str, Any]:
+    """rc.8's shape of a surface event: assistant content nested under data.message."""
+    if event["type"] != "assistant/message":
+        return event
+    data = dict(event["data"])
+    content = data.pop("content")
+    provenance = data.pop("provenance")
+    data["message"] = {
+        "id": f"m{event['seq']}",
+        "role": "assistant",
+        "content": content,
+        "source": {"kind": "model", **provenance},
+    }
+    return {**event, "data": data}
+
+
+async def _sources() -> tuple[MemorySessionStore, dict[str, Any]]:
+    store = MemorySessionStore(clock=iter(range(10**12, 10**12 + 10**6)).__next__)
+    specs = {
+        "short": ["hi <b>", "hello"],
+        "long": ["x" * 5_000, "y" * 3_000 + "😀" * 500, "界" * 2_000, "tail"],
+        "many": [f"message {i} " + "z" * (i * 37 % 400) for i in range(120)],
+    }
+    for session_id, texts in specs.items():
+        session = store.create(session_id, cwd="/work/alpha" if session_id != "many" else None)
+        for index, words in enumerate(texts):
+            role = "user/message" if index % 2 == 0 else "assistant/message"
+            data: dict[str, Any] = (
+                {"content": [text(words)], "source": {"kind": "user"}}
+                if role == "user/message"
+                else {"turn": 1, "step": 1, "content": [text(words)], "provenance": {"provider": "p", "model": "m"}}
+            )
+            session.append(role, data, surface_op="append")
+        if session_id == "long":
+            compact(session, "checkpoint " + "c" * 900)
+            session.append(
+                "user/message", {"content": [text("after")], "source": {"kind": "user"}}, surface_op="append"
+            )
+    snapshots = {}
+    for session_id in specs:
+        snapshot = await store.read_surface(session_id)
+        snapshots[session_id] = {
+            "session": snapshot.session.to_wire(),
+            "capturedThroughSeq": snapshot.captured_through_seq,
+            "events": [_rc8_event(event.to_wire()) for event in snapshot.events],
+        }
+    return store, snapshots
+
+
+@pytest.mark.parametrize("budget", [65_536, 4_000, 1_500, 400, 120])
+async def test_prepared_snapshot_text_and_stats_are_byte_identical_to_dsh(budget: int) -> None:
+    store, snapshots = await _sources()
+    target = store.create("target", cwd="/work/alpha")
+    references = [{"sessionId": "long", "label": "The [long] one"}, {"sessionId": "short"}, {"sessionId": "many"}]
+    theirs = dsh(
+        "prepare", target="target", references=references, snapshots=snapshots, config={"maxReferenceBytes": budget}
+    )
+    service = SessionReferenceService(store, {"maxReferenceBytes": budget})
+    if not theirs["ok"]:
+        with pytest.raises(SessionReferenceError) as caught:
+            await service.prepare(target, [text("q")], references)
+        assert (caught.value.code, str(caught.value)) == (theirs["code"], theirs["message"])
+        return
+    prepared = await service.prepare(target, [text("q")], references)
+    (context,) = prepared.contexts
+    assert context.content[0]["text"] == theirs["text"]
+    assert context.meta["references"] == theirs["references"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "references",
+    [
+        [{"sessionId": "target"}],
+        [{"sessionId": "a"}, {"sessionId": "b"}, {"sessionId": "c"}, {"sessionId": "d"}],
+        [{"sessionId": 3}],
+        [{"sessionId": "missing"}],
+    ],
+)
+async def test_reference_errors_have_dsh_codes_and_messages(references: list[Any]) -> None:
+    store, snapshots = await _sources()
+    target = store.create("target")
+    theirs = dsh("prepare", target="target", references=references, snapshots=snapshots, config={})
+    with pytest.raises(SessionReferenceError) as caught:
+        await SessionReferenceService(store).prepare(target, [text("q")], references, AbortController().signal)
+    assert not theirs["ok"]
+    assert caught.value.code == theirs["code"]
+    if caught.value.code != "SESSION_REFERENCE_READ_FAILED":  # the store's own not-found wording differs
+        assert str(caught.value) == theirs["message"]
+
+
+def test_uris_and_mentions_match_dsh() -> None:
+    ids = [*ODD_IDS, "", "\ud800 lone", "line\nbreak", "]\\["]
+    texts = [
+        "see dsh-session:InNvdXJjZSI.",
+        "see dsh-session:IiJ",
+        "what is a dsh-session: URI?",
+        "@[a \\] b](dsh-session:InNvdXJjZSI) and dsh-session:IiI",
+        "@[bad](dsh-session:%%%)",
+    ]
+    from core import encode_session_reference_uri, parse_session_reference_text
+
+    theirs = dsh("uri", ids=ids, texts=texts)
+    assert [encode_session_reference_uri(session_id) for session_id in ids] == theirs["uris"]
+    for sample, expected in zip(texts, theirs["parsed"], strict=True):
+        if not expected["ok"]:
+            with pytest.raises(SessionReferenceError) as caught:
+                parse_session_reference_text(sample)
+            assert caught.value.code == expected["code"]
+            continue
+        parsed = parse_session_reference_text(sample)
+        assert parsed.text == expected["value"]["text"]
+        assert [ref.to_wire() for ref in parsed.references] == expected["value"]["references"]
+
+
+# --- the request body a DeepSeek model receives --------------------------------------------------------
+
+
+HISTORY: list[dict[str, Any]] = [
+    {"role": "user", "content": [text("## Referenced sessions\n..."), text("\n\n## My request:\n"), text("what now?")]},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "reasoning", "text": "hmm"},
+            text("Let me look."),
+            {"type": "tool-call", "id": "c1", "name": "ls", "arguments": "{}"},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool-result", "toolCallId": "c1", "content": [text("a.py")], "isError": False}],
+    },
+    {"role": "user", "content": [{"type": "tool-result", "toolCallId": "c2", "content": [], "isError": True}]},
+    {"role": "assistant", "content": []},
+    {"role": "user", "content": [text("one"), text("two")]},
+]
+
+
+def test_wire_messages_equal_what_dsh_deepseek_adapter_sends() -> None:
+    body = dsh("serialize", messages=HISTORY, system="be brief")
+    assert wire_messages(HISTORY, system="be brief") == body["messages"]
+
+
+async def test_our_request_body_equals_dsh_request_body() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+        )
+        bodies.append(json.loads(await reader.readexactly(length)))
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: [DONE]\n\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        model = OpenAICompatibleModel(base_url=f"http://127.0.0.1:{port}", api_key="k", model="deepseek-chat")
+        async for _ in model.stream(HISTORY, signal=AbortController().signal):
+            pass
+    theirs = dsh("serialize", messages=HISTORY)
+    assert bodies == [theirs]
+
+
+def test_node_and_packages_are_the_pinned_ones() -> None:
+    assert NODE is not None
+    version = subprocess.run([NODE, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    assert version.startswith("v22."), version
+    lock = json.loads((INTEROP / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/@deepseek-ai/dsh-session-persistence-jsonl"]["version"] == "0.1.0-rc.8"
+    assert shutil.which("npm") is not None or os.environ.get("SESSIONREF_REQUIRE_INTEROP") != "1"
