@@ -160,9 +160,7 @@ def bench_read_surface(repeats: int) -> None:
         )
         print(f"  peak traced memory during read_surface:   {peak / 1e6:8.1f} MB   = {memory:.1f}x decompressed")
         print(f"  floor: the parsed rows held in memory:    {objects_floor / 1e6:8.1f} MB")
-        print(
-            f"  read_surface peak / parsed-objects floor: {peak / objects_floor:8.2f}x     (target <= 1.2x)"
-        )
+        print(f"  read_surface peak / parsed-objects floor: {peak / objects_floor:8.2f}x     (target <= 1.2x)")
 
 
 def bench_append(repeats: int) -> None:
