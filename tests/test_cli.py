@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,8 +23,24 @@ def test_help_explains_every_option() -> None:
     done = run_cli("--help")
     assert done.returncode == 0
     options = ["--root", "--cwd", "--session", "--compression", "--model", "--base-url", "--model-name", "--demo"]
-    for option in [*options, "--max-reference-bytes", "--max-references", "--candidate-limit"]:
+    for option in [*options, "--max-reference-bytes", "--max-references", "--candidate-limit", "--no-pack"]:
         assert option in done.stdout
+
+
+def test_no_pack_reaches_the_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import tui.cli as cli
+
+    seen: list[bool] = []
+
+    class Recording(cli.JsonlSessionStore):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            seen.append(kwargs["pack_chunks"])
+            raise OSError(13, "stop here")
+
+    monkeypatch.setattr(cli, "JsonlSessionStore", Recording)
+    assert cli.main(["--root", str(tmp_path), "--no-pack"]) == cli.EXIT_ROOT
+    assert cli.main(["--root", str(tmp_path)]) == cli.EXIT_ROOT
+    assert seen == [False, True]
 
 
 @pytest.mark.parametrize(
