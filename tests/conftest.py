@@ -51,6 +51,19 @@ def compact(session: Session, summary: str) -> None:
     )
 
 
+def frame_offsets(raw: bytes) -> list[int]:
+    """Where each zstd frame of a session file starts."""
+    import zstandard
+
+    offsets, offset = [], 0
+    while offset < len(raw):
+        offsets.append(offset)
+        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        decompressor.decompress(raw[offset:])
+        offset = len(raw) - len(decompressor.unused_data)
+    return offsets
+
+
 @pytest.fixture
 def clock() -> Callable[[], int]:
     """A clock that ticks one millisecond per call from a fixed epoch."""

@@ -32,7 +32,7 @@ from core import (
 )
 from core.abort import AbortController
 from core.wire import wire_messages
-from tests.conftest import compact, text
+from tests.conftest import compact, frame_offsets, text
 from tests.test_dsh_real import FIXTURES, place
 
 INTEROP = Path(__file__).parent / "interop"
@@ -238,13 +238,7 @@ def _tear(path: Path, compression: str, depth: str) -> None:
     if compression == "none":
         path.write_bytes(raw[:-5])
         return
-    offsets, offset = [], 0
-    while offset < len(raw):
-        offsets.append(offset)
-        decompressor = zstandard.ZstdDecompressor().decompressobj()
-        decompressor.decompress(raw[offset:])
-        offset = len(raw) - len(decompressor.unused_data)
-    cut = len(raw) - 2 if depth == "checksum" else offsets[-1] + 7
+    cut = len(raw) - 2 if depth == "checksum" else frame_offsets(raw)[-1] + 7
     path.write_bytes(raw[:cut])
 
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import core.jsonl_store as jsonl_store
 from core import JsonlSessionStore, MemorySessionStore, SessionQueryError
 from core.jsonl_store import encode_session_segment, project_key
-from tests.conftest import compact, say_assistant, say_user
+from tests.conftest import compact, frame_offsets, say_assistant, say_user
 from tests.strategies import js_strings
 
 WRITER = Path(__file__).parent / "jsonl_writer.py"
@@ -211,7 +211,7 @@ def _tear_last_batch(path: Path, compression: str) -> None:
     """Cut the file inside its last batch, before that batch's line is complete."""
     raw = path.read_bytes()
     if compression == "zstd":
-        start = _frame_offsets(raw)[-1]
+        start = frame_offsets(raw)[-1]
         path.write_bytes(raw[: start + 6])  # magic, frame header: no block of the batch survives
     else:
         path.write_bytes(raw[:-3])
@@ -239,7 +239,7 @@ async def test_complete_lines_of_a_torn_zstd_frame_are_recovered_as_dsh_does(roo
     assert session is not None
     say_assistant(session, "four")
     store.close()
-    assert len(_frame_offsets(path.read_bytes())) == 5  # header, one, two, recovered three, four
+    assert len(frame_offsets(path.read_bytes())) == 5  # header, one, two, recovered three, four
     surface = await reopen(root, "zstd").read_surface("s")
     assert [e.data["content"][0]["text"] for e in surface.events] == ["one", "two", "three", "four"]
 
@@ -260,7 +260,7 @@ async def test_flipped_byte_before_the_tail_is_an_error_naming_file_and_offset(r
     path = _three_batches(root, compression)
     raw = bytearray(path.read_bytes())
     if compression == "zstd":
-        frames = _frame_offsets(bytes(raw))
+        frames = frame_offsets(bytes(raw))
         target = frames[1] + (frames[2] - frames[1]) // 2
     else:
         target = raw.index(b'"two"')  # plain JSONL has no checksum: damage must break the JSON to be seen
@@ -271,16 +271,6 @@ async def test_flipped_byte_before_the_tail_is_an_error_naming_file_and_offset(r
     assert caught.value.code == "SESSION_QUERY_CORRUPT_SESSION"
     assert str(path) in str(caught.value)
     assert "at byte" in str(caught.value)
-
-
-def _frame_offsets(raw: bytes) -> list[int]:
-    offsets, offset = [], 0
-    while offset < len(raw):
-        offsets.append(offset)
-        decompressor = zstandard.ZstdDecompressor().decompressobj()
-        decompressor.decompress(raw[offset:])
-        offset = len(raw) - len(decompressor.unused_data)
-    return offsets
 
 
 async def test_one_corrupt_session_does_not_hide_the_other_99(root: Path) -> None:
