@@ -114,7 +114,8 @@ async def test_every_real_log_lists_loads_folds_and_projects(tmp_path: Path, com
         projected = [(item.role, item.text) for item in project_conversation(snapshot)]
         assert projected == expected_conversation(raw)
         title = next((e["data"]["title"] for e in reversed(raw) if e["type"] == "session/title"), None)
-        assert (await store.read_title(session_id) or type("none", (), {"title": None})).title == title
+        read = await store.read_title(session_id)
+        assert (read.title if read is not None else None) == title
         store.release(session_id)
     store.close()
 
