@@ -757,6 +757,41 @@ class JsonlSessionStore:
             return owned.session.title
         return self._load(session_id).title
 
+    def read_stored(self, header: SessionHeader) -> StoredSession:
+        """One listed session read straight from its file, bypassing the log cache.
+
+        For bulk readers (the search index reads every session once): nothing stays in memory.
+        The revision is taken before reading, so it never claims more than what was read.
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND`` when the file is gone,
+                ``SESSION_QUERY_CORRUPT_SESSION`` when it cannot be read.
+        """
+        path = self.session_path(header.id, header.cwd)
+        try:
+            with open(path, "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                raw = handle.read()
+        except FileNotFoundError:
+            raise not_found(header.id) from None
+        log = load_log(raw, path, self.compression)
+        surface = SurfaceSnapshot.model_construct(
+            session=log.header,
+            captured_through_seq=log.events[-1].seq if log.events else None,
+            events=events_at(log.events, log.surface_seqs),
+        )
+        revision = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        return StoredSession(revision=revision, surface=surface, title=log.title)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A session as ``JsonlSessionStore.read_stored`` read it: file revision, surface, latest title."""
+
+    revision: Revision
+    surface: SurfaceSnapshot
+    title: TitleSnapshot | None
+
 
 def _read_fd(fd: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)

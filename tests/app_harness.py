@@ -79,8 +79,16 @@ async def until(pilot: Pilot[Any], predicate: Callable[[], Any], timeout: float 
 
 
 async def settle(pilot: Pilot[Any]) -> None:
-    """Wait until the catalog is loaded and the preview has caught up with the draft."""
+    """Wait until the catalog is loaded, every session's messages are searchable, and the preview
+    has caught up with the draft."""
     app = pilot.app
     assert isinstance(app, SessionRefApp)
     await until(pilot, app.catalog_loaded.is_set)
+    await until(pilot, lambda: index_settled(app))
     await pilot.pause()
+
+
+def index_settled(app: SessionRefApp) -> bool:
+    """Whether the body index (if any) is current with the catalog and no indexing run is going."""
+    index = app.body_index
+    return index is None or (index.status.complete and not app.indexing)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 from pathlib import Path
 from typing import Any
 
@@ -168,7 +169,8 @@ async def test_escape_closes_and_the_picker_stays_closed_until_the_text_changes(
         assert not app.chat.picker.is_open
         await pilot.press("s")
         await until(pilot, lambda: app.chat.picker.is_open and app.chat.picker.query_text == "des")
-        assert picker_ids(app) == ["design-notes", "website-redesign"]
+        # This folder: the id match, then a body match (the summary: "the ol*des*t"), then elsewhere.
+        assert picker_ids(app) == ["design-notes", "retention-work", "website-redesign"]
 
 
 async def test_closed_picker_leaves_keys_to_the_prompt(app: SessionRefApp) -> None:
@@ -210,25 +212,26 @@ async def test_control_characters_are_escaped_in_rows_and_label_but_the_id_stays
 async def test_superseded_lookups_are_aborted_and_dropped(app: SessionRefApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        catalog = app.catalog
-        original = catalog.list_sessions
+        index = app.body_index
+        assert index is not None
+        original = index.candidates
         signals: list[Any] = []
 
-        async def slow_first(*args: Any) -> Any:
+        def slow_first(needle: str) -> Any:
             if not signals:
                 signals.append(app.chat._lookup_abort.signal)
-                await asyncio.sleep(0.5)
-            return await original(*args)
+                time.sleep(0.5)
+            return original(needle)
 
-        catalog.list_sessions = slow_first  # type: ignore[method-assign]
-        await pilot.press("@")
-        await pilot.pause(0.02)
-        await pilot.press("w", "e", "b")
-        await until(pilot, lambda: app.chat.picker.is_open and app.chat.picker.query_text == "web")
+        index.candidates = slow_first  # type: ignore[method-assign]
+        await type_text(pilot, "@web")
+        await until(pilot, lambda: bool(signals))
+        await pilot.press("s")
+        await until(pilot, lambda: app.chat.picker.is_open and app.chat.picker.query_text == "webs")
         assert signals[0].aborted
         await pilot.pause(0.6)
-        assert app.chat.picker.query_text == "web"
-        assert picker_ids(app) == ["pasted-web-page", "website-redesign"]
+        assert app.chat.picker.query_text == "webs"
+        assert picker_ids(app) == ["website-redesign"]
 
 
 # -- tokens ---------------------------------------------------------------------------------------

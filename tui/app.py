@@ -7,11 +7,15 @@ same factory. All session logic lives in ``core``; this module wires widgets to 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from rich.cells import cell_len
@@ -25,6 +29,7 @@ from textual.widgets import Footer, Header, TextArea
 
 from core import (
     AbortController,
+    AbortSignal,
     AgentLoop,
     ChatModel,
     JsonlSessionStore,
@@ -40,6 +45,16 @@ from core import (
     parse_session_reference_text,
 )
 from core.errors import CANCELLED
+from core.search import (
+    MIN_BODY_QUERY,
+    BodyIndex,
+    IndexStatus,
+    IndexUnavailable,
+    SearchConfig,
+    SearchResult,
+    SessionSearch,
+    index_path_beside,
+)
 from core.session import not_found, system_clock
 
 from .catalog import SessionCatalog
@@ -65,6 +80,32 @@ TITLE_TICK = 0.1
 """How often the app looks for titles the sidebar or the picker asked for."""
 STREAM_TICK = 1 / 20
 """How often the transcript repaints a streaming reply."""
+INDEX_SLICE = 0.004
+"""Seconds of body indexing between two pauses that hand the interpreter back to the UI."""
+CHECKPOINT_AFTER = 1000
+"""Sessions indexed in one run after which the index is compacted."""
+INDEX_RETRY = 30.0
+"""Seconds before indexing is tried again after it failed (a full disk, say)."""
+
+
+VISIBLE_HITS = 24
+"""Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""
+
+
+class _Politeness:
+    """The index's pause between sessions: a short sleep every ``INDEX_SLICE`` of work hands the
+    interpreter to the UI thread, and while the user types the indexer waits."""
+
+    def __init__(self, last_key: Callable[[], float]) -> None:
+        self.last_key = last_key
+        self.slice_started = time.perf_counter()
+
+    def __call__(self) -> None:
+        while time.perf_counter() - self.last_key() < TYPING_PAUSE / 4:
+            time.sleep(0.02)
+        if time.perf_counter() - self.slice_started > INDEX_SLICE:
+            time.sleep(0.002)
+            self.slice_started = time.perf_counter()
 
 
 class ChatScreen(Screen[None]):
@@ -164,7 +205,19 @@ class ChatScreen(Screen[None]):
             # A new session is listed before its first write.
             records = [SessionRecord(header=host.session.header, live=True, persisted=False), *records]
         sidebar.show(records, title_of, catalog.problems, host.session.id, host.session.cwd, host.clock())
-        sidebar.border_subtitle = f"{len(records)}" if host.catalog_loaded.is_set() else "loading…"
+        self.show_index_progress(len(records))
+
+    def show_index_progress(self, count: int | None = None) -> None:
+        """The sidebar's subtitle: how many sessions, and how far message indexing is."""
+        host = self.host
+        sidebar = self.query_one(SessionSidebar)
+        if count is None:
+            count = len(host.catalog.records) + (0 if host.catalog.has(host.session.id) else 1)
+        if not host.catalog_loaded.is_set():
+            sidebar.border_subtitle = "loading…"
+            return
+        progress = host.index_progress()
+        sidebar.border_subtitle = f"{count} · {progress}" if progress else f"{count}"
 
     # -- picker -----------------------------------------------------------------------------------
 
@@ -227,18 +280,16 @@ class ChatScreen(Screen[None]):
     ) -> None:
         host = self.host
         try:
-            candidates = await host.service.list_candidates(host.session, query.query, signal=controller.signal)
+            result = await host.search_sessions(query.query, controller.signal)
         except SessionReferenceError as error:
             if error.code != CANCELLED:
                 self.notify(problem_of(error).describe(), severity="error", title="Lookup failed")
             return
-        except SessionQueryError as error:
-            self.notify(f"{error.message} ({error.code})", severity="error", title="Lookup failed")
-            return
         if generation != self._lookup_generation or self._query != query:
             return  # a newer keystroke already asked again
+        host.catalog.request_titles([hit.candidate.session_id for hit in result.hits[:VISIBLE_HITS]])
         picker = self.picker
-        picker.show(candidates, query.query, host.session.cwd, host.clock())
+        picker.show(result, query.query, host.session.cwd, host.clock(), host.index_note(result))
         self._place_picker(query)
         self._shown_for_key = self.prompt.last_key_at if from_key else None
 
@@ -517,6 +568,8 @@ class SessionRefApp(App[None]):
         home: str | None = None,
         cursor_blink: bool = True,
         refresh_interval: float = 2.0,
+        search_config: SearchConfig | None = None,
+        index_path: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__()
         self.store = store
@@ -528,6 +581,20 @@ class SessionRefApp(App[None]):
         self.refresh_interval = refresh_interval
         self.catalog = SessionCatalog(store)
         self.service = SessionReferenceService(self.catalog, config)
+        self.search_config = search_config if search_config is not None else SearchConfig()
+        if index_path is None and isinstance(store, JsonlSessionStore):
+            index_path = index_path_beside(store.root)
+        self.body_index: BodyIndex | None = (
+            BodyIndex(index_path if isinstance(store, JsonlSessionStore) else None)
+            if self.search_config.body_search
+            else None
+        )
+        self.search = SessionSearch(self.body_index, self.search_config)
+        self._search_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="search")
+        self._indexing = False
+        self._index_started = False
+        self._index_stop = threading.Event()
+        self._index_failed_at = 0.0
         self.session = session
         self.agents: dict[str, AgentLoop] = {}
         self.agent = self._agent_for(session)
@@ -543,12 +610,21 @@ class SessionRefApp(App[None]):
         self._titles_loading = False
 
     def on_unmount(self) -> None:
+        self._index_stop.set()
+        if self.body_index is not None:
+            self.body_index.interrupt()
+        self._search_thread.shutdown(wait=False, cancel_futures=True)
         # SESSIONREF_TRACE=<file>: write the measured latencies there on exit (the benchmarks read it).
         trace = os.environ.get("SESSIONREF_TRACE")
         if trace:
             figures = {"picker_latencies": self.picker_latencies, "preview_seconds": self.preview_seconds}
             with open(trace, "w", encoding="utf-8") as handle:
                 json.dump(figures, handle)
+
+    def close_index(self) -> None:
+        """Close the body index file (the CLI calls it after the app exits)."""
+        if self.body_index is not None:
+            self.body_index.close()
 
     def get_default_screen(self) -> ChatScreen:
         return ChatScreen(self)
@@ -599,6 +675,7 @@ class SessionRefApp(App[None]):
     def rename(self, title: str) -> None:
         """Write a ``session/title`` event on the target."""
         self.session.append("session/title", {"title": title, "messageSeqs": [], "source": "user"})
+        self.catalog.titles_changed()
 
     # -- catalog ----------------------------------------------------------------------------------
 
@@ -622,6 +699,7 @@ class SessionRefApp(App[None]):
         self.catalog_loaded.set()
         self._catalog_changed()
         self.set_interval(TITLE_TICK, self._load_wanted_titles)
+        self.start_index()
 
     def _load_wanted_titles(self) -> None:
         # Titles the sidebar or the picker showed without knowing them: read them off the UI thread.
@@ -654,11 +732,125 @@ class SessionRefApp(App[None]):
     def _refresh_catalog(self) -> None:
         if self.catalog.refresh():
             self.call_from_thread(self._catalog_changed)
+        self.call_from_thread(self.start_index)
 
     def _catalog_changed(self) -> None:
         if self.screen_stack:
             self.chat.show_sessions()
             self.chat.refresh_picker()
+
+    # -- search -----------------------------------------------------------------------------------
+
+    async def search_sessions(self, query: str, signal: AbortSignal) -> SearchResult:
+        """The picker's search for ``query``: titles, ids and cwds, then message bodies.
+
+        A body search runs on the search thread (SQLite there does not hold the interpreter), and
+        a newer keystroke interrupts it; anything else is answered from memory at once.
+        """
+        catalog = self.catalog
+        search = partial(
+            self.search.search,
+            self.session,
+            query,
+            records=catalog.records,
+            titles=catalog.title_map(),
+            limit=self.service.config.candidate_limit,
+            signal=signal,
+        )
+        if self.body_index is None or len(query) < MIN_BODY_QUERY:
+            return search()
+        index = self.body_index
+        remove = signal.add_listener(index.interrupt)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._search_thread, search)
+        finally:
+            remove()
+
+    @property
+    def indexing(self) -> bool:
+        """Whether a body indexing run is going on."""
+        return self._indexing
+
+    def index_progress(self) -> str:
+        """A few words on message indexing for the sidebar ("" when there is nothing to say)."""
+        if self.body_index is None:
+            return ""
+        status = self.body_index.status
+        if status.state == "building" and status.total:
+            return f"indexing {100 * status.indexed // status.total}%"
+        if status.state == "failed":
+            return "message search off"
+        return ""
+
+    def index_note(self, result: SearchResult) -> str | None:
+        """The picker's line about message search for this result, if it has anything to say."""
+        status = result.status
+        if result.body == "short":
+            return f"Type {MIN_BODY_QUERY}+ characters to search messages too"
+        if result.body == "indexing" and status is not None:
+            if status.state == "read-only":
+                return f"Messages: searching another sessionref's index ({status.indexed:,} of {status.total:,})"
+            return f"Messages: indexing… {status.indexed:,} of {status.total:,} sessions searchable"
+        if result.body == "unavailable" and status is not None:
+            return f"Message search unavailable: {status.message} ({status.code})"
+        if result.body == "ready" and status is not None and status.code is not None:
+            return f"Message search: {status.message} ({status.code})"
+        return None
+
+    def start_index(self) -> None:
+        """Bring the body index up to date with the catalog, off the UI thread (one run at a time)."""
+        if self.body_index is None or self._indexing or self._index_stop.is_set():
+            return
+        status = self.body_index.status
+        if status.state == "failed" and time.monotonic() - self._index_failed_at < INDEX_RETRY:
+            return
+        self._indexing = True
+        self._sync_index()
+
+    @work(thread=True, exclusive=True, group="index")
+    def _sync_index(self) -> None:
+        index = self.body_index
+        assert index is not None
+        catalog = self.catalog
+        try:
+            if not self._index_started:
+                # Titles the index already holds make every session findable by title at once.
+                self._index_started = True
+                with contextlib.suppress(IndexUnavailable):
+                    index.open()
+                    catalog.accept_titles(index.titles())
+                    self.call_from_thread(self._index_changed, True)
+            sources = catalog.index_sources(self.session.cwd)
+            report = index.sync(
+                sources,
+                catalog.read_indexed,
+                pause=_Politeness(lambda: self.chat.prompt.last_key_at if self.screen_stack else 0.0),
+                stop=self._index_stop,
+                progress=self._index_progressed,
+            )
+            catalog.accept_titles(report.titles)
+            if report.indexed > CHECKPOINT_AFTER:
+                index.checkpoint()  # a big build: fold the log into the file, merge the segments
+            self.call_from_thread(self._index_changed, bool(report.titles or report.removed))
+        except IndexUnavailable:
+            self._index_failed_at = time.monotonic()
+            self.call_from_thread(self._index_changed, False)
+        finally:
+            self._indexing = False
+
+    def _index_progressed(self, status: IndexStatus) -> None:
+        if not self._index_stop.is_set():
+            self.call_from_thread(self._index_changed, True)
+
+    def _index_changed(self, titles: bool) -> None:
+        if not self.screen_stack:
+            return
+        chat = self.chat
+        if titles:
+            chat.show_sessions()
+        else:
+            chat.show_index_progress()
+        chat.refresh_picker()
 
     # -- command palette --------------------------------------------------------------------------
 
@@ -709,8 +901,13 @@ def make_app(
     home: str | None = None,
     cursor_blink: bool = True,
     refresh_interval: float = 2.0,
+    search_config: SearchConfig | None = None,
+    index_path: str | os.PathLike[str] | None = None,
 ) -> SessionRefApp:
     """Build the app on ``store``: open ``session_id`` (or start a new session in ``cwd``).
+
+    ``search_config`` turns message search off (``SearchConfig(body_search=False)``); the body
+    index lives at ``index_path`` (default: beside the store's root; in memory for a memory store).
 
     Raises:
         SessionQueryError: the session is missing, locked or corrupt.
@@ -726,4 +923,6 @@ def make_app(
         home=home if home is not None else os.path.expanduser("~"),
         cursor_blink=cursor_blink,
         refresh_interval=refresh_interval,
+        search_config=search_config,
+        index_path=index_path,
     )

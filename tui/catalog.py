@@ -17,6 +17,7 @@ from typing import Any
 
 from core import JsonlSessionStore, MemorySessionStore, SessionQueryError, SessionRecord, StoreProblem
 from core.models import SurfaceSnapshot, TitleSnapshot
+from core.search import IndexedSession, indexed_session, revision_key
 
 Store = JsonlSessionStore | MemorySessionStore
 
@@ -45,6 +46,10 @@ class SessionCatalog:
         self.defer_titles = False
         """Set by the app once its background title loader runs (see ``read_title``)."""
         self._titles: dict[str, tuple[object, TitleSnapshot | None]] = {}
+        self._index_titles: dict[str, tuple[str, str | None]] = {}
+        """Titles the body index read (session id -> (revision key, title))."""
+        self._title_version = 0
+        self._title_map: tuple[int, dict[str, str | None]] | None = None
         self._lock = threading.Lock()
 
     # -- SessionQuery -----------------------------------------------------------------------------
@@ -90,8 +95,89 @@ class SessionCatalog:
         """
         cached = self._titles.get(session_id)
         if not self.title_known(session_id):
+            indexed = self._current_index_title(session_id)
+            if indexed is not None:
+                return indexed[1]
             self._want(session_id)
         return cached[1].title if cached is not None and cached[1] is not None else None
+
+    def _current_index_title(self, session_id: str) -> tuple[str, str | None] | None:
+        indexed = self._index_titles.get(session_id)
+        record = self._record(session_id)
+        if indexed is None or record is None or indexed[0] != revision_key(self._revision(record)):
+            return None
+        return indexed
+
+    def accept_titles(self, titles: dict[str, tuple[str, str | None]]) -> None:
+        """Take titles the body index read (session id -> (revision key, title)); stale ones are ignored
+        when shown. Safe to call from a thread."""
+        if titles:
+            merged = dict(self._index_titles)
+            merged.update(titles)
+            self._index_titles = merged
+            self._title_version += 1
+
+    def request_titles(self, session_ids: list[str]) -> None:
+        """Queue the titles of these sessions for the background loader unless they are known."""
+        for session_id in session_ids:
+            if not self.title_known(session_id) and self._current_index_title(session_id) is None:
+                self._want(session_id)
+
+    def title_map(self) -> dict[str, str | None]:
+        """Every known title (session id -> title) for the search: the same object until one changes."""
+        version = self._title_version
+        cached = self._title_map
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        titles: dict[str, str | None] = {
+            session_id: indexed[1] for session_id, indexed in self._index_titles.items() if indexed[1] is not None
+        }
+        for session_id, (_revision, title) in list(self._titles.items()):
+            if title is not None:
+                titles[session_id] = title.title
+        for record in self.records:
+            if record.live:
+                session = self.store.get(record.header.id)
+                if session is not None and session.title is not None:
+                    titles[record.header.id] = session.title.title
+        self._title_map = (version, titles)
+        return titles
+
+    def titles_changed(self) -> None:
+        """Say that a title changed outside the catalog (a rename in the app)."""
+        self._title_version += 1
+
+    # -- what the body index reads ------------------------------------------------------------------
+
+    def index_sources(self, target_cwd: str | None) -> list[tuple[str, str]]:
+        """(session id, revision key) of every listed session with something on disk, this folder's
+        sessions first, then listing order (what the first build indexes first)."""
+        first: list[tuple[str, str]] = []
+        rest: list[tuple[str, str]] = []
+        for record in self.records:
+            if not record.persisted and not isinstance(self.store, MemorySessionStore):
+                continue
+            entry = (record.header.id, revision_key(self._revision(record)))
+            (first if record.header.cwd == target_cwd else rest).append(entry)
+        return first + rest
+
+    def read_indexed(self, session_id: str) -> IndexedSession | None:
+        """One session as the body index keeps it; ``None`` when it is no longer listed.
+
+        Listed files are read past the store's log cache (nothing stays in memory); sessions this
+        app writes are read from memory. Safe to run in a thread.
+        """
+        record = self._record(session_id)
+        if record is None:
+            return None
+        store = self.store
+        if isinstance(store, JsonlSessionStore) and not record.live:
+            stored = store.read_stored(record.header)
+            return indexed_session(stored.revision, stored.surface, stored.title)
+        revision = self._revision(record)
+        surface = _run(store.read_surface(session_id))
+        title = _run(store.read_title(session_id))
+        return indexed_session(revision, surface, title)
 
     def _want(self, session_id: str) -> None:
         # The UI thread queues, the loader thread drains: one lock keeps a request from being lost.
@@ -137,6 +223,7 @@ class SessionCatalog:
                 # A new list object only when the listing differs: the service indexes the old one.
                 self.records = records
                 self._by_id = {record.header.id: record for record in records}
+                self._title_version += 1
             self.problems = problems
             self.listed = True
             return changed
@@ -170,7 +257,7 @@ class SessionCatalog:
         # so the UI thread never waits long for it.
         slice_started = time.perf_counter()
         for record in records:
-            if self.title_known(record.header.id):
+            if self.title_known(record.header.id) or self._current_index_title(record.header.id) is not None:
                 continue
             if time.perf_counter() - slice_started > WORK_SLICE:
                 time.sleep(YIELD_PAUSE)
@@ -184,6 +271,7 @@ class SessionCatalog:
         except (SessionQueryError, OSError):
             title = None
         self._titles[session_id] = (self._revision(record), title)
+        self._title_version += 1
 
     def _record(self, session_id: str) -> SessionRecord | None:
         return self._by_id.get(session_id)

@@ -24,7 +24,10 @@ from core import (
     SessionReferenceError,
 )
 from core.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
+from core.search import INDEX_FILE_NAME, SearchConfig
 
+BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
+"""Environment switch for message search: 0/false/off/no turns it off, 1/true/on/yes on."""
 EXIT_USAGE = 2
 EXIT_ROOT = 3
 EXIT_SESSION = 4
@@ -99,6 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="sessions the @ picker lists at most (candidateLimit, default 50)",
     )
     parser.add_argument(
+        "--no-body-search",
+        dest="body_search",
+        action="store_false",
+        default=None,
+        help="search only titles, ids and folders in the @ picker: no message index is built or read "
+        f"(also {BODY_SEARCH_ENV}=0; the index is {INDEX_FILE_NAME} in the store folder)",
+    )
+    parser.add_argument(
         "--demo",
         action="store_true",
         help="open a fresh temporary store seeded with sample sessions (several folders, a compacted one, "
@@ -140,6 +151,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SessionReferenceError as error:
         parser.error(f"{error.message} ({error.code})")
 
+    body_search = args.body_search
+    if body_search is None:
+        switch = os.environ.get(BODY_SEARCH_ENV, "").strip().lower()
+        if switch in ("0", "false", "off", "no"):
+            body_search = False
+        elif switch in ("", "1", "true", "on", "yes"):
+            body_search = True
+        else:
+            parser.error(f"{BODY_SEARCH_ENV} must be 0 or 1 (or true/false, on/off, yes/no), not {switch!r}")
+    search_config = SearchConfig(body_search=body_search)
+
     root = args.root
     if args.demo and root is None:
         root = tempfile.mkdtemp(prefix="sessionref-demo-")
@@ -170,12 +192,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 store.release(seeded)
         session_id, cwd = ids["target"], DEMO_PROJECT
     try:
-        app = make_app(store, _model(args), cwd=cwd, session_id=session_id, config=config)
+        app = make_app(store, _model(args), cwd=cwd, session_id=session_id, config=config, search_config=search_config)
     except SessionQueryError as error:
         return _fail(f"cannot open session: {error.message} ({error.code})", EXIT_SESSION)
     try:
         app.run()
     finally:
+        app.close_index()
         store.close()
     if args.demo:
         print(f"sessionref: the demo store is in {root}", file=sys.stderr)

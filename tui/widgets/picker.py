@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.strip import Strip
 
 from core import Candidate
+from core.search import SearchHit, SearchResult
 
 from ..text import age, elide_middle, fit_cells, short_cwd, visible
 from .rows import HEADING_STYLE, MUTED_STYLE, RowList
@@ -32,6 +33,9 @@ LABEL_WIDTH = ROW_WIDTH - CWD_WIDTH - 4 - 2
 
 _MATCH = Style(bold=True, underline=True, color="#ffaf00")
 _EMPTY = Style(italic=True, color="#8a8f98")
+_NOTE = Style(italic=True, color="#8a8f98")
+DETAIL_INDENT = "    "
+ROLE_PREFIX = {"user": "you: ", "assistant": "ai: ", "summary": "summary: "}
 
 
 def group_of(candidate: Candidate, target_cwd: str | None) -> int:
@@ -41,23 +45,33 @@ def group_of(candidate: Candidate, target_cwd: str | None) -> int:
     return 1 if candidate.cwd is None else 2
 
 
-def label_segments(label: str, query: str, width: int) -> list[Segment]:
+def label_segments(label: str, query: str, width: int, style: Style | None = None) -> list[Segment]:
     """The displayed label (control characters as ``\\xNN``), fitted to ``width``, first match marked."""
-    shown = fit_cells(visible(label), width)
+    return marked_segments(fit_cells(visible(label), width), query, style)
+
+
+def marked_segments(shown: str, query: str, style: Style | None = None) -> list[Segment]:
+    """``shown`` (already safe and fitted) with the first case-insensitive match of ``query`` marked."""
     needle = visible(query).lower() if query else ""
     at = shown.lower().find(needle) if needle else -1
-    if at < 0:
-        return [Segment(shown)]
+    if at < 0 or len(shown.lower()) != len(shown):
+        return [Segment(shown, style)]
     end = at + len(needle)
-    return [Segment(shown[:at]), Segment(shown[at:end], _MATCH), Segment(shown[end:])]
+    return [Segment(shown[:at], style), Segment(shown[at:end], _MATCH), Segment(shown[end:], style)]
+
+
+def _contains(shown: str, query: str) -> bool:
+    return bool(query) and visible(query).lower() in shown.lower()
 
 
 class PickerRow(NamedTuple):
-    """One line of the dropdown: a group heading (``candidate`` is ``None``) or a candidate."""
+    """One line of the dropdown: a group heading or note (``candidate`` is ``None``), a candidate, or
+    the line under a candidate saying why it matched (``detail``)."""
 
     text: str
     segments: list[Segment]
     candidate: Candidate | None
+    detail: bool = False
 
 
 class MentionPicker(RowList, can_focus=False):
@@ -103,6 +117,8 @@ class MentionPicker(RowList, can_focus=False):
     def __init__(self, *, id: str | None = None, home: str | None = None) -> None:
         super().__init__(id=id)
         self.candidates: list[Candidate] = []
+        self.hits: list[SearchHit] = []
+        self.note: str | None = None
         self.rows: list[PickerRow] = []
         self.home = home
         self.query_text = ""
@@ -120,42 +136,79 @@ class MentionPicker(RowList, can_focus=False):
             return None
         return self.rows[self.highlighted].candidate
 
-    def show(self, candidates: list[Candidate], query: str, target_cwd: str | None, now: int) -> None:
-        """Fill the list (group headings, one row per candidate) and open it, first candidate highlighted."""
-        self.candidates = candidates
+    def show(self, result: SearchResult, query: str, target_cwd: str | None, now: int, note: str | None = None) -> None:
+        """Fill the list (group headings, one row per hit and a line saying why when the row itself
+        does not show it, then ``note``) and open it, first candidate highlighted."""
+        self.hits = result.hits
+        self.candidates = [hit.candidate for hit in result.hits]
         self.query_text = query
+        self.note = note
         rows: list[PickerRow] = []
         current = -1
-        for candidate in candidates:
-            group = group_of(candidate, target_cwd)
+        for hit in result.hits:
+            group = group_of(hit.candidate, target_cwd)
             if group != current:
                 current = group
                 heading = GROUP_TITLES[group]
                 rows.append(PickerRow(heading, [Segment(fit_cells(heading, ROW_WIDTH), HEADING_STYLE)], None))
-            rows.append(self._row(candidate, query, now))
+            rows.extend(self._rows(hit, query, now))
         if not rows:
             empty = fit_cells(f"No sessions match “{elide_middle(visible(query), 30)}”", ROW_WIDTH)
             rows.append(PickerRow(empty, [Segment(empty, _EMPTY)], None))
+        if note:
+            shown = fit_cells(note, ROW_WIDTH)
+            rows.append(PickerRow(shown, [Segment(shown, _NOTE)], None))
         self.rows = rows
-        self.highlighted = next((i for i, row in enumerate(rows) if row.candidate is not None), None)
+        self.highlighted = next((i for i in range(len(rows)) if self.is_selectable(i)), None)
         self.virtual_size = Size(ROW_WIDTH, len(rows))
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.add_class("-open")
         self._paint_pending = True
         self.refresh()
 
-    def _row(self, candidate: Candidate, query: str, now: int) -> PickerRow:
-        segments = label_segments(candidate.label, query, LABEL_WIDTH)
+    def _rows(self, hit: SearchHit, query: str, now: int) -> list[PickerRow]:
+        candidate = hit.candidate
+        label = fit_cells(visible(candidate.label), LABEL_WIDTH)
         cwd = fit_cells(short_cwd(candidate.cwd, CWD_WIDTH, self.home), CWD_WIDTH)
+        # Mark the match where the row shows it; what it does not show goes on a line below.
+        in_label = hit.field in ("title", "id") and _contains(label, query)
+        in_cwd = hit.field == "cwd" and candidate.cwd is not None and _contains(cwd, query)
+        segments = marked_segments(label, query if in_label else "")
         when = age(candidate.created_at, now).rjust(4)
-        segments += [Segment(" "), Segment(cwd, MUTED_STYLE), Segment(" "), Segment(when, MUTED_STYLE)]
-        return PickerRow("".join(segment.text for segment in segments), segments, candidate)
+        segments += [Segment(" "), *marked_segments(cwd, query if in_cwd else "", MUTED_STYLE)]
+        segments += [Segment(" "), Segment(when, MUTED_STYLE)]
+        rows = [PickerRow("".join(segment.text for segment in segments), segments, candidate)]
+        detail = self._detail(hit, query, in_label or in_cwd)
+        if detail is not None:
+            rows.append(PickerRow("".join(segment.text for segment in detail), detail, candidate, detail=True))
+        return rows
+
+    def _detail(self, hit: SearchHit, query: str, shown: bool) -> list[Segment] | None:
+        candidate = hit.candidate
+        if hit.field == "body" and hit.snippet is not None:
+            prefix = DETAIL_INDENT + ROLE_PREFIX.get(hit.snippet.role, "")
+            text = fit_cells(visible(hit.snippet.text), ROW_WIDTH - len(prefix))
+        elif hit.field == "id" and not shown:
+            prefix, text = DETAIL_INDENT + "id ", fit_cells(visible(candidate.session_id), ROW_WIDTH - 7)
+        elif hit.field == "cwd" and not shown and candidate.cwd is not None:
+            prefix = DETAIL_INDENT + "in "
+            text = fit_cells(short_cwd(candidate.cwd, 1_000, self.home), ROW_WIDTH - len(prefix))
+        elif hit.field == "title" and not shown:
+            prefix, text = DETAIL_INDENT + "title ", fit_cells(visible(candidate.label), ROW_WIDTH - 10)
+        else:
+            return None
+        return [Segment(prefix, MUTED_STYLE), *marked_segments(text, query, MUTED_STYLE)]
 
     def row_count(self) -> int:
         return len(self.rows)
 
     def is_selectable(self, index: int) -> bool:
-        return self.rows[index].candidate is not None
+        row = self.rows[index]
+        return row.candidate is not None and not row.detail
+
+    def row_extent(self, index: int) -> int:
+        following = index + 1
+        return 2 if following < len(self.rows) and self.rows[following].detail else 1
 
     def row_segments(self, index: int, width: int) -> list[Segment]:
         return self.rows[index].segments

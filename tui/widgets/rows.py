@@ -41,13 +41,19 @@ class RowList(ScrollView):
         """What row ``index`` shows, at most ``width`` cells."""
         raise NotImplementedError
 
+    def row_extent(self, index: int) -> int:
+        """How many rows, from selectable row ``index`` on, belong to it (highlighted together)."""
+        return 1
+
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
         base = self.rich_style
         if index >= self.row_count():
             return Strip.blank(width, base)
-        style = base + self.get_component_rich_style(self.HIGHLIGHT) if index == self.highlighted else base
+        highlighted = self.highlighted
+        lit = highlighted is not None and highlighted <= index < highlighted + self.row_extent(highlighted)
+        style = base + self.get_component_rich_style(self.HIGHLIGHT) if lit else base
         return Strip(self.row_segments(index, width)).apply_style(style).crop_extend(0, width, style)
 
     def move_highlight(self, step: int, *, wrap: bool) -> None:
@@ -74,10 +80,11 @@ class RowList(ScrollView):
         first = self.highlighted
         if first > 0 and not self.is_selectable(first - 1):
             first -= 1
+        last = self.highlighted + self.row_extent(self.highlighted) - 1
         if first < top:
             self.scroll_to(0, first, animate=False, immediate=True)
-        elif self.highlighted >= top + height:
-            self.scroll_to(0, self.highlighted - height + 1, animate=False, immediate=True)
+        elif last >= top + height:
+            self.scroll_to(0, last - height + 1, animate=False, immediate=True)
 
     def row_at(self, event: events.MouseEvent) -> int | None:
         """The selectable row under the mouse, or ``None``."""
