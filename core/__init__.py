@@ -9,6 +9,19 @@ from __future__ import annotations
 from .abort import AbortController, AbortSignal
 from .agent import AgentLoop
 from .baking import bake_prompt_message
+from .body_index import (
+    INDEX_FILE_NAME,
+    MIN_BODY_QUERY,
+    BodyIndex,
+    IndexedSession,
+    IndexStatus,
+    IndexUnavailable,
+    Snippet,
+    SyncReport,
+    index_path_beside,
+    indexed_session,
+    revision_key,
+)
 from .chat_models import ChatModel, EchoModel, ModelError, OpenAICompatibleModel
 from .constants import (
     COMPACT_CHECKPOINT_SOURCE,
@@ -19,7 +32,7 @@ from .constants import (
     SESSION_REFERENCE_SCHEME,
 )
 from .errors import SessionQueryError, SessionReferenceError
-from .jsonl_store import JsonlSessionStore, StoreProblem
+from .jsonl_store import JsonlSessionStore, StoredSession, StoreProblem
 from .models import (
     BakedPrompt,
     Candidate,
@@ -37,6 +50,7 @@ from .models import (
 from .projection import project_conversation
 from .query import SessionQuery
 from .retention import retain_head_tail, retain_referenced_session, truncate_with_notice
+from .search import SearchConfig, SearchHit, SearchResult, SessionSearch
 from .serialization import js_json_stringify, stringify_tag_safe_json, utf8_length
 from .service import SessionReferenceService
 from .session import MemorySessionStore, Session
@@ -54,17 +68,23 @@ __all__ = [
     "COMPACT_CHECKPOINT_SOURCE",
     "DEFAULT_CANDIDATE_LIMIT",
     "DEFAULT_MAX_REFERENCE_BYTES",
+    "INDEX_FILE_NAME",
     "MAX_REFERENCES",
+    "MIN_BODY_QUERY",
     "PROMPT_REQUEST_DELIMITER",
     "SESSION_REFERENCE_SCHEME",
     "AbortController",
     "AbortSignal",
     "AgentLoop",
     "BakedPrompt",
+    "BodyIndex",
     "Candidate",
     "ChatModel",
     "EchoModel",
     "HookContext",
+    "IndexStatus",
+    "IndexUnavailable",
+    "IndexedSession",
     "JsonlSessionStore",
     "MemorySessionStore",
     "ModelError",
@@ -75,6 +95,9 @@ __all__ = [
     "ReferenceConfig",
     "ReferenceInput",
     "RetainedSource",
+    "SearchConfig",
+    "SearchHit",
+    "SearchResult",
     "Session",
     "SessionEvent",
     "SessionHeader",
@@ -83,8 +106,12 @@ __all__ = [
     "SessionRecord",
     "SessionReferenceError",
     "SessionReferenceService",
+    "SessionSearch",
+    "Snippet",
     "StoreProblem",
+    "StoredSession",
     "SurfaceSnapshot",
+    "SyncReport",
     "TitleSnapshot",
     "bake_prompt_message",
     "decode_session_reference_uri",
@@ -93,11 +120,14 @@ __all__ = [
     "encode_session_reference_uri",
     "fold_surface",
     "format_session_reference_mention",
+    "index_path_beside",
+    "indexed_session",
     "js_json_stringify",
     "parse_session_reference_text",
     "project_conversation",
     "retain_head_tail",
     "retain_referenced_session",
+    "revision_key",
     "stringify_tag_safe_json",
     "truncate_with_notice",
     "utf8_length",

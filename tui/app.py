@@ -28,33 +28,31 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, TextArea
 
 from core import (
+    MIN_BODY_QUERY,
     AbortController,
     AbortSignal,
     AgentLoop,
+    BodyIndex,
     ChatModel,
+    IndexStatus,
+    IndexUnavailable,
     JsonlSessionStore,
     MemorySessionStore,
     ReferenceConfig,
+    SearchConfig,
+    SearchResult,
     Session,
     SessionHeader,
     SessionQueryError,
     SessionRecord,
     SessionReferenceError,
     SessionReferenceService,
+    SessionSearch,
     format_session_reference_mention,
+    index_path_beside,
     parse_session_reference_text,
 )
 from core.errors import CANCELLED
-from core.search import (
-    MIN_BODY_QUERY,
-    BodyIndex,
-    IndexStatus,
-    IndexUnavailable,
-    SearchConfig,
-    SearchResult,
-    SessionSearch,
-    index_path_beside,
-)
 from core.session import not_found, system_clock
 
 from .catalog import SessionCatalog

@@ -15,9 +15,17 @@ import threading
 import time
 from typing import Any
 
-from core import JsonlSessionStore, MemorySessionStore, SessionQueryError, SessionRecord, StoreProblem
+from core import (
+    IndexedSession,
+    JsonlSessionStore,
+    MemorySessionStore,
+    SessionQueryError,
+    SessionRecord,
+    StoreProblem,
+    indexed_session,
+    revision_key,
+)
 from core.models import SurfaceSnapshot, TitleSnapshot
-from core.search import IndexedSession, indexed_session, revision_key
 
 Store = JsonlSessionStore | MemorySessionStore
 

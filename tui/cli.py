@@ -15,16 +15,17 @@ from collections.abc import Sequence
 import platformdirs
 
 from core import (
+    INDEX_FILE_NAME,
     ChatModel,
     EchoModel,
     JsonlSessionStore,
     OpenAICompatibleModel,
     ReferenceConfig,
+    SearchConfig,
     SessionQueryError,
     SessionReferenceError,
 )
 from core.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
-from core.search import INDEX_FILE_NAME, SearchConfig
 
 BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
 """Environment switch for message search: 0/false/off/no turns it off, 1/true/on/yes on."""

@@ -18,8 +18,7 @@ from textual.geometry import Offset, Size
 from textual.message import Message
 from textual.strip import Strip
 
-from core import Candidate
-from core.search import SearchHit, SearchResult
+from core import Candidate, SearchHit, SearchResult
 
 from ..text import age, elide_middle, fit_cells, short_cwd, visible
 from .rows import HEADING_STYLE, MUTED_STYLE, RowList
