@@ -26,14 +26,17 @@ import errno
 import fcntl
 import hashlib
 import itertools
+import multiprocessing
 import os
+import queue
 import re
 import sqlite3
 import threading
 import time
 import unicodedata
+import zlib
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,9 +47,11 @@ import zstandard
 from .models import ProjectedItem, SurfaceSnapshot, TitleSnapshot
 from .projection import project_conversation
 
-INDEX_FILE_NAME = ".sessionref-index.sqlite3"
-"""The index file, in the store root. A file, not a folder: store listings look at folders only."""
-INDEX_SCHEMA = 2
+INDEX_FILE_NAME = ".sessionref-index"
+"""The index folder, in the store root (its files are never taken for sessions by a listing)."""
+SHARDS = 2
+"""SQLite files the index is spread over (written in parallel by a first build)."""
+INDEX_SCHEMA = 3
 """Bumped whenever the tables or the indexed text change: an older file is rebuilt."""
 MIN_BODY_QUERY = 3
 """Body search needs this many characters (the trigram tokenizer's unit)."""
@@ -247,11 +252,15 @@ def _sqlite_text(text: str) -> str:
 
 
 def trigram_query(needle: str) -> str | None:
-    """The FTS5 query for chunks that may contain folded ``needle``: all its trigrams, ANDed."""
+    """The FTS5 query for chunks that may contain folded ``needle``: its trigrams, ANDed.
+
+    Only trigrams inside one word of the needle count (the index holds words, ``_terms_text``);
+    ``None`` when there is none, i.e. the needle cannot be pre-filtered.
+    """
     needle = _sqlite_text(needle)
-    if len(needle) < MIN_BODY_QUERY:
+    grams = dict.fromkeys(word[i : i + 3] for word in needle.split() for i in range(len(word) - 2))
+    if not grams:
         return None
-    grams = dict.fromkeys(needle[i : i + 3] for i in range(len(needle) - 2))
     return " AND ".join('"' + gram.replace('"', '""') + '"' for gram in grams)
 
 
@@ -271,6 +280,7 @@ class _Chunk:
     roles: str
     body: bytes = b""
     digest: bytes = b""
+    terms: str = ""
 
 
 def _chunks(items: Sequence[ProjectedItem]) -> list[_Chunk]:
@@ -304,6 +314,7 @@ def _seal(chunk: _Chunk, compressor: zstandard.ZstdCompressor) -> None:
     raw = chunk.text.encode("utf-8", "surrogatepass")
     chunk.body = compressor.compress(raw)
     chunk.digest = hashlib.blake2b(raw + chunk.roles.encode() + chunk.starts.tobytes(), digest_size=16).digest()
+    chunk.terms = _terms_text(chunk.text)
 
 
 def _unpack(body: bytes) -> str:
@@ -311,7 +322,13 @@ def _unpack(body: bytes) -> str:
 
 
 def _terms_text(text: str) -> str:
-    return _sqlite_text(fold(text))
+    """What the FTS table indexes for a chunk: its distinct whitespace-separated words, folded.
+
+    Whitespace never occurs inside a picker query, so every trigram a query can contain lies inside
+    one word: indexing each distinct word once loses no match and halves the text the tokenizer
+    walks. (A query with whitespace filters on its trigrams without whitespace; see ``trigram_query``.)
+    """
+    return _sqlite_text(" ".join(dict.fromkeys(fold(text).split())))
 
 
 @dataclass(slots=True)
@@ -351,16 +368,11 @@ def _fingerprint() -> dict[str, str]:
 # -- the index ------------------------------------------------------------------------------------------
 
 
-class BodyIndex:
-    """The full-text index of every session's projected conversation, beside the store.
+class _Shard:
+    """One SQLite file of the index: its sessions, chunks and FTS table, and its writer lock.
 
-    Args:
-        path: the index file (``index_path_beside(root)`` for a store); ``None`` keeps it in memory.
-
-    One process writes at a time (an advisory lock on ``<path>.lock``); another instance on the same
-    store searches the same file read-only and takes over writing once the first one exits. Every
-    failure is contained: a search raises ``IndexUnavailable`` and the next ``sync`` recovers
-    (a damaged, deleted, replaced or outdated file is rebuilt from the store).
+    One process writes a shard at a time (an advisory lock on ``<file>.lock``); another process
+    searches it read-only and takes over writing once the first one exits.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
@@ -376,6 +388,8 @@ class BodyIndex:
         self._status = IndexStatus("empty")
         self._closed = False
         self._damaged: IndexUnavailable | None = None
+        self._wanted: dict[str, str] = {}
+        self.removed = 0
 
     # -- status ---------------------------------------------------------------------------------------
 
@@ -387,6 +401,15 @@ class BodyIndex:
     def _set_status(self, state: IndexState, indexed: int, total: int, problem: IndexUnavailable | None = None) -> None:
         code = problem.code if problem is not None else None
         self._status = IndexStatus(state, indexed, total, code, problem.message if problem is not None else None)
+
+    @property
+    def writable(self) -> bool:
+        """Whether this instance holds the writer lock (else another process keeps the index)."""
+        return self._writer is not None
+
+    def pending(self, sources: Sequence[tuple[str, str]]) -> int:
+        """How many of ``sources`` are not indexed at their revision (as this instance last saw)."""
+        return sum(1 for session_id, revision in sources if self._known_revision(session_id) != revision)
 
     # -- opening --------------------------------------------------------------------------------------
 
@@ -570,32 +593,18 @@ class BodyIndex:
 
     # -- keeping it current ---------------------------------------------------------------------------
 
-    def sync(
-        self,
-        sources: Sequence[tuple[str, str]],
-        read: Reader,
-        *,
-        pause: Callable[[], None] | None = None,
-        stop: threading.Event | None = None,
-        progress: Callable[[IndexStatus], None] | None = None,
-    ) -> SyncReport:
-        """Bring the index in line with ``sources`` (session id, revision key), in their order.
+    def plan(self, sources: Sequence[tuple[str, str]]) -> list[tuple[str, str]] | None:
+        """Open the shard, drop sessions no longer in ``sources``, and say which to (re)index.
 
-        Sessions that are gone are removed; sessions new or at another revision are read with
-        ``read`` (on a helper thread, a few ahead) and (re)indexed, committing every
-        ``COMMIT_INTERVAL`` seconds so progress shows and a crash loses little. ``pause`` runs
-        between sessions (a host yields to its UI there); ``stop`` ends the sync early. Safe to run
-        in a thread while others search. Another process owning the index makes this a read-only
-        refresh (its titles and progress).
+        ``None`` when another process keeps this shard (its progress and titles are read instead).
 
         Raises:
-            IndexUnavailable: the disk is full or the index cannot be written (the store is never
-                touched; the next sync tries again).
+            IndexUnavailable: the shard cannot be opened or written.
         """
-        report = SyncReport()
+        self._wanted = wanted = dict(sources)
         with self._lock:
             if self._closed:
-                return report
+                return []
             try:
                 try:
                     self._open()
@@ -605,40 +614,69 @@ class BodyIndex:
                 state: IndexState = "read-only" if problem.code == INDEX_READ_ONLY else "failed"
                 self._set_status(state, 0, len(sources), problem)
                 if problem.code == INDEX_READ_ONLY:
-                    return report
+                    return None
                 raise
             if self._writer is None:
-                return self._refresh_read_only(sources, report)
+                self._refresh_read_only(sources)
+                return None
             writer = self._writer
-        wanted = dict(sources)
         todo = [(sid, revision) for sid, revision in sources if self._known_revision(sid) != revision]
-        total = len(wanted)
-        done = total - len(todo)
-        self._set_status("building" if todo else "ready", done, total)
-        # A file-backed index has its own reader connection, so searches never wait for a batch;
-        # in memory the one connection is shared and the lock keeps a search out of a batch.
-        shared = self._reader is writer
-        batch = _Batch(writer, self._lock if shared else threading.RLock())
-        try:
-            gone = [session_id for session_id in list(self._known) if session_id not in wanted]
-            if gone:
+        self._set_status("building" if todo else "ready", len(wanted) - len(todo), len(wanted))
+        gone = [session_id for session_id in list(self._known) if session_id not in wanted]
+        if gone:
+            batch = self._batch()
+            try:
                 batch.begin()
                 for session_id in gone:
                     self._delete_session(writer, session_id)
                 batch.commit()
-                report.removed = len(gone)
+            except (sqlite3.Error, OSError) as error:
+                batch.rollback()
+                raise self._after_failure(_classify(error), wanted) from error
+            self.removed = len(gone)
+        return todo
+
+    def _batch(self) -> _Batch:
+        # A file-backed shard has its own reader connection, so searches never wait for a batch;
+        # in memory the one connection is shared and the lock keeps a search out of a batch.
+        assert self._writer is not None
+        shared = self._reader is self._writer
+        return _Batch(self._writer, self._lock if shared else threading.RLock(), shared)
+
+    def apply(
+        self,
+        todo: Sequence[tuple[str, str]],
+        prepared: Iterable[_Prepared],
+        report: SyncReport,
+        *,
+        pause: Callable[[], None] | None = None,
+        progress: Callable[[], None] | None = None,
+    ) -> None:
+        """Write ``prepared`` sessions (those of ``todo``, in order), committing every ``COMMIT_INTERVAL``.
+
+        Raises:
+            IndexUnavailable: the disk is full or the shard cannot be written (what was committed
+                stays; the next sync goes on from there).
+        """
+        wanted = self._wanted
+        writer = self._writer
+        assert writer is not None
+        total = len(wanted)
+        done = total - len(todo)
+        batch = self._batch()
+        try:
             started = time.perf_counter()
-            for prepared in _prepared(todo, read, stop):
+            for item in prepared:
                 if pause is not None:
-                    if shared:
+                    if batch.shared:
                         batch.commit()
                     pause()
-                if prepared.unreadable:
+                if item.unreadable:
                     report.unreadable += 1
-                if prepared.session is not None:
+                if item.session is not None:
                     batch.begin()
-                    self._write_session(writer, prepared)
-                    report.titles[prepared.session_id] = (prepared.revision, prepared.session.title)
+                    self._write_session(writer, item)
+                    report.titles[item.session_id] = (item.revision, item.session.title)
                     report.indexed += 1
                 done += 1
                 if time.perf_counter() - started > COMMIT_INTERVAL:
@@ -646,19 +684,15 @@ class BodyIndex:
                     started = time.perf_counter()
                     self._set_status("building", done, total)
                     if progress is not None:
-                        progress(self._status)
+                        progress()
             batch.commit()
         except (sqlite3.Error, OSError) as error:
             batch.rollback()
-            failure = self._after_failure(_classify(error), wanted)
-            raise failure from error
+            raise self._after_failure(_classify(error), wanted) from error
         finally:
             batch.rollback()
-        report.finished = stop is None or not stop.is_set()
-        self._set_status("ready" if report.finished else "building", self._count_current(wanted), total)
-        if progress is not None:
-            progress(self._status)
-        return report
+        current = self._count_current(wanted)
+        self._set_status("ready" if current >= total else "building", current, total)
 
     def _after_failure(self, failure: IndexUnavailable, wanted: Mapping[str, str]) -> IndexUnavailable:
         with self._lock:
@@ -676,21 +710,17 @@ class BodyIndex:
             self._set_status("failed", self._count_current(wanted), len(wanted), failure)
         return failure
 
-    def _refresh_read_only(self, sources: Sequence[tuple[str, str]], report: SyncReport) -> SyncReport:
-        # Another instance writes; take its progress, and its titles, from the file.
+    def _refresh_read_only(self, sources: Sequence[tuple[str, str]]) -> None:
+        # Another process writes; take its progress from the file.
         wanted = dict(sources)
         try:
             assert self._reader is not None
             self._load_known(self._reader)
-            titles = self.titles()
-        except (sqlite3.Error, IndexUnavailable) as error:
-            failure = error if isinstance(error, IndexUnavailable) else _classify(error)
-            self._set_status("failed", 0, len(wanted), failure)
-            return report
-        report.titles = {session_id: titles[session_id] for session_id in wanted if session_id in titles}
+        except sqlite3.Error as error:
+            self._set_status("failed", 0, len(wanted), _classify(error))
+            return
         owned = IndexUnavailable("another sessionref keeps the index; searching its copy", INDEX_READ_ONLY)
         self._set_status("read-only", self._count_current(wanted), len(wanted), owned)
-        return report
 
     def _known_revision(self, session_id: str) -> str | None:
         known = self._known.get(session_id)
@@ -754,7 +784,7 @@ class BodyIndex:
                     "INSERT INTO chunks(first_message, roles, starts, digest, body, rowid) VALUES (?, ?, ?, ?, ?, ?)",
                     row,
                 )
-            connection.execute("INSERT INTO terms(rowid, text) VALUES (?, ?)", (rowid, _terms_text(chunk.text)))
+            connection.execute("INSERT INTO terms(rowid, text) VALUES (?, ?)", (rowid, chunk.terms))
         for rowid, _digest, body in old[len(chunks) :]:
             _unindex(connection, rowid, body)
             connection.execute("DELETE FROM chunks WHERE rowid = ?", (rowid,))
@@ -810,7 +840,7 @@ class BodyIndex:
         """
         query = trigram_query(needle)
         if query is None:
-            return {}
+            return None if needle else {}  # nothing to pre-filter on: every chunk is a candidate
         rows = self._query("SELECT rowid FROM terms WHERE terms MATCH ? LIMIT ?", (query, cap + 1))
         if len(rows) > cap:
             return None
@@ -829,10 +859,15 @@ class BodyIndex:
             IndexUnavailable: the index cannot be read.
         """
         known = self._known.get(session_id)
-        query = trigram_query(needle)
-        if known is None or query is None:
+        if known is None or not needle:
             return []
         low = known[0] << CHUNK_BITS
+        query = trigram_query(needle)
+        if query is None:
+            rows = self._query(
+                "SELECT rowid FROM chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid DESC", (low, low | _CHUNK_MASK)
+            )
+            return [rowid for (rowid,) in rows]
         rows = self._query(
             "SELECT rowid FROM terms WHERE terms MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC",
             (query, low, low | _CHUNK_MASK),
@@ -945,6 +980,281 @@ class BodyIndex:
                 self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+class BodyIndex:
+    """The full-text index of every session's projected conversation, beside the store.
+
+    Args:
+        path: the index folder (``index_path_beside(root)`` for a store); ``None`` keeps it in memory.
+        shards: how many SQLite files the sessions are spread over (by a hash of the id). A first
+            build writes the shards in parallel, one thread each (SQLite works without the
+            interpreter lock), so it uses every core the machine has.
+
+    Every failure is contained: a search raises ``IndexUnavailable`` and the next ``sync`` recovers
+    (a damaged, deleted, replaced or outdated file is rebuilt from the store). Another process
+    building the index (``python -m core.index_builder``, or a second app) makes this instance a
+    reader of its files until it exits.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None, shards: int = SHARDS) -> None:
+        self.path = Path(path) if path is not None else None
+        self.shards = [
+            _Shard(self.path / f"shard-{number}.sqlite3" if self.path is not None else None) for number in range(shards)
+        ]
+
+    def shard_of(self, session_id: str) -> _Shard:
+        """The shard that holds ``session_id``."""
+        digest = zlib.crc32(session_id.encode("utf-8", "surrogatepass"))
+        return self.shards[digest % len(self.shards)]
+
+    def _partition(self, sources: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+        parts: list[list[tuple[str, str]]] = [[] for _ in self.shards]
+        index_of = {id(shard): number for number, shard in enumerate(self.shards)}
+        for entry in sources:
+            parts[index_of[id(self.shard_of(entry[0]))]].append(entry)
+        return parts
+
+    # -- status -----------------------------------------------------------------------------------------
+
+    @property
+    def status(self) -> IndexStatus:
+        """Where the index stands, all shards together (safe to read from any thread)."""
+        statuses = [shard.status for shard in self.shards]
+        indexed = sum(status.indexed for status in statuses)
+        total = sum(status.total for status in statuses)
+        for state in ("failed", "closed", "read-only", "building", "empty"):
+            for status in statuses:
+                if status.state == state:
+                    return IndexStatus(status.state, indexed, total, status.code, status.message)
+        return IndexStatus("ready", indexed, total)
+
+    @property
+    def writable(self) -> bool:
+        """Whether this instance holds every shard's writer lock."""
+        return all(shard.writable for shard in self.shards)
+
+    def pending(self, sources: Sequence[tuple[str, str]]) -> int:
+        """How many of ``sources`` are not indexed at their revision (as this instance last saw)."""
+        return sum(shard.pending(part) for shard, part in zip(self.shards, self._partition(sources), strict=True))
+
+    # -- opening and closing --------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open the files now (``sync`` opens them too); damaged or outdated ones are rebuilt empty.
+
+        Raises:
+            IndexUnavailable: ``SEARCH_INDEX_READ_ONLY`` while another process creates them,
+                ``SEARCH_INDEX_DISK_FULL`` or ``SEARCH_INDEX_FAILED``.
+        """
+        for shard in self.shards:
+            shard.open()
+
+    def close(self) -> None:
+        """Close the files and give up the writer locks."""
+        for shard in self.shards:
+            shard.close()
+
+    # -- keeping it current ---------------------------------------------------------------------------
+
+    def sync(
+        self,
+        sources: Sequence[tuple[str, str]],
+        read: Reader,
+        *,
+        pause: Callable[[], None] | None = None,
+        stop: threading.Event | None = None,
+        progress: Callable[[IndexStatus], None] | None = None,
+        processes: bool = False,
+    ) -> SyncReport:
+        """Bring the index in line with ``sources`` (session id, revision key), in their order.
+
+        Sessions that are gone are removed; sessions new or at another revision are read with
+        ``read`` (a few ahead, on a helper thread) and (re)indexed, each shard by its own writer
+        thread, committing every ``COMMIT_INTERVAL`` seconds so progress shows and a crash loses
+        little. ``pause`` runs between sessions (a host yields to its UI there); ``stop`` ends the
+        sync early; ``progress`` gets the status after each commit (from a writer thread). Safe to
+        run in a thread while others search. Shards another process keeps are only read (their
+        progress and titles). ``processes`` reads in a forked helper process instead: only for a
+        single-threaded indexer process, such as ``python -m core.index_builder``.
+
+        Raises:
+            IndexUnavailable: the disk is full or the index cannot be written (the store is never
+                touched; the next sync goes on from where this one stopped).
+        """
+        report = SyncReport()
+        parts = self._partition(sources)
+        plans: list[list[tuple[str, str]] | None] = []
+        for shard, part in zip(self.shards, parts, strict=True):
+            shard.removed = 0
+            plans.append(shard.plan(part))
+            report.removed += shard.removed
+        if any(plan is None for plan in plans):
+            titles = self.titles()
+            for plan, part in zip(plans, parts, strict=True):
+                if plan is None:
+                    report.titles.update({sid: titles[sid] for sid, _revision in part if sid in titles})
+        todo_ids = {sid for plan in plans if plan for sid, _revision in plan}
+        todo = [(sid, revision) for sid, revision in sources if sid in todo_ids]
+        if todo:
+            self._write(todo, plans, read, report, pause, stop, progress, processes)
+        report.finished = stop is None or not stop.is_set()
+        if progress is not None:
+            progress(self.status)
+        return report
+
+    def _write(
+        self,
+        todo: list[tuple[str, str]],
+        plans: list[list[tuple[str, str]] | None],
+        read: Reader,
+        report: SyncReport,
+        pause: Callable[[], None] | None,
+        stop: threading.Event | None,
+        progress: Callable[[IndexStatus], None] | None,
+        processes: bool,
+    ) -> None:
+        def changed() -> None:
+            if progress is not None:
+                progress(self.status)
+
+        pool = None
+        if processes and len(todo) > 1:
+            global _FORKED
+            _FORKED = (read, zstandard.ZstdCompressor(level=3))
+            # Forked before any writer thread starts, so the helper inherits no thread's locks.
+            pool = multiprocessing.get_context("fork").Pool(1)
+            feed: Iterator[_Prepared] = pool.imap(_prepare_forked, todo, chunksize=4)
+        else:
+            feed = _prepared(todo, read, stop)
+        queues: list[queue.Queue[_Prepared | None]] = [queue.Queue(maxsize=2 * READ_AHEAD) for _ in self.shards]
+        reports = [SyncReport() for _ in self.shards]
+        failures: list[BaseException] = []
+        workers = []
+        for number, (shard, plan) in enumerate(zip(self.shards, plans, strict=True)):
+            if plan:
+                worker = threading.Thread(
+                    target=_apply,
+                    args=(shard, plan, queues[number], reports[number], changed, failures),
+                    name=f"index-shard-{number}",
+                    daemon=True,
+                )
+                worker.start()
+                workers.append(worker)
+        index_of = {id(shard): number for number, shard in enumerate(self.shards)}
+        try:
+            for item in feed:
+                if failures or (stop is not None and stop.is_set()):
+                    break
+                if pause is not None:
+                    pause()
+                queues[index_of[id(self.shard_of(item.session_id))]].put(item)
+        finally:
+            if pool is not None:
+                pool.terminate()
+            for shard_queue in queues:
+                with contextlib.suppress(queue.Full):
+                    shard_queue.put(None, timeout=30)
+            for worker in workers:
+                worker.join()
+        for part in reports:
+            report.indexed += part.indexed
+            report.unreadable += part.unreadable
+            report.titles.update(part.titles)
+        if failures:
+            raise failures[0]
+
+    # -- reading ----------------------------------------------------------------------------------------
+
+    def titles(self) -> dict[str, tuple[str, str | None]]:
+        """Session id -> (revision, title) of every indexed session.
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        titles: dict[str, tuple[str, str | None]] = {}
+        for shard in self.shards:
+            titles.update(shard.titles())
+        return titles
+
+    def candidates(self, needle: str, cap: int = DENSE_CANDIDATES) -> dict[str, list[int]] | None:
+        """Sessions whose chunks may contain folded ``needle``, newest chunk first; ``None`` when
+        more than ``cap`` chunks may (a dense query: ``probe`` the sessions wanted instead).
+
+        A superset (the index keeps no positions): ``verify`` decides.
+
+        Raises:
+            IndexUnavailable: the index cannot be read (or ``interrupt`` stopped the search).
+        """
+        found: dict[str, list[int]] = {}
+        for shard in self.shards:
+            part = shard.candidates(needle, cap)
+            if part is None:
+                return None
+            found.update(part)
+            cap -= sum(len(rowids) for rowids in part.values())
+        return found
+
+    def probe(self, session_id: str, needle: str) -> list[int]:
+        """The chunks of one session that may contain folded ``needle``, newest first.
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        return self.shard_of(session_id).probe(session_id, needle)
+
+    def verify(self, session_id: str, chunk_rowids: Sequence[int], needle: str) -> Snippet | None:
+        """The newest message among these chunks of ``session_id`` that really contains ``needle``.
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        return self.shard_of(session_id).verify(chunk_rowids, needle)
+
+    def messages(self, session_id: str) -> list[tuple[str, str]]:
+        """The indexed projected conversation of a session as ``(role, text)`` pairs (empty if unknown).
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        return self.shard_of(session_id).messages(session_id)
+
+    def interrupt(self) -> None:
+        """Abort a search running on another thread (it raises ``IndexUnavailable``)."""
+        for shard in self.shards:
+            shard.interrupt()
+
+    def size_bytes(self) -> int:
+        """Bytes on disk (files and write-ahead logs)."""
+        return sum(shard.size_bytes() for shard in self.shards)
+
+    def checkpoint(self) -> None:
+        """Merge the FTS segments and fold the write-ahead logs into the files (after a big build)."""
+        for shard in self.shards:
+            shard.checkpoint()
+
+
+def _apply(
+    shard: _Shard,
+    plan: list[tuple[str, str]],
+    items: queue.Queue[_Prepared | None],
+    report: SyncReport,
+    changed: Callable[[], None],
+    failures: list[BaseException],
+) -> None:
+    def drain() -> Iterator[_Prepared]:
+        while True:
+            item = items.get()
+            if item is None:
+                return
+            yield item
+
+    try:
+        shard.apply(plan, drain(), report, progress=changed)
+    except BaseException as error:  # handed to the coordinating thread, which raises it
+        failures.append(error)
+        for _ in drain():
+            pass  # keep the coordinator from blocking on a full queue
+
+
 def _stored_title(title: str | None) -> str | None:
     return None if title is None else "t" + _sqlite_text(title)
 
@@ -966,34 +1276,44 @@ def _unindex(connection: sqlite3.Connection, rowid: int, body: bytes) -> None:
     )
 
 
+def _prepare(session_id: str, revision: str, read: Reader, compressor: zstandard.ZstdCompressor) -> _Prepared:
+    try:
+        session = read(session_id)
+    except Exception:
+        return _Prepared(session_id, revision, IndexedSession(revision, None, ()), [], unreadable=True)
+    if session is None:
+        return _Prepared(session_id, revision, None, [])
+    chunks = _chunks(session.messages)
+    for chunk in chunks:
+        _seal(chunk, compressor)
+    return _Prepared(session_id, revision, session, chunks)
+
+
+_FORKED: tuple[Reader, zstandard.ZstdCompressor] | None = None
+"""The reader a forked helper process inherited (see ``_prepared``)."""
+
+
+def _prepare_forked(item: tuple[str, str]) -> _Prepared:
+    assert _FORKED is not None
+    return _prepare(item[0], item[1], *_FORKED)
+
+
 def _prepared(todo: Sequence[tuple[str, str]], read: Reader, stop: threading.Event | None) -> Iterator[_Prepared]:
-    """Read and chunk the sessions of ``todo`` on a helper thread, ``READ_AHEAD`` ahead of the caller.
-
-    Parsing and compressing there overlaps with SQLite building the index here (it releases the
-    interpreter while it works), so a build uses both cores.
-    """
-    compressor = threading.local()
-
-    def prepare(session_id: str, revision: str) -> _Prepared:
-        try:
-            session = read(session_id)
-        except Exception:
-            return _Prepared(session_id, revision, IndexedSession(revision, None, ()), [], unreadable=True)
-        if session is None:
-            return _Prepared(session_id, revision, None, [])
-        chunks = _chunks(session.messages)
-        if not hasattr(compressor, "value"):
-            compressor.value = zstandard.ZstdCompressor(level=3)
-        for chunk in chunks:
-            _seal(chunk, compressor.value)
-        return _Prepared(session_id, revision, session, chunks)
-
+    """Read and chunk the sessions of ``todo`` on a helper thread, ``READ_AHEAD`` ahead of the caller."""
     if len(todo) <= 1:
+        compressor = zstandard.ZstdCompressor(level=3)
         for session_id, revision in todo:
             if stop is not None and stop.is_set():
                 return
-            yield prepare(session_id, revision)
+            yield _prepare(session_id, revision, read, compressor)
         return
+    local = threading.local()
+
+    def prepare(session_id: str, revision: str) -> _Prepared:
+        if not hasattr(local, "compressor"):
+            local.compressor = zstandard.ZstdCompressor(level=3)
+        return _prepare(session_id, revision, read, local.compressor)
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-read") as helper:
         pending: collections.deque[Future[_Prepared]] = collections.deque()
         work = iter(todo)
@@ -1027,9 +1347,10 @@ def _transaction(connection: sqlite3.Connection) -> Iterator[None]:
 class _Batch:
     """An ``IMMEDIATE`` transaction opened on the first write and committed on demand."""
 
-    def __init__(self, connection: sqlite3.Connection, lock: threading.RLock) -> None:
+    def __init__(self, connection: sqlite3.Connection, lock: threading.RLock, shared: bool) -> None:
         self.connection = connection
         self.lock = lock
+        self.shared = shared
         self.active = False
 
     def begin(self) -> None:

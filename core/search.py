@@ -298,7 +298,7 @@ class SessionSearch:
                 if signal is not None:
                     signal.throw_if_aborted()
                 chunks = candidates[session_id] if candidates is not None else index.probe(session_id, needle)
-                snippet = index.verify(chunks, needle) if chunks else None
+                snippet = index.verify(session_id, chunks, needle) if chunks else None
                 if snippet is not None:
                     found[group].append((position, snippet))
                     shown += 1
