@@ -61,7 +61,7 @@ Small chunks keep a candidate cheap to verify and make the trigram pre-filter se
 CHUNK_BITS = 20
 """Chunk row id = session key << CHUNK_BITS | ordinal."""
 DENSE_CANDIDATES = 4096
-"""Above this many candidate chunks a query is "dense": sessions are probed one by one, in order."""
+"""Above this many candidate chunks a query is "dense": sessions are scanned one by one, in order."""
 SNIPPET_CONTEXT = 24
 """Characters of a body snippet kept before the match when it sits far into the message."""
 SNIPPET_LENGTH = 160
@@ -591,6 +591,26 @@ class _Shard:
             self._drop_connections()
             self._set_status("closed", 0, 0)
 
+    def release(self) -> None:
+        """Close the file and give up the writer lock until the next ``open``."""
+        with self._lock:
+            self._drop_connections()
+
+    def refresh(self, sources: Sequence[tuple[str, str]]) -> None:
+        """Read another process's progress from the file, never taking the writer lock."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._reader is not None and self._file_replaced():
+                self._drop_connections()
+            if self._reader is None:
+                try:
+                    self._open_reader_only()
+                except (IndexUnavailable, sqlite3.Error, OSError):
+                    self._set_status("building", 0, len(sources))
+                    return
+            self._refresh_read_only(sources)
+
     # -- keeping it current ---------------------------------------------------------------------------
 
     def plan(self, sources: Sequence[tuple[str, str]]) -> list[tuple[str, str]] | None:
@@ -831,7 +851,7 @@ class _Shard:
 
     def candidates(self, needle: str, cap: int = DENSE_CANDIDATES) -> dict[str, list[int]] | None:
         """Sessions whose chunks may contain folded ``needle``, newest chunk first; ``None`` when
-        more than ``cap`` chunks may (a dense query: ``probe`` the sessions wanted instead).
+        more than ``cap`` chunks may (a dense query: ``scan`` the sessions wanted instead).
 
         A superset (the index keeps no positions): ``verify`` decides.
 
@@ -852,28 +872,6 @@ class _Shard:
                 found.setdefault(session_id, []).append(rowid)
         return found
 
-    def probe(self, session_id: str, needle: str) -> list[int]:
-        """The chunks of one session that may contain folded ``needle``, newest first.
-
-        Raises:
-            IndexUnavailable: the index cannot be read.
-        """
-        known = self._known.get(session_id)
-        if known is None or not needle:
-            return []
-        low = known[0] << CHUNK_BITS
-        query = trigram_query(needle)
-        if query is None:
-            rows = self._query(
-                "SELECT rowid FROM chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid DESC", (low, low | _CHUNK_MASK)
-            )
-            return [rowid for (rowid,) in rows]
-        rows = self._query(
-            "SELECT rowid FROM terms WHERE terms MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC",
-            (query, low, low | _CHUNK_MASK),
-        )
-        return [rowid for (rowid,) in rows]
-
     def verify(self, chunk_rowids: Sequence[int], needle: str) -> Snippet | None:
         """The newest message among these chunks that really contains ``needle``, as a snippet.
 
@@ -887,6 +885,26 @@ class _Shard:
             f"SELECT first_message, roles, starts, body FROM chunks WHERE rowid IN ({marks}) ORDER BY rowid DESC",
             chunk_rowids,
         )
+        return self._first_match(rows, needle)
+
+    def scan(self, session_id: str, needle: str) -> Snippet | None:
+        """Like ``verify`` over every chunk of ``session_id`` (no pre-filter: for dense queries,
+        where nearly every chunk is a candidate anyway and reading them is cheaper than asking).
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        known = self._known.get(session_id)
+        if known is None or not needle:
+            return None
+        low = known[0] << CHUNK_BITS
+        rows = self._query(
+            "SELECT first_message, roles, starts, body FROM chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid DESC",
+            (low, low | _CHUNK_MASK),
+        )
+        return self._first_match(rows, needle)
+
+    def _first_match(self, rows: Iterable[tuple[int, str, bytes, bytes]], needle: str) -> Snippet | None:
         for first_message, roles, starts, body in rows:
             found = self._find(self._decode(body), _starts(starts), needle)
             if found is not None:
@@ -1053,6 +1071,17 @@ class BodyIndex:
         for shard in self.shards:
             shard.close()
 
+    def release(self) -> None:
+        """Close the files and give up the writer locks for now (another process is to write);
+        the next ``open`` or ``sync`` opens them again."""
+        for shard in self.shards:
+            shard.release()
+
+    def refresh(self, sources: Sequence[tuple[str, str]]) -> None:
+        """Take the progress of another process that writes the index (a builder), read-only."""
+        for shard, part in zip(self.shards, self._partition(sources), strict=True):
+            shard.refresh(part)
+
     # -- keeping it current ---------------------------------------------------------------------------
 
     def sync(
@@ -1177,7 +1206,7 @@ class BodyIndex:
 
     def candidates(self, needle: str, cap: int = DENSE_CANDIDATES) -> dict[str, list[int]] | None:
         """Sessions whose chunks may contain folded ``needle``, newest chunk first; ``None`` when
-        more than ``cap`` chunks may (a dense query: ``probe`` the sessions wanted instead).
+        more than ``cap`` chunks may (a dense query: ``scan`` the sessions wanted instead).
 
         A superset (the index keeps no positions): ``verify`` decides.
 
@@ -1193,13 +1222,13 @@ class BodyIndex:
             cap -= sum(len(rowids) for rowids in part.values())
         return found
 
-    def probe(self, session_id: str, needle: str) -> list[int]:
-        """The chunks of one session that may contain folded ``needle``, newest first.
+    def scan(self, session_id: str, needle: str) -> Snippet | None:
+        """The newest message of ``session_id`` containing ``needle``, reading every chunk of it.
 
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        return self.shard_of(session_id).probe(session_id, needle)
+        return self.shard_of(session_id).scan(session_id, needle)
 
     def verify(self, session_id: str, chunk_rowids: Sequence[int], needle: str) -> Snippet | None:
         """The newest message among these chunks of ``session_id`` that really contains ``needle``.

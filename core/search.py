@@ -33,8 +33,11 @@ from .models import Candidate, SessionRecord
 
 MatchField = Literal["title", "id", "cwd", "body"]
 BodyState = Literal["off", "short", "indexing", "ready", "unavailable"]
-VERIFY_BUDGET = 0.05
-"""Seconds one search may spend verifying body candidates before it answers with what it has."""
+FIRST_BUDGET = 0.006
+"""Seconds a keystroke's search may spend verifying body matches before it answers with what it
+has (``SearchResult.complete`` is then false and a host searches again with ``FULL_BUDGET``)."""
+FULL_BUDGET = 0.5
+"""Seconds a follow-up search may spend verifying body matches."""
 
 
 class SearchConfig(BaseModel):
@@ -94,6 +97,9 @@ class SearchResult:
     hits: list[SearchHit]
     body: BodyState
     status: IndexStatus | None = None
+    complete: bool = True
+    """False when the verification budget ran out before the list was full: more body matches may
+    exist (search again with a larger ``budget``)."""
 
 
 class _MetaIndex:
@@ -183,6 +189,7 @@ class SessionSearch:
         titles: Mapping[str, str | None],
         limit: int,
         signal: AbortSignal | None = None,
+        budget: float = FULL_BUDGET,
     ) -> SearchResult:
         """Sessions other than ``target`` matching ``query``, at most ``limit``, in picker order.
 
@@ -191,7 +198,9 @@ class SessionSearch:
         matched by id and cwd only). Hosts that pass the same two objects again reuse the
         in-memory search text built for them. Only sessions in ``records`` are ever returned,
         whatever the body index still holds. With an empty query every session is listed, in the
-        order ``list_candidates`` gives.
+        order ``list_candidates`` gives. ``budget`` bounds the seconds spent verifying body matches;
+        a result cut short by it says so (``complete``) and holds the best matches found so far,
+        in order.
 
         Raises:
             SessionReferenceError: ``INVALID_REFERENCE`` for a bad limit, ``CANCELLED`` when
@@ -216,9 +225,10 @@ class SessionSearch:
                 break  # nothing later can enter
         body, status = self._body_state(needle)
         found: list[list[tuple[int, Snippet]]] = [[], [], []]
+        complete = True
         if body in ("indexing", "ready") and len(meta[0]) < limit:
             try:
-                found = self._bodies(needle, meta, matched, records, target_cwd, limit, signal)
+                found, complete = self._bodies(needle, meta, matched, records, target_cwd, limit, signal, budget)
             except IndexUnavailable as problem:
                 if signal is not None:
                     signal.throw_if_aborted()  # interrupted by a newer search, not broken
@@ -241,7 +251,7 @@ class SessionSearch:
                     break
                 header = records[position].header
                 hits.append(SearchHit(_candidate(header, titles.get(header.id)), "body", None, snippet))
-        return SearchResult(hits=hits, body=body, status=status)
+        return SearchResult(hits=hits, body=body, status=status, complete=complete)
 
     def _body_state(self, needle: str) -> tuple[BodyState, IndexStatus | None]:
         if not self.config.body_search or self.index is None:
@@ -262,19 +272,21 @@ class SessionSearch:
         target_cwd: str | None,
         limit: int,
         signal: AbortSignal | None,
-    ) -> list[list[tuple[int, Snippet]]]:
-        """Verified body matches per group, in listing order, as many as can still be shown."""
+        budget: float,
+    ) -> tuple[list[list[tuple[int, Snippet]]], bool]:
+        """Verified body matches per group, in listing order, as many as can still be shown, and
+        whether the search got through (not stopped by ``budget``)."""
         index = self.index
         assert index is not None
         candidates = index.candidates(needle)
         if signal is not None:
             signal.throw_if_aborted()
         if candidates is not None and not candidates:
-            return [[], [], []]
+            return [[], [], []], True
         position_of = self._position_map(records)
         ordered: tuple[list[int], list[int], list[int]]
         if candidates is None:
-            # Dense: most chunks may match; walk each group in listing order and probe.
+            # Dense: most chunks may match; walk each group in listing order reading the sessions.
             ordered = self._group_positions(records, target_cwd)
         else:
             ordered = ([], [], [])
@@ -286,25 +298,31 @@ class SessionSearch:
                 members.sort()
         found: list[list[tuple[int, Snippet]]] = [[], [], []]
         shown = 0
-        deadline = time.perf_counter() + VERIFY_BUDGET
+        deadline = time.perf_counter() + budget
+        complete = True
         for group in range(3):
             shown += len(meta[group])
             for position in ordered[group]:
-                if shown >= limit or time.perf_counter() > deadline:
+                if shown >= limit:
+                    break
+                if time.perf_counter() > deadline:
+                    complete = False
                     break
                 session_id = records[position].header.id
                 if session_id in matched:
                     continue
                 if signal is not None:
                     signal.throw_if_aborted()
-                chunks = candidates[session_id] if candidates is not None else index.probe(session_id, needle)
-                snippet = index.verify(session_id, chunks, needle) if chunks else None
+                if candidates is not None:
+                    snippet = index.verify(session_id, candidates[session_id], needle)
+                else:
+                    snippet = index.scan(session_id, needle)
                 if snippet is not None:
                     found[group].append((position, snippet))
                     shown += 1
-            if shown >= limit:
+            if shown >= limit or not complete:
                 break
-        return found
+        return found, complete
 
     def _meta_index(self, records: Sequence[SessionRecord], titles: Mapping[str, str | None]) -> _MetaIndex:
         cached = self._meta

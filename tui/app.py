@@ -11,6 +11,8 @@ import contextlib
 import gc
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -53,6 +55,7 @@ from core import (
     parse_session_reference_text,
 )
 from core.errors import CANCELLED
+from core.search import FIRST_BUDGET, FULL_BUDGET
 from core.session import not_found, system_clock
 
 from .catalog import SessionCatalog
@@ -80,6 +83,12 @@ STREAM_TICK = 1 / 20
 """How often the transcript repaints a streaming reply."""
 INDEX_SLICE = 0.004
 """Seconds of body indexing between two pauses that hand the interpreter back to the UI."""
+BUILDER_THRESHOLD = 200
+"""Sessions to (re)index above which a builder process does it instead of a thread of the app."""
+BUILDER_ATTEMPTS = 2
+"""Builder processes that may fail before the app indexes in its own thread."""
+BUILDER_POLL = 0.5
+"""Seconds between two looks at a running builder's progress."""
 CHECKPOINT_AFTER = 1000
 """Sessions indexed in one run after which the index is compacted."""
 INDEX_RETRY = 30.0
@@ -277,19 +286,26 @@ class ChatScreen(Screen[None]):
         self, query: PickerQuery, controller: AbortController, generation: int, from_key: bool
     ) -> None:
         host = self.host
-        try:
-            result = await host.search_sessions(query.query, controller.signal)
-        except SessionReferenceError as error:
-            if error.code != CANCELLED:
-                self.notify(problem_of(error).describe(), severity="error", title="Lookup failed")
-            return
-        if generation != self._lookup_generation or self._query != query:
-            return  # a newer keystroke already asked again
-        host.catalog.request_titles([hit.candidate.session_id for hit in result.hits[:VISIBLE_HITS]])
-        picker = self.picker
-        picker.show(result, query.query, host.session.cwd, host.clock(), host.index_note(result))
-        self._place_picker(query)
-        self._shown_for_key = self.prompt.last_key_at if from_key else None
+        budget = FIRST_BUDGET
+        while True:
+            try:
+                result = await host.search_sessions(query.query, controller.signal, budget)
+            except SessionReferenceError as error:
+                if error.code != CANCELLED:
+                    self.notify(problem_of(error).describe(), severity="error", title="Lookup failed")
+                return
+            if generation != self._lookup_generation or self._query != query:
+                return  # a newer keystroke already asked again
+            host.catalog.request_titles([hit.candidate.session_id for hit in result.hits[:VISIBLE_HITS]])
+            picker = self.picker
+            keep = budget != FIRST_BUDGET or not from_key
+            picker.show(result, query.query, host.session.cwd, host.clock(), host.index_note(result), keep=keep)
+            self._place_picker(query)
+            self._shown_for_key = self.prompt.last_key_at if from_key and budget == FIRST_BUDGET else None
+            if result.complete or budget == FULL_BUDGET:
+                return
+            # The keystroke's answer is on screen; finish the message search behind it.
+            budget = FULL_BUDGET
 
     def on_mention_picker_painted(self, event: MentionPicker.Painted) -> None:
         # Keystroke -> new rows rendered: the figure the picker benchmark reports.
@@ -593,6 +609,8 @@ class SessionRefApp(App[None]):
         self._index_started = False
         self._index_stop = threading.Event()
         self._index_failed_at = 0.0
+        self._builder: subprocess.Popen[bytes] | None = None
+        self._builder_failures = 0
         self.session = session
         self.agents: dict[str, AgentLoop] = {}
         self.agent = self._agent_for(session)
@@ -609,6 +627,8 @@ class SessionRefApp(App[None]):
 
     def on_unmount(self) -> None:
         self._index_stop.set()
+        if self._builder is not None and self._builder.poll() is None:
+            self._builder.terminate()  # what it committed stays; the next start goes on from there
         if self.body_index is not None:
             self.body_index.interrupt()
         self._search_thread.shutdown(wait=False, cancel_futures=True)
@@ -739,7 +759,7 @@ class SessionRefApp(App[None]):
 
     # -- search -----------------------------------------------------------------------------------
 
-    async def search_sessions(self, query: str, signal: AbortSignal) -> SearchResult:
+    async def search_sessions(self, query: str, signal: AbortSignal, budget: float = FULL_BUDGET) -> SearchResult:
         """The picker's search for ``query``: titles, ids and cwds, then message bodies.
 
         A body search runs on the search thread (SQLite there does not hold the interpreter), and
@@ -754,6 +774,7 @@ class SessionRefApp(App[None]):
             titles=catalog.title_map(),
             limit=self.service.config.candidate_limit,
             signal=signal,
+            budget=budget,
         )
         if self.body_index is None or len(query) < MIN_BODY_QUERY:
             return search()
@@ -786,9 +807,11 @@ class SessionRefApp(App[None]):
         if result.body == "short":
             return f"Type {MIN_BODY_QUERY}+ characters to search messages too"
         if result.body == "indexing" and status is not None:
-            if status.state == "read-only":
-                return f"Messages: searching another sessionref's index ({status.indexed:,} of {status.total:,})"
+            if status.state == "read-only" and self._builder is None:
+                return f"Messages: another sessionref is indexing ({status.indexed:,} of {status.total:,} searchable)"
             return f"Messages: indexing… {status.indexed:,} of {status.total:,} sessions searchable"
+        if not result.complete:
+            return "Searching more messages…"
         if result.body == "unavailable" and status is not None:
             return f"Message search unavailable: {status.message} ({status.code})"
         if result.body == "ready" and status is not None and status.code is not None:
@@ -796,7 +819,12 @@ class SessionRefApp(App[None]):
         return None
 
     def start_index(self) -> None:
-        """Bring the body index up to date with the catalog, off the UI thread (one run at a time)."""
+        """Bring the body index up to date with the catalog, off the UI thread (one run at a time).
+
+        A large catch-up (a first build) runs in a builder process (``python -m core.index_builder``)
+        so the UI keeps its interpreter and a core; meanwhile this app searches the growing index
+        read-only and polls its progress. Small changes are indexed here, in a thread.
+        """
         if self.body_index is None or self._indexing or self._index_stop.is_set():
             return
         status = self.body_index.status
@@ -819,6 +847,8 @@ class SessionRefApp(App[None]):
                     catalog.accept_titles(index.titles())
                     self.call_from_thread(self._index_changed, True)
             sources = catalog.index_sources(self.session.cwd)
+            if self._use_builder(index, sources):
+                return
             report = index.sync(
                 sources,
                 catalog.read_indexed,
@@ -828,13 +858,56 @@ class SessionRefApp(App[None]):
             )
             catalog.accept_titles(report.titles)
             if report.indexed > CHECKPOINT_AFTER:
-                index.checkpoint()  # a big build: fold the log into the file, merge the segments
+                index.checkpoint()  # a big build: merge the segments, fold the logs into the files
             self.call_from_thread(self._index_changed, bool(report.titles or report.removed))
         except IndexUnavailable:
             self._index_failed_at = time.monotonic()
             self.call_from_thread(self._index_changed, False)
         finally:
             self._indexing = False
+
+    def _use_builder(self, index: BodyIndex, sources: list[tuple[str, str]]) -> bool:
+        """Start (or follow) a builder process for a large catch-up; whether one is running now."""
+        builder = self._builder
+        if builder is not None:
+            returncode = builder.poll()
+            if returncode is None:
+                index.refresh(sources)  # its progress, read-only
+                self.call_from_thread(self._index_changed, False)
+                self.call_later_from_thread(BUILDER_POLL, self.start_index)
+                return True
+            self._builder = None
+            if returncode == 0:
+                with contextlib.suppress(IndexUnavailable):
+                    index.open()
+                    self.catalog.accept_titles(index.titles())
+            else:
+                self._builder_failures += 1
+                message = builder.stderr.read().decode(errors="replace").strip() if builder.stderr else ""
+                self.call_from_thread(self._builder_failed, message or f"exit code {returncode}")
+        store = self.store
+        if not isinstance(store, JsonlSessionStore) or index.path is None or self._builder_failures >= BUILDER_ATTEMPTS:
+            return False
+        if not index.writable or index.pending(sources) < BUILDER_THRESHOLD:
+            return False  # little to do, or another process keeps the index (sync reads its progress)
+        command = [sys.executable, "-m", "core.index_builder", str(store.root), "--compression", store.compression]
+        if self.session.cwd is not None:
+            command += ["--first-cwd", self.session.cwd]
+        command += ["--index", str(index.path)]
+        index.release()  # the builder takes the writer locks
+        self._builder = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        self.call_later_from_thread(BUILDER_POLL, self.start_index)
+        return True
+
+    def call_later_from_thread(self, delay: float, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the UI thread after ``delay`` seconds (from any thread)."""
+        with contextlib.suppress(RuntimeError):  # the app is shutting down
+            self.call_from_thread(self.set_timer, delay, callback)
+
+    def _builder_failed(self, message: str) -> None:
+        self.notify(f"Indexing messages failed: {message}", severity="warning", title="Message search")
 
     def _index_progressed(self, status: IndexStatus) -> None:
         if not self._index_stop.is_set():

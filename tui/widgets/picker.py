@@ -135,9 +135,23 @@ class MentionPicker(RowList, can_focus=False):
             return None
         return self.rows[self.highlighted].candidate
 
-    def show(self, result: SearchResult, query: str, target_cwd: str | None, now: int, note: str | None = None) -> None:
+    def show(
+        self,
+        result: SearchResult,
+        query: str,
+        target_cwd: str | None,
+        now: int,
+        note: str | None = None,
+        *,
+        keep: bool = False,
+    ) -> None:
         """Fill the list (group headings, one row per hit and a line saying why when the row itself
-        does not show it, then ``note``) and open it, first candidate highlighted."""
+        does not show it, then ``note``) and open it, first candidate highlighted.
+
+        ``keep`` (more results for the same query) keeps the highlighted session highlighted.
+        """
+        highlighted = self.highlighted_candidate if keep and self.is_open else None
+        previous = highlighted.session_id if highlighted is not None else None
         self.hits = result.hits
         self.candidates = [hit.candidate for hit in result.hits]
         self.query_text = query
@@ -160,7 +174,15 @@ class MentionPicker(RowList, can_focus=False):
         self.rows = rows
         self.highlighted = next((i for i in range(len(rows)) if self.is_selectable(i)), None)
         self.virtual_size = Size(ROW_WIDTH, len(rows))
-        self.scroll_to(0, 0, animate=False, immediate=True)
+        kept = next(
+            (i for i, row in enumerate(rows) if previous and row.candidate and row.candidate.session_id == previous),
+            None,
+        )
+        if kept is not None and self.is_selectable(kept):
+            self.highlighted = kept
+            self.keep_highlight_visible()
+        else:
+            self.scroll_to(0, 0, animate=False, immediate=True)
         self.add_class("-open")
         self._paint_pending = True
         self.refresh()
