@@ -118,7 +118,7 @@ def bench_prepare(repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description="sessionref benchmarks")
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median is reported)")
-    parser.add_argument("--only", choices=["engine", "store", "app"], help="run one group of benchmarks")
+    parser.add_argument("--only", choices=["engine", "store", "search", "app"], help="run one group of benchmarks")
     args = parser.parse_args()
     if args.only in (None, "engine"):
         bench_retention(args.repeats)
@@ -130,6 +130,10 @@ def main() -> None:
         bench_listing(args.repeats)
         bench_read_surface(args.repeats)
         bench_append(args.repeats)
+    if args.only in (None, "search"):
+        from bench.search import main as bench_search
+
+        bench_search(args.repeats)
     if args.only in (None, "app"):
         from bench.app import bench_app
 
