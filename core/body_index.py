@@ -849,7 +849,7 @@ class _Shard:
         rows = self._query("SELECT id, revision, title FROM sessions")
         return {session_id: (revision, _read_title(title)) for session_id, revision, title in rows}
 
-    def candidates(self, needle: str, cap: int = DENSE_CANDIDATES) -> dict[str, list[int]] | None:
+    def candidates(self, needle: str, cap: int) -> dict[str, list[int]] | None:
         """Sessions whose chunks may contain folded ``needle``, newest chunk first; ``None`` when
         more than ``cap`` chunks may (a dense query: ``scan`` the sessions wanted instead).
 
@@ -1204,15 +1204,18 @@ class BodyIndex:
             titles.update(shard.titles())
         return titles
 
-    def candidates(self, needle: str, cap: int = DENSE_CANDIDATES) -> dict[str, list[int]] | None:
+    def candidates(self, needle: str, cap: int | None = None) -> dict[str, list[int]] | None:
         """Sessions whose chunks may contain folded ``needle``, newest chunk first; ``None`` when
-        more than ``cap`` chunks may (a dense query: ``scan`` the sessions wanted instead).
+        more than ``cap`` (default ``DENSE_CANDIDATES``) chunks may (a dense query: ``scan`` the
+        sessions wanted instead).
 
         A superset (the index keeps no positions): ``verify`` decides.
 
         Raises:
             IndexUnavailable: the index cannot be read (or ``interrupt`` stopped the search).
         """
+        if cap is None:
+            cap = DENSE_CANDIDATES  # read now, not when the module loaded
         found: dict[str, list[int]] = {}
         for shard in self.shards:
             part = shard.candidates(needle, cap)
