@@ -1272,10 +1272,14 @@ def _apply(
     changed: Callable[[], None],
     failures: list[BaseException],
 ) -> None:
+    ended = False
+
     def drain() -> Iterator[_Prepared]:
-        while True:
+        nonlocal ended
+        while not ended:
             item = items.get()
             if item is None:
+                ended = True
                 return
             yield item
 
@@ -1283,8 +1287,10 @@ def _apply(
         shard.apply(plan, drain(), report, progress=changed)
     except BaseException as error:  # handed to the coordinating thread, which raises it
         failures.append(error)
+        # Keep the coordinator from blocking on a full queue, up to its end mark (which the
+        # apply may already have taken: the last commit comes after it, and can fail too).
         for _ in drain():
-            pass  # keep the coordinator from blocking on a full queue
+            pass
 
 
 def _stored_title(title: str | None) -> str | None:

@@ -485,9 +485,6 @@ def test_a_second_instance_reads_the_index_and_takes_over_when_the_first_exits(i
     assert second.ids("aardwolf") == ["first"]
 
 
-@pytest.mark.skip(
-    reason="hangs intermittently (about 1 run in 3) in the sharded sync after SQLITE_FULL; see the issue 10 note"
-)
 def test_a_full_disk_stops_indexing_cleanly_and_indexing_resumes_later(indexed: Indexed) -> None:
     for number in range(30):
         noise = " ".join(os.urandom(4).hex() for _ in range(600))  # incompressible, many trigrams
@@ -514,6 +511,34 @@ def test_a_full_disk_stops_indexing_cleanly_and_indexing_resumes_later(indexed: 
         shard._writer.execute("PRAGMA max_page_count = 1073741823")  # room again
     assert indexed.index.sync(sources, indexed.read).indexed == 30 - status.indexed
     assert len(indexed.ids("dugong")) == 30
+
+
+def test_a_writer_failing_at_its_last_commit_does_not_hang_the_sync(
+    indexed: Indexed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The last commit of a shard comes after it took the end mark from its queue; a full disk
+    # there once left the writer thread waiting for a second end mark forever.
+    for number in range(6):
+        say_user(indexed.session(f"l-{number}", created_at=number), f"lemur {number}")
+    indexed.writer.close()
+    sources = indexed.sources()
+    indexed.index.open()
+    original = body_index._Batch.commit
+
+    def commit(self: Any) -> None:
+        if self.active:
+            raise sqlite3.OperationalError("database or disk is full")
+        original(self)
+
+    monkeypatch.setattr(body_index, "COMMIT_INTERVAL", 3600.0)  # so the only commit is the last one
+    monkeypatch.setattr(body_index._Batch, "commit", commit)
+    with pytest.raises(IndexUnavailable) as error:
+        indexed.index.sync(sources, indexed.read)
+    assert error.value.code == INDEX_DISK_FULL
+    monkeypatch.setattr(body_index._Batch, "commit", original)
+    assert indexed.index.sync(sources, indexed.read).indexed == 6
+    indexed.titles = {}
+    assert len(indexed.ids("lemur")) == 6
 
 
 def test_an_unreadable_session_is_skipped_and_counted(indexed: Indexed) -> None:
