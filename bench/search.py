@@ -199,6 +199,58 @@ def bench_queries(root: Path, index: BodyIndex, repeats: int) -> None:
         )
 
 
+PICKER_WORDS = ["retry", "checksum", "quokka", "session-0", "project-1", "valueerror"]
+"""What the picker benchmark types: body words (common and rare), an id, a cwd."""
+
+
+async def _picker(root: Path, rounds: int, *, during_build: bool) -> tuple[list[float], int, str]:
+    from bench.app import type_mentions
+    from core import EchoModel
+    from tui.app import make_app
+
+    store = JsonlSessionStore(root)
+    app = make_app(store, EchoModel(), cwd=_Target.cwd, refresh_interval=3600, cursor_blink=False)
+    typed = 0
+    async with app.run_test(size=(120, 40)) as pilot:
+        await asyncio.wait_for(app.catalog_loaded.wait(), 120)
+        index = app.body_index
+        assert index is not None
+        if during_build:
+            while app._builder is None:  # noqa: ASYNC110 - the app starts its builder for the first build
+                await asyncio.sleep(0.01)
+            while app._builder is not None and app._builder.poll() is None and typed < rounds * 60:
+                typed += await type_mentions(app, pilot, PICKER_WORDS)
+            state = f"build {'still running' if app._builder and app._builder.poll() is None else 'finished'}"
+            state += f" at {index.status.indexed:,} of {index.status.total:,} sessions"
+        else:
+            while not (index.status.complete and not app.indexing):  # noqa: ASYNC110 - polling the app
+                await asyncio.sleep(0.05)
+            for _ in range(rounds):
+                typed += await type_mentions(app, pilot, PICKER_WORDS)
+            state = f"index ready ({index.status.indexed:,} sessions)"
+        latencies = list(app.picker_latencies)
+        if during_build and app._builder is not None:
+            await asyncio.get_running_loop().run_in_executor(None, app._builder.wait)  # leave it built
+    store.close()
+    return latencies, typed, state
+
+
+def bench_picker(root: Path, repeats: int) -> None:
+    """Keystroke -> painted in the real app (headless), body search on, with the index built and while it builds."""
+    from bench.app import print_latencies
+
+    print(f"\n## Picker with message search on, {SESSIONS:,} sessions: key received -> picker painted")
+    print(f"  typing @{', @'.join(PICKER_WORDS)} key by key")
+    latencies, _typed, state = asyncio.run(_picker(root, max(2, repeats // 2), during_build=False))
+    print(f"  {state}:")
+    print_latencies(latencies, "    ")
+    shutil.rmtree(index_path_beside(root), ignore_errors=True)
+    started = time.perf_counter()
+    latencies, _typed, state = asyncio.run(_picker(root, repeats, during_build=True))
+    print(f"  while the app's first build runs ({state}, {time.perf_counter() - started:.0f} s in all):")
+    print_latencies(latencies, "    ")
+
+
 def main(repeats: int = 5) -> None:
     began = time.perf_counter()
     root, text_bytes = seed_root()
@@ -208,6 +260,7 @@ def main(repeats: int = 5) -> None:
     bench_queries(root, index, repeats)
     bench_incremental(root, index, repeats)
     index.close()
+    bench_picker(root, repeats)
 
 
 if __name__ == "__main__":

@@ -720,6 +720,19 @@ class JsonlSessionStore:
         """
         return self._revisions.get(header.id)
 
+    def written_revision(self, session_id: str) -> Revision | None:
+        """The file revision of a session this store writes, as of its last append (``None`` when it
+        is not written here or has no file yet).
+
+        Every append reaches the file before it returns, so this is the revision another process
+        listing the store sees for the same events.
+        """
+        owned = self._owned.get(session_id)
+        if owned is None or owned.fd is None:
+            return None
+        stat = os.fstat(owned.fd)
+        return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
     def _load(self, session_id: str) -> LoadedLog:
         path = self._find(session_id)
         if path is None:

@@ -43,8 +43,10 @@ def open_app(
     session: str = "today",
     cwd: str = DEMO_PROJECT,
     setup: Callable[[JsonlSessionStore], None] | None = None,
+    refresh_interval: float = 3600,
 ) -> tuple[SessionRefApp, JsonlSessionStore]:
-    """A copy of the demo store in ``folder`` and the app on it (no cursor blink, no auto refresh).
+    """A copy of the demo store in ``folder`` and the app on it (no cursor blink, no auto refresh
+    unless ``refresh_interval`` asks for it).
 
     ``setup`` may write more sessions into the copy before the app opens it.
     """
@@ -63,7 +65,7 @@ def open_app(
         clock=fixed_clock,
         home=HOME,
         cursor_blink=False,
-        refresh_interval=3600,
+        refresh_interval=refresh_interval,
     )
     return app, store
 

@@ -67,6 +67,34 @@ def test_picker_open_with_three_groups(snap_compare: Any, app: SessionRefApp) ->
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def _search_picker(query: str) -> Any:
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        for key in ["@", *query]:
+            await pilot.press(key)
+        picker = pilot.app.chat.picker
+        await until(pilot, lambda: picker.is_open and picker.query_text == query)
+        await until(pilot, lambda: picker.note != "Searching more messages…")
+        await pilot.pause()
+
+    return run_before
+
+
+def test_picker_title_match(snap_compare: Any, app: SessionRefApp) -> None:
+    """`@sto`: "Storage design" found by its title (the id is design-notes), "Sto" marked in the
+    label; no second line, since the row itself shows why it matched."""
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=_search_picker("sto"))
+
+
+def test_picker_body_snippets(snap_compare: Any, app: SessionRefApp) -> None:
+    """`@log`: the load test by its id (a line `id load-test-log` under the row, "log" marked), then
+    "Storage design" only by what was said: a line `you: And how do we keep a crash from corrupting
+    a log?` with "log" marked; the two lines of the first hit highlighted together."""
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=_search_picker("log"))
+
+
 def test_mention_with_truncated_compacted_preview(snap_compare: Any, app: SessionRefApp) -> None:
     """`@load` accepted with Tab: the highlighted mention token in the prompt; the preview card of the
     load test: a full red budget bar near 64.0 KiB, kept of 201 messages with omitted counts and bytes,

@@ -92,3 +92,37 @@ def test_type_a_mention_send_it_and_find_it_in_the_store(demo_template: Path, tm
     assert "Retention (compacted)" in reply.data["content"][0]["text"]
     assert [e.data["reason"] for e in events if e.type == "turn/end"] == [{"kind": "completed"}]
     assert parse_session_reference_text(display).references == []
+
+
+def test_a_word_said_only_in_a_message_finds_the_session_to_reference(demo_template: Path, tmp_path: Path) -> None:
+    # "fsync" is in no title, id or cwd: only in an answer of "Storage design" (design-notes).
+    root = tmp_path / "store"
+    shutil.copytree(demo_template, root)
+    command = [sys.executable, "-m", "tui.cli", "--root", str(root), "--cwd", DEMO_PROJECT, "--session", "today"]
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "TERM": "xterm-256color", "HOME": str(tmp_path)}
+    terminal = Terminal(command, env)
+    try:
+        terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
+        terminal.send("how did we make writes durable in ", literal=True)
+        terminal.send("@", literal=True)
+        terminal.send("fsync", literal=True)
+        # The row, and under it the message that matched (the index builds on first start).
+        screen = terminal.wait_for(lambda s: "ai: Write each batch as one frame and fsync" in s)
+        lines = screen.splitlines()
+        at = next(i for i, line in enumerate(lines) if "ai: Write each batch" in line)
+        assert "Storage design" in lines[at - 1]  # the row, the snippet line under it
+        terminal.send("Tab")
+        terminal.wait_for(lambda s: "@[Storage design](dsh-session:" in s and "4 of 4 messages kept" in s)
+        terminal.send("Enter")
+        terminal.wait_for(lambda s: "Referenced sessions · Storage design" in s and "You asked" in s)
+        terminal.send("C-q")
+        terminal.wait_for(lambda s: "EXITED:0" in s)
+    finally:
+        terminal.close()
+
+    events = JsonlSessionStore(root).get("today").events
+    prompt = next(e for e in events if e.type == "user/message")
+    assert prompt.data["envelope"]["displayContent"][0]["text"] == "how did we make writes durable in @Storage design "
+    assert prompt.data["envelope"]["prefixContexts"][0]["meta"]["references"][0]["sessionId"] == "design-notes"
+    assert "Write each batch as one frame and fsync" in prompt.data["content"][0]["text"]
+    assert (root / ".sessionref-index").is_dir()  # beside the store, never inside a session folder

@@ -54,6 +54,7 @@ from core import (
     index_path_beside,
     parse_session_reference_text,
 )
+from core.body_index import INDEX_DISK_FULL, INDEX_READ_ONLY
 from core.errors import CANCELLED
 from core.search import FIRST_BUDGET, FULL_BUDGET
 from core.session import not_found, system_clock
@@ -611,6 +612,7 @@ class SessionRefApp(App[None]):
         self._index_failed_at = 0.0
         self._builder: subprocess.Popen[bytes] | None = None
         self._builder_failures = 0
+        self._builder_finished = False
         self.session = session
         self.agents: dict[str, AgentLoop] = {}
         self.agent = self._agent_for(session)
@@ -806,6 +808,10 @@ class SessionRefApp(App[None]):
         status = result.status
         if result.body == "short":
             return f"Type {MIN_BODY_QUERY}+ characters to search messages too"
+        if result.body == "indexing" and status is not None and status.code == INDEX_DISK_FULL:
+            # What was indexed before the disk filled up is still searched.
+            searchable = f"{status.indexed:,} of {status.total:,} searchable"
+            return f"Messages: {searchable}; indexing stopped, disk full ({status.code})"
         if result.body == "indexing" and status is not None:
             if status.state == "read-only" and self._builder is None:
                 return f"Messages: another sessionref is indexing ({status.indexed:,} of {status.total:,} searchable)"
@@ -814,7 +820,8 @@ class SessionRefApp(App[None]):
             return "Searching more messages…"
         if result.body == "unavailable" and status is not None:
             return f"Message search unavailable: {status.message} ({status.code})"
-        if result.body == "ready" and status is not None and status.code is not None:
+        if result.body == "ready" and status is not None and status.code not in (None, INDEX_READ_ONLY):
+            # (A complete copy another instance keeps searches just as well: nothing to say.)
             return f"Message search: {status.message} ({status.code})"
         return None
 
@@ -878,6 +885,9 @@ class SessionRefApp(App[None]):
                 return True
             self._builder = None
             if returncode == 0:
+                # What is left (sessions this app writes, which the builder sees at another
+                # revision) is indexed here: one builder run per app, never a loop of them.
+                self._builder_finished = True
                 with contextlib.suppress(IndexUnavailable):
                     index.open()
                     self.catalog.accept_titles(index.titles())
@@ -886,7 +896,12 @@ class SessionRefApp(App[None]):
                 message = builder.stderr.read().decode(errors="replace").strip() if builder.stderr else ""
                 self.call_from_thread(self._builder_failed, message or f"exit code {returncode}")
         store = self.store
-        if not isinstance(store, JsonlSessionStore) or index.path is None or self._builder_failures >= BUILDER_ATTEMPTS:
+        if (
+            not isinstance(store, JsonlSessionStore)
+            or index.path is None
+            or self._builder_finished
+            or self._builder_failures >= BUILDER_ATTEMPTS
+        ):
             return False
         if not index.writable or index.pending(sources) < BUILDER_THRESHOLD:
             return False  # little to do, or another process keeps the index (sync reads its progress)

@@ -287,6 +287,11 @@ class SessionCatalog:
     def _revision(self, record: SessionRecord) -> object:
         store = self.store
         if record.live:
+            if isinstance(store, JsonlSessionStore):
+                # The file's own revision, so another instance reading this index agrees with it.
+                written = store.written_revision(record.header.id)
+                if written is not None:
+                    return written
             session = store.get(record.header.id)
             return ("live", len(session.events)) if session is not None else None
         if isinstance(store, JsonlSessionStore):
