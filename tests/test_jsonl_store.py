@@ -490,3 +490,20 @@ async def test_delete_removes_the_session_folder(root: Path) -> None:
     store.delete("gone")
     assert not (root / "--p--" / "gone").exists()
     assert store.get("gone") is None
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+async def test_written_revision_is_what_another_process_lists(tmp_path: Path, compression: str) -> None:
+    writer = JsonlSessionStore(tmp_path, compression=compression)
+    session = writer.create("w", cwd="/work/app")
+    assert writer.written_revision("w") is None  # no file yet
+    say_user(session, "one")
+    reader = JsonlSessionStore(tmp_path, compression=compression)
+    records = await reader.list_sessions()
+    assert writer.written_revision("w") == reader.listed_revision(records[0].header)
+    say_assistant(session, "two")
+    records = await reader.list_sessions()
+    assert writer.written_revision("w") == reader.listed_revision(records[0].header)
+    assert reader.written_revision("w") is None  # only the writer knows one
+    writer.close()
+    reader.close()
