@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from core import format_session_reference_mention
 from tui.mentions import PickerQuery, picker_query, token_around, token_ending_at, token_starting_at
-from tui.text import age, bar, elide_middle, estimate_tokens, kib, short_cwd, visible, visible_lines
+from tui.text import age, bar, elide_middle, estimate_tokens, fit_cells, kib, short_cwd, visible, visible_lines
 
 
 @pytest.mark.parametrize(
@@ -90,3 +90,28 @@ def test_token_estimate_uses_the_stated_rule() -> None:
     assert estimate_tokens("a" * 10) == 3  # 10 x 0.3
     assert estimate_tokens("界" * 10) == 6  # 10 x 0.6
     assert estimate_tokens("ab界") == 2  # 0.6 + 0.6, rounded up
+
+
+def _fit_cells_reference(text: str, width: int) -> str:
+    # The obvious (quadratic) definition the fast one must agree with.
+    from rich.cells import cell_len
+
+    if cell_len(text) > width:
+        while text and cell_len(text) > width - 1:
+            text = text[:-1]
+        text += "…"
+    return text + " " * max(0, width - cell_len(text))
+
+
+@given(
+    st.text(alphabet=st.sampled_from(["a", " ", "~", "é", "界", "😀", "\u0301", "\x07", "\u200b"]), max_size=40),
+    st.integers(min_value=0, max_value=30),
+)
+def test_fit_cells_agrees_with_its_definition(text: str, width: int) -> None:
+    assert fit_cells(text, width) == _fit_cells_reference(text, width)
+
+
+def test_fit_cells_cuts_wide_characters_on_cell_boundaries() -> None:
+    assert fit_cells("界界界", 4) == "界… "  # 2 + 1, padded to 4
+    assert fit_cells("abcdef", 4) == "abc…"
+    assert fit_cells("ab", 4) == "ab  "
