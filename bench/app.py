@@ -96,8 +96,8 @@ async def type_mentions(app: Any, pilot: Any, words: list[str]) -> int:
             await pilot.press(key)
             typed += 1
             deadline = loop.time() + 30
-            while app.picker_updates == before:  # noqa: ASYNC110 - polling the app's counter is the point
-                if loop.time() > deadline or app._exit_renderables or not app.is_running:
+            while app.picker_updates == before:
+                if loop.time() > deadline or not app.is_running:
                     raise RuntimeError(f"no picker paint after {key!r} of @{word}: {app.chat.prompt.text!r}")
                 await asyncio.sleep(0.001)
         for _ in range(len(word) + 1):

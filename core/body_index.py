@@ -378,6 +378,12 @@ class _Shard:
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = Path(path) if path is not None else None
         self._lock = threading.RLock()
+        # A search reads on its own connection without ``_lock`` (so it never waits for a batch);
+        # ``_reading`` is held for such a read, and closing waits for it. ``_handle`` guards the
+        # connections' lifetime for ``interrupt``, which must not wait for the read it stops.
+        # Order: ``_lock``, then ``_reading``, then ``_handle``.
+        self._reading = threading.Lock()
+        self._handle = threading.Lock()
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
@@ -575,10 +581,12 @@ class _Shard:
                 os.unlink(str(self.path) + suffix)
 
     def _drop_connections(self, keep_lock: bool = False) -> None:
-        for connection in {id(c): c for c in (self._writer, self._reader) if c is not None}.values():
-            with contextlib.suppress(sqlite3.Error):
-                connection.close()
-        self._writer = self._reader = None
+        # Closing a connection another thread is reading on, or interrupting, crashes the process.
+        with self._reading, self._handle:
+            for connection in {id(c): c for c in (self._writer, self._reader) if c is not None}.values():
+                with contextlib.suppress(sqlite3.Error):
+                    connection.close()
+            self._writer = self._reader = None
         self._known, self._ids = {}, {}
         if not keep_lock and self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -825,9 +833,12 @@ class _Shard:
             if connection is None:
                 return []
             if connection is not self._writer:
-                # Its own connection: reading never waits for the writer (WAL).
-                self._lock.release()
-                locked = False
+                # Its own connection: reading never waits for the writer (WAL), and closing the
+                # connection waits for this read.
+                with self._reading:
+                    self._lock.release()
+                    locked = False
+                    return connection.execute(sql, tuple(parameters)).fetchall()
             return connection.execute(sql, tuple(parameters)).fetchall()
         except sqlite3.Error as error:
             problem = _classify(error)
@@ -973,10 +984,11 @@ class _Shard:
 
     def interrupt(self) -> None:
         """Abort a search running on another thread (it raises ``IndexUnavailable``)."""
-        connection = self._reader
-        if connection is not None and connection is not self._writer:
-            with contextlib.suppress(sqlite3.Error):
-                connection.interrupt()
+        with self._handle:
+            connection = self._reader
+            if connection is not None and connection is not self._writer:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.interrupt()
 
     def size_bytes(self) -> int:
         """Bytes on disk (file and write-ahead log)."""

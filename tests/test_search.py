@@ -541,6 +541,17 @@ def test_a_writer_failing_at_its_last_commit_does_not_hang_the_sync(
     assert len(indexed.ids("lemur")) == 6
 
 
+def test_closing_and_interrupting_while_another_thread_searches_never_crashes() -> None:
+    # The app reopens the index (a builder finished, a file was replaced) while its search thread
+    # reads and a keystroke interrupts: that once closed a connection under a running read.
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.index_stress", "2"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    searches, reopens = (int(word) for word in done.stdout.split()[1::2])
+    assert searches > 10 and reopens > 10
+
+
 def test_an_unreadable_session_is_skipped_and_counted(indexed: Indexed) -> None:
     say_user(indexed.session("fine"), "koala")
     say_user(indexed.session("broken", created_at=1), "koala too")

@@ -153,6 +153,7 @@ class ChatScreen(Screen[None]):
         self._stream_timer: Timer | None = None
         self.preparing = False
         self._shown_for_key: float | None = None
+        self._key_unanswered = False
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -262,6 +263,7 @@ class ChatScreen(Screen[None]):
             self._lookup_abort.abort("picker closed")
             self._lookup_abort = None
         self._lookup_generation += 1
+        self._key_unanswered = False
 
     def on_prompt_area_query_changed(self, event: PromptArea.QueryChanged) -> None:
         self._query, self._query_row = event.query, event.row
@@ -275,6 +277,9 @@ class ChatScreen(Screen[None]):
         self._lookup(event.query)
 
     def _lookup(self, query: PickerQuery, from_key: bool = True) -> None:
+        # A refresh that supersedes a keystroke's lookup before it was shown answers that keystroke.
+        from_key = from_key or self._key_unanswered
+        self._key_unanswered = from_key
         if self._lookup_abort is not None:
             self._lookup_abort.abort("superseded by a newer keystroke")
         controller = AbortController()
@@ -302,7 +307,10 @@ class ChatScreen(Screen[None]):
             keep = budget != FIRST_BUDGET or not from_key
             picker.show(result, query.query, host.session.cwd, host.clock(), host.index_note(result), keep=keep)
             self._place_picker(query)
-            self._shown_for_key = self.prompt.last_key_at if from_key and budget == FIRST_BUDGET else None
+            if from_key and budget == FIRST_BUDGET:
+                # The next paint answers this keystroke (even if the full answer is in by then).
+                self._shown_for_key = self.prompt.last_key_at
+                self._key_unanswered = False
             if result.complete or budget == FULL_BUDGET:
                 return
             # The keystroke's answer is on screen; finish the message search behind it.
@@ -314,6 +322,7 @@ class ChatScreen(Screen[None]):
             return  # a refresh after titles loaded, not a keystroke
         self.host.picker_latencies.append(event.painted_at - self._shown_for_key)
         self.host.picker_updates += 1
+        self._shown_for_key = None
 
     def refresh_picker(self) -> None:
         """Look the open picker's query up again (titles that were still loading may be in now)."""
