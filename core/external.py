@@ -1,0 +1,549 @@
+"""Read-only session sources of other coding agents: Claude Code and OpenAI's Codex CLI.
+
+Each source implements the ``SessionQuery`` protocol over the agent's own files and maps what it
+finds to surface events, so projection, budgets, framing and baking stay the contract's own:
+
+- user-typed text → ``user/message`` with source ``{kind: "user"}``; assistant text →
+  ``assistant/message``; a Claude Code compaction summary → a compact checkpoint (the surface
+  starts there);
+- tool calls and results, thinking/reasoning, system and meta records, sidechains, and Codex's
+  ``<user_instructions>`` / ``<environment_context>`` boilerplate are not on the surface.
+
+Ids are namespaced (``claude:<uuid>``, ``codex:<uuid>``). Nothing is ever written under the roots.
+A file is read up to its last complete line (an agent appending meanwhile yields a consistent
+prefix), line by line; malformed or unknown lines are skipped and counted (``problems``).
+
+Formats are not officially documented. Supported shapes: Claude Code ``projects/<dir>/<uuid>.jsonl``
+(records ``user``/``assistant``/``summary``/``system`` with ``uuid``/``parentUuid``, ``cwd``,
+``timestamp``, ``isSidechain``, ``isMeta``, ``isCompactSummary``; message content as a string or
+block array), as written by Claude Code 1.x–2.x; Codex CLI ``sessions/YYYY/MM/DD/rollout-*.jsonl``
+in both layouts: ``{timestamp, type, payload}`` lines (``session_meta``, ``response_item``,
+``event_msg``, ``turn_context``; Codex 0.2x+) and the older bare lines (a first ``{id, timestamp,
+instructions}`` line, then response items).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .jsonl_store import StoreProblem
+from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot
+from .query import SessionQuery, listing_order_key
+from .session import not_found
+
+CLAUDE_PREFIX = "claude:"
+CODEX_PREFIX = "codex:"
+HEAD_BYTES = 256 * 1024
+"""How much of a file the listing reads for its header (first timestamp, cwd, Codex meta)."""
+
+_UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+_BOILERPLATE = ("<user_instructions>", "<environment_context>", "<user_instructions", "<environment_context")
+_TITLE_LENGTH = 80
+
+Revision = tuple[int, int, int, int]
+
+
+def claude_root() -> Path:
+    """``CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(configured) if configured else Path.home() / ".claude"
+
+
+def codex_root() -> Path:
+    """``CODEX_HOME``, else ``~/.codex``."""
+    configured = os.environ.get("CODEX_HOME")
+    return Path(configured) if configured else Path.home() / ".codex"
+
+
+def _millis(value: Any) -> int | None:
+    """Epoch milliseconds of an ISO 8601 timestamp (``...Z`` or an offset), or ``None``."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return int(parsed.timestamp() * 1000)
+
+
+def _lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON or ``None`` when malformed) of every complete line, streamed.
+
+    Only bytes present when the file was opened are read, and a last line without its newline
+    (being written) is left out, so a file another program appends to reads as a consistent prefix.
+    """
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        budget = size if limit is None else min(size, limit)
+        read = 0
+        for number, raw in enumerate(handle):
+            read += len(raw)
+            if read > budget or not raw.endswith(b"\n"):
+                return
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                yield number, json.loads(line)
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                yield number, None
+
+
+def _revision(path: Path) -> Revision:
+    stat = path.stat()
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _text(value: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": value}]
+
+
+def _first_line_title(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _TITLE_LENGTH else line[: _TITLE_LENGTH - 1] + "…"
+
+
+@dataclass
+class ExternalSession:
+    """One session of another agent as read: its header, folded surface, title and problems."""
+
+    header: SessionHeader
+    events: list[SessionEvent]
+    title: str | None
+    problems: int = 0
+    last_seq: int | None = None
+
+
+@dataclass
+class _Entry:
+    path: Path
+    revision: Revision
+    header: SessionHeader | None
+    session: ExternalSession | None = None
+
+
+@dataclass
+class _Builder:
+    """Collects surface events in order; a checkpoint drops everything before it."""
+
+    events: list[SessionEvent] = field(default_factory=list)
+    turn: int = 0
+
+    def user(self, seq: int, time: int, text: str) -> None:
+        self.turn += 1
+        data = {"content": _text(text), "source": {"kind": "user"}}
+        self.events.append(SessionEvent(type="user/message", seq=seq, time=time, data=data, surface_op="append"))
+
+    def assistant(self, seq: int, time: int, text: str) -> None:
+        data = {"turn": max(1, self.turn), "step": 0, "content": _text(text)}
+        self.events.append(SessionEvent(type="assistant/message", seq=seq, time=time, data=data, surface_op="append"))
+
+    def checkpoint(self, seq: int, time: int, text: str) -> None:
+        source = {"kind": "plugin", "plugin": "compact"}
+        data = {"content": _text(text), "source": source}
+        self.events = [SessionEvent(type="user/message", seq=seq, time=time, data=data, surface_op="append")]
+
+
+class _FileSource:
+    """What both agents' sources share: a cached listing by file revision and lazy reads."""
+
+    prefix = ""
+    name = ""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self._entries: dict[str, _Entry] = {}
+        self.problems: list[StoreProblem] = []
+
+    def _files(self) -> Iterator[Path]:
+        raise NotImplementedError
+
+    def _header(self, path: Path) -> SessionHeader | None:
+        raise NotImplementedError
+
+    def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
+        raise NotImplementedError
+
+    def listing(self) -> list[SessionRecord]:
+        """Every session (stat per file; a file's head is read again only when it changed)."""
+        entries: dict[str, _Entry] = {}
+        problems: list[StoreProblem] = []
+        by_path = {entry.path: entry for entry in self._entries.values()}
+        for path in self._files():
+            try:
+                revision = _revision(path)
+            except OSError:
+                continue  # gone meanwhile
+            known = by_path.get(path)
+            if known is not None and known.revision == revision:
+                entry = known
+            else:
+                try:
+                    header = self._header(path)
+                except OSError as error:
+                    problems.append(StoreProblem(path, f"cannot read: {error.strerror or error}"))
+                    continue
+                entry = _Entry(path, revision, header)
+            if entry.header is None:
+                problems.append(StoreProblem(path, f"no readable {self.name} record"))
+                continue
+            entries[entry.header.id] = entry
+        self._entries = entries
+        self.problems = problems
+        records = [SessionRecord(header=entry.header, persisted=True) for entry in entries.values() if entry.header]
+        records.sort(key=listing_order_key)
+        return records
+
+    def session(self, session_id: str) -> ExternalSession:
+        """The session as read now (cached by file revision).
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND`` (not listed, or its file is gone).
+        """
+        entry = self._entries.get(session_id)
+        if entry is None:
+            self.listing()
+            entry = self._entries.get(session_id)
+        if entry is None or entry.header is None:
+            raise not_found(session_id)
+        try:
+            revision = _revision(entry.path)
+            if entry.session is None or revision != entry.revision:
+                entry.revision = revision
+                entry.session = self._read(entry.path, entry.header)
+        except OSError as error:
+            raise not_found(session_id) from error
+        return entry.session
+
+    def revision(self, session_id: str) -> Revision | None:
+        """The file revision the last listing saw (``None`` when not listed)."""
+        entry = self._entries.get(session_id)
+        return entry.revision if entry is not None else None
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        return await asyncio.to_thread(self.listing)
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        session = await asyncio.to_thread(self.session, session_id)
+        return SurfaceSnapshot(session=session.header, captured_through_seq=session.last_seq, events=session.events)
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        session = await asyncio.to_thread(self.session, session_id)
+        if session.title is None:
+            return None
+        seq = session.last_seq or 0
+        return TitleSnapshot(title=session.title, message_seqs=[], event_seq=seq, updated_at=session.header.created_at)
+
+
+# -- Claude Code ----------------------------------------------------------------------------------
+
+
+def _claude_blocks(content: Any) -> tuple[list[str], bool]:
+    """The text blocks of a message's content, and whether it held anything else (tools, thinking)."""
+    if isinstance(content, str):
+        return [content], False
+    texts: list[str] = []
+    other = False
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            else:
+                other = True
+    return texts, other
+
+
+class ClaudeCodeSource(_FileSource):
+    """Claude Code's sessions: ``<root>/projects/<encoded cwd>/<uuid>.jsonl`` (read-only)."""
+
+    prefix = CLAUDE_PREFIX
+    name = "Claude Code"
+
+    def _files(self) -> Iterator[Path]:
+        projects = self.root / "projects"
+        try:
+            folders = [entry for entry in os.scandir(projects) if entry.is_dir()]
+        except OSError:
+            return
+        for folder in folders:
+            try:
+                names = os.listdir(folder.path)
+            except OSError:
+                continue
+            for name in names:
+                if name.endswith(".jsonl"):
+                    yield Path(folder.path) / name
+
+    def _header(self, path: Path) -> SessionHeader | None:
+        created: int | None = None
+        cwd: str | None = None
+        readable = False
+        for _number, record in _lines(path, HEAD_BYTES):
+            if not isinstance(record, Mapping):
+                continue
+            readable = readable or isinstance(record.get("type"), str)
+            if created is None:
+                created = _millis(record.get("timestamp"))
+            if cwd is None and isinstance(record.get("cwd"), str) and record["cwd"]:
+                cwd = record["cwd"]
+            if created is not None and cwd is not None:
+                break
+        if not readable:
+            return None
+        if created is None:
+            created = path.stat().st_mtime_ns // 1_000_000
+        return SessionHeader(id=self.prefix + path.stem, created_at=created, cwd=cwd)
+
+    def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
+        records: dict[str, tuple[int, Mapping[str, Any]]] = {}
+        order: list[str] = []
+        summaries: list[tuple[str | None, str]] = []
+        problems = 0
+        last_seq: int | None = None
+        for number, record in _lines(path):
+            last_seq = number
+            if not isinstance(record, Mapping) or not isinstance(record.get("type"), str):
+                problems += 1
+                continue
+            kind = record["type"]
+            if kind == "summary":
+                if isinstance(record.get("summary"), str):
+                    leaf = record.get("leafUuid")
+                    summaries.append((leaf if isinstance(leaf, str) else None, record["summary"]))
+                continue
+            if kind not in ("user", "assistant", "system"):
+                continue  # other record kinds (file history, hooks…) are not conversation
+            uuid = record.get("uuid")
+            if not isinstance(uuid, str) or record.get("isSidechain") is True:
+                continue
+            records[uuid] = (number, record)
+            order.append(uuid)
+        chain = self._chain(records, order)
+        builder = _Builder()
+        first_prompt: str | None = None
+        for uuid in chain:
+            number, record = records[uuid]
+            time = _millis(record.get("timestamp")) or header.created_at
+            message = record.get("message")
+            if record["type"] == "system" or record.get("isMeta") is True or not isinstance(message, Mapping):
+                continue
+            texts, _other = _claude_blocks(message.get("content"))
+            text = "\n".join(part for part in texts if part)
+            if not text.strip():
+                continue  # tool results, thinking and tool calls only
+            if record.get("isCompactSummary") is True:
+                builder.checkpoint(number, time, text)
+            elif record["type"] == "user":
+                if _is_claude_command_noise(text):
+                    continue
+                builder.user(number, time, text)
+                if first_prompt is None:
+                    first_prompt = text
+            else:
+                builder.assistant(number, time, text)
+        in_chain = set(chain)
+        title = next((summary for leaf, summary in reversed(summaries) if leaf in in_chain), None)
+        if title is None and summaries:
+            title = summaries[-1][1]
+        if title is None and first_prompt is not None:
+            title = _first_line_title(first_prompt)
+        return ExternalSession(header, builder.events, title, problems, last_seq)
+
+    @staticmethod
+    def _chain(records: Mapping[str, tuple[int, Mapping[str, Any]]], order: Sequence[str]) -> list[str]:
+        """The branch that ends in the newest record, root first (``parentUuid`` links)."""
+        if not order:
+            return []
+        chain: list[str] = []
+        seen: set[str] = set()
+        current: str | None = order[-1]
+        while current is not None and current in records and current not in seen:
+            seen.add(current)
+            chain.append(current)
+            parent = records[current][1].get("parentUuid")
+            current = parent if isinstance(parent, str) else None
+        chain.reverse()
+        return chain
+
+
+def _is_claude_command_noise(text: str) -> bool:
+    # Slash-command echoes and local command output Claude Code stores as user records.
+    stripped = text.lstrip()
+    return stripped.startswith(("<command-name>", "<local-command-stdout>", "<command-message>", "Caveat: "))
+
+
+# -- Codex CLI ------------------------------------------------------------------------------------
+
+
+def _codex_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") in ("input_text", "output_text", "text")
+                and isinstance(block.get("text"), str)
+            ):
+                parts.append(block["text"])
+    return "\n".join(part for part in parts if part)
+
+
+def _is_boilerplate(text: str) -> bool:
+    return text.lstrip().startswith(_BOILERPLATE)
+
+
+class CodexSource(_FileSource):
+    """Codex CLI's sessions: ``<root>/sessions/YYYY/MM/DD/rollout-*.jsonl`` (read-only)."""
+
+    prefix = CODEX_PREFIX
+    name = "Codex"
+
+    def _files(self) -> Iterator[Path]:
+        sessions = self.root / "sessions"
+        for folder, _dirs, names in os.walk(sessions):
+            for name in names:
+                if name.startswith("rollout-") and name.endswith(".jsonl"):
+                    yield Path(folder) / name
+
+    def _header(self, path: Path) -> SessionHeader | None:
+        session_id: str | None = None
+        created: int | None = None
+        cwd: str | None = None
+        readable = False
+        for _number, record in _lines(path, HEAD_BYTES):
+            if not isinstance(record, Mapping):
+                continue
+            payload = record.get("payload")
+            if record.get("type") == "session_meta" and isinstance(payload, Mapping):
+                readable = True
+                session_id = payload.get("id") if isinstance(payload.get("id"), str) else session_id
+                created = _millis(payload.get("timestamp")) or _millis(record.get("timestamp"))
+                cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+                break
+            if "payload" not in record and isinstance(record.get("id"), str) and "timestamp" in record:
+                readable = True  # the older layout's first line
+                session_id, created = record["id"], _millis(record.get("timestamp"))
+                continue
+            if isinstance(record.get("type"), str):
+                readable = True
+                if created is None:
+                    created = _millis(record.get("timestamp"))
+                if cwd is None and record.get("type") == "turn_context" and isinstance(payload, Mapping):
+                    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            if session_id is not None and cwd is not None:
+                break
+        if not readable:
+            return None
+        if session_id is None:
+            match = _UUID.search(path.stem)
+            session_id = match.group(1) if match else path.stem
+        if created is None:
+            created = path.stat().st_mtime_ns // 1_000_000
+        return SessionHeader(id=self.prefix + session_id, created_at=created, cwd=cwd)
+
+    def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
+        items: list[tuple[int, int, str, str]] = []  # (seq, time, role, text) from response items
+        events: list[tuple[int, int, str, str]] = []  # the same from event_msg, used only without items
+        problems = 0
+        last_seq: int | None = None
+        for number, record in _lines(path):
+            last_seq = number
+            if not isinstance(record, Mapping):
+                problems += 1
+                continue
+            time = _millis(record.get("timestamp")) or header.created_at
+            kind = record.get("type")
+            payload = record.get("payload")
+            if isinstance(payload, Mapping):
+                if kind == "response_item":
+                    self._item(payload, number, time, items)
+                elif kind == "event_msg":
+                    message = payload.get("message")
+                    if isinstance(message, str) and message.strip():
+                        if payload.get("type") == "user_message" and not _is_boilerplate(message):
+                            events.append((number, time, "user", message))
+                        elif payload.get("type") == "agent_message":
+                            events.append((number, time, "assistant", message))
+                elif kind not in ("session_meta", "turn_context", "compacted"):
+                    problems += 1
+            elif "payload" not in record and isinstance(kind, str):
+                self._item(record, number, time, items)  # the older layout: bare response items
+            elif not ("id" in record and "timestamp" in record):
+                problems += 1
+        chosen = items if any(role == "user" for _s, _t, role, _x in items) or not events else events
+        builder = _Builder()
+        title: str | None = None
+        for seq, time, role, text in chosen:
+            if role == "user":
+                builder.user(seq, time, text)
+                title = title or _first_line_title(text)
+            else:
+                builder.assistant(seq, time, text)
+        return ExternalSession(header, builder.events, title, problems, last_seq)
+
+    @staticmethod
+    def _item(item: Mapping[str, Any], seq: int, time: int, out: list[tuple[int, int, str, str]]) -> None:
+        if item.get("type") != "message":
+            return  # function calls and outputs, reasoning (summaries or encrypted), local shell
+        role = item.get("role")
+        text = _codex_text(item.get("content"))
+        if not text.strip():
+            return
+        if role == "user" and not _is_boilerplate(text):
+            out.append((seq, time, "user", text))
+        elif role == "assistant":
+            out.append((seq, time, "assistant", text))
+
+
+# -- one listing over several sources ---------------------------------------------------------------
+
+
+class MergedSessionQuery:
+    """The dsh store and other agents' sources as one ``SessionQuery``: one listing in contract
+    order (newest first, ties by id), each read routed to the source that listed the session."""
+
+    def __init__(self, primary: SessionQuery, sources: Sequence[_FileSource]) -> None:
+        self.primary = primary
+        self.sources = list(sources)
+
+    def source_of(self, session_id: str) -> _FileSource | None:
+        """The external source a namespaced id belongs to (``None``: the primary store)."""
+        return next((source for source in self.sources if session_id.startswith(source.prefix)), None)
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        listings = await asyncio.gather(self.primary.list_sessions(), *(s.list_sessions() for s in self.sources))
+        merged = [record for listing in listings for record in listing]
+        merged.sort(key=listing_order_key)
+        return merged
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        source = self.source_of(session_id)
+        return await (source.read_surface(session_id) if source else self.primary.read_surface(session_id))
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        source = self.source_of(session_id)
+        return await (source.read_title(session_id) if source else self.primary.read_title(session_id))
+
+
+__all__ = [
+    "CLAUDE_PREFIX",
+    "CODEX_PREFIX",
+    "ClaudeCodeSource",
+    "CodexSource",
+    "ExternalSession",
+    "MergedSessionQuery",
+    "claude_root",
+    "codex_root",
+]
