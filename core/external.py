@@ -230,19 +230,27 @@ class _FileSource:
         entry = self._entries.get(session_id)
         return entry.revision if entry is not None else None
 
-    async def list_sessions(self) -> list[SessionRecord]:
-        return await asyncio.to_thread(self.listing)
-
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        session = await asyncio.to_thread(self.session, session_id)
+    def surface(self, session_id: str) -> SurfaceSnapshot:
+        """``read_surface``, synchronously (for a host's own threads)."""
+        session = self.session(session_id)
         return SurfaceSnapshot(session=session.header, captured_through_seq=session.last_seq, events=session.events)
 
-    async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        session = await asyncio.to_thread(self.session, session_id)
+    def title(self, session_id: str) -> TitleSnapshot | None:
+        """``read_title``, synchronously (for a host's own threads)."""
+        session = self.session(session_id)
         if session.title is None:
             return None
         seq = session.last_seq or 0
         return TitleSnapshot(title=session.title, message_seqs=[], event_seq=seq, updated_at=session.header.created_at)
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        return await asyncio.to_thread(self.listing)
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        return await asyncio.to_thread(self.surface, session_id)
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        return await asyncio.to_thread(self.title, session_id)
 
 
 # -- Claude Code ----------------------------------------------------------------------------------
@@ -507,6 +515,10 @@ class CodexSource(_FileSource):
             out.append((seq, time, "assistant", text))
 
 
+ExternalSource = ClaudeCodeSource | CodexSource
+"""A read-only source of another agent's sessions."""
+
+
 # -- one listing over several sources ---------------------------------------------------------------
 
 
@@ -514,11 +526,11 @@ class MergedSessionQuery:
     """The dsh store and other agents' sources as one ``SessionQuery``: one listing in contract
     order (newest first, ties by id), each read routed to the source that listed the session."""
 
-    def __init__(self, primary: SessionQuery, sources: Sequence[_FileSource]) -> None:
+    def __init__(self, primary: SessionQuery, sources: Sequence[ExternalSource]) -> None:
         self.primary = primary
         self.sources = list(sources)
 
-    def source_of(self, session_id: str) -> _FileSource | None:
+    def source_of(self, session_id: str) -> ExternalSource | None:
         """The external source a namespaced id belongs to (``None``: the primary store)."""
         return next((source for source in self.sources if session_id.startswith(source.prefix)), None)
 
@@ -543,6 +555,7 @@ __all__ = [
     "ClaudeCodeSource",
     "CodexSource",
     "ExternalSession",
+    "ExternalSource",
     "MergedSessionQuery",
     "claude_root",
     "codex_root",

@@ -11,6 +11,7 @@ from typing import Any
 from textual.pilot import Pilot
 
 from core import ChatModel, EchoModel, JsonlSessionStore, ReferenceConfig
+from core.external import ExternalSource
 from tui.app import SessionRefApp, make_app
 from tui.demo import DEMO_PROJECT, DEMO_START, seed_demo
 
@@ -44,11 +45,13 @@ def open_app(
     cwd: str = DEMO_PROJECT,
     setup: Callable[[JsonlSessionStore], None] | None = None,
     refresh_interval: float = 3600,
+    external: tuple[ExternalSource, ...] = (),
 ) -> tuple[SessionRefApp, JsonlSessionStore]:
     """A copy of the demo store in ``folder`` and the app on it (no cursor blink, no auto refresh
     unless ``refresh_interval`` asks for it).
 
-    ``setup`` may write more sessions into the copy before the app opens it.
+    ``setup`` may write more sessions into the copy before the app opens it; ``external`` lists
+    other agents' sessions too.
     """
     shutil.copytree(template, folder)
     if setup is not None:
@@ -66,6 +69,7 @@ def open_app(
         home=HOME,
         cursor_blink=False,
         refresh_interval=refresh_interval,
+        external=external,
     )
     return app, store
 

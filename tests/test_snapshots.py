@@ -95,6 +95,26 @@ def test_picker_body_snippets(snap_compare: Any, app: SessionRefApp) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=_search_picker("log"))
 
 
+def test_picker_with_claude_code_and_codex_sessions(snap_compare: Any, demo_template: Path, tmp_path: Path) -> None:
+    """`@` with a Claude Code session (badge CC, "Flaky lock test fix", 30s) first in This folder; the
+    Codex session (badge CX, "Make the hero image load lazily", 8m) is last in Elsewhere, below the
+    picker's fold, and the sidebar shows both badges in their groups."""
+    from core.external import ClaudeCodeSource, CodexSource
+    from tests.external_fixtures import seed_external
+
+    seed_external(tmp_path / "claude", tmp_path / "codex")
+    external = (ClaudeCodeSource(tmp_path / "claude"), CodexSource(tmp_path / "codex"))
+    mixed, _ = open_app(demo_template, tmp_path / "store", external=external)
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("@")
+        await until(pilot, lambda: pilot.app.chat.picker.is_open and pilot.app.chat.picker.candidates)
+        await pilot.pause()
+
+    assert snap_compare(mixed, terminal_size=SIZE, run_before=run_before)
+
+
 def test_mention_with_truncated_compacted_preview(snap_compare: Any, app: SessionRefApp) -> None:
     """`@load` accepted with Tab: the highlighted mention token in the prompt; the preview card of the
     load test: a full red budget bar near 64.0 KiB, kept of 201 messages with omitted counts and bytes,

@@ -56,6 +56,7 @@ from core import (
 )
 from core.body_index import INDEX_DISK_FULL, INDEX_READ_ONLY
 from core.errors import CANCELLED
+from core.external import ExternalSource
 from core.search import FIRST_BUDGET, FULL_BUDGET
 from core.session import not_found, system_clock
 
@@ -521,6 +522,14 @@ class ChatScreen(Screen[None]):
         host = self.host
         if session_id == host.session.id:
             return
+        source = host.catalog.source_of(session_id)
+        if source is not None:
+            # Another agent's session is never written here: it can only be referenced.
+            self.notify(
+                f"{source.name} sessions are read-only here: type @ in the prompt to reference it.",
+                title="Cannot open session",
+            )
+            return
         try:
             host.open_session(session_id)
         except SessionQueryError as error:
@@ -594,6 +603,7 @@ class SessionRefApp(App[None]):
         refresh_interval: float = 2.0,
         search_config: SearchConfig | None = None,
         index_path: str | os.PathLike[str] | None = None,
+        external: tuple[ExternalSource, ...] = (),
     ) -> None:
         super().__init__()
         self.store = store
@@ -603,7 +613,7 @@ class SessionRefApp(App[None]):
         self.home = home
         self.cursor_blink = cursor_blink
         self.refresh_interval = refresh_interval
-        self.catalog = SessionCatalog(store)
+        self.catalog = SessionCatalog(store, external)
         self.service = SessionReferenceService(self.catalog, config)
         self.search_config = search_config if search_config is not None else SearchConfig()
         if index_path is None and isinstance(store, JsonlSessionStore):
@@ -998,11 +1008,13 @@ def make_app(
     refresh_interval: float = 2.0,
     search_config: SearchConfig | None = None,
     index_path: str | os.PathLike[str] | None = None,
+    external: tuple[ExternalSource, ...] = (),
 ) -> SessionRefApp:
     """Build the app on ``store``: open ``session_id`` (or start a new session in ``cwd``).
 
     ``search_config`` turns message search off (``SearchConfig(body_search=False)``); the body
     index lives at ``index_path`` (default: beside the store's root; in memory for a memory store).
+    ``external`` adds other agents' sessions (Claude Code, Codex) to the listing, read-only.
 
     Raises:
         SessionQueryError: the session is missing, locked or corrupt.
@@ -1020,4 +1032,5 @@ def make_app(
         refresh_interval=refresh_interval,
         search_config=search_config,
         index_path=index_path,
+        external=external,
     )

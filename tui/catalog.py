@@ -25,7 +25,9 @@ from core import (
     indexed_session,
     revision_key,
 )
+from core.external import ExternalSource
 from core.models import SurfaceSnapshot, TitleSnapshot
+from core.query import listing_order_key
 
 Store = JsonlSessionStore | MemorySessionStore
 
@@ -40,10 +42,14 @@ class SessionCatalog:
 
     Args:
         store: the store the app writes and reads.
+        external: read-only sources of other agents' sessions (Claude Code, Codex), listed with
+            the store's sessions in one listing; their ids are namespaced (``claude:…``).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, external: tuple[ExternalSource, ...] = ()) -> None:
         self.store = store
+        self.external = external
+        self._external_revisions: list[dict[str, object]] = [{} for _ in external]
         self.records: list[SessionRecord] = []
         self.problems: list[StoreProblem] = []
         self.listed = False
@@ -71,8 +77,16 @@ class SessionCatalog:
         return self.records
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        """The current surface, from the store (its log cache is keyed by file revision)."""
+        """The current surface, from the store (its log cache is keyed by file revision) or the
+        other agent's source the session belongs to."""
+        source = self.source_of(session_id)
+        if source is not None:
+            return await source.read_surface(session_id)
         return await self.store.read_surface(session_id)
+
+    def source_of(self, session_id: str) -> ExternalSource | None:
+        """The other agent's source of a namespaced id (``None``: a session of the store)."""
+        return next((source for source in self.external if session_id.startswith(source.prefix)), None)
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
         """The latest title: from the cache when the session's revision is unchanged.
@@ -89,7 +103,8 @@ class SessionCatalog:
         if self.defer_titles and record is not None and not record.live:
             self._want(session_id)
             return None
-        title = await self.store.read_title(session_id)
+        source = self.source_of(session_id)
+        title = await (source.read_title(session_id) if source is not None else self.store.read_title(session_id))
         if revision is not None:
             self._titles[session_id] = (revision, title)
         return title
@@ -179,6 +194,10 @@ class SessionCatalog:
         if record is None:
             return None
         store = self.store
+        source = self.source_of(session_id)
+        if source is not None:
+            revision = source.revision(session_id)
+            return indexed_session(revision, source.surface(session_id), source.title(session_id))
         if isinstance(store, JsonlSessionStore) and not record.live:
             stored = store.read_stored(record.header)
             return indexed_session(stored.revision, stored.surface, stored.title)
@@ -222,10 +241,22 @@ class SessionCatalog:
             else:
                 return False
             problems = list(getattr(self.store, "problems", []))
+            external_changed = False
+            if self.external:
+                records = list(records)
+                for number, source in enumerate(self.external):
+                    listed = source.listing()
+                    records.extend(listed)
+                    problems.extend(source.problems)
+                    revisions_now = {record.header.id: source.revision(record.header.id) for record in listed}
+                    external_changed = external_changed or revisions_now != self._external_revisions[number]
+                    self._external_revisions[number] = revisions_now
+                records.sort(key=listing_order_key)
             listing_changed = not self.listed or _keys(records) != _keys(self.records)
             # A file that changed (a title written elsewhere, say) shows as a new revisions map.
             revisions = self.store.listed_revisions() if isinstance(self.store, JsonlSessionStore) else None
             changed = listing_changed or problems != self.problems or revisions is not self._revisions
+            changed = changed or external_changed
             self._revisions = revisions
             if listing_changed:
                 # A new list object only when the listing differs: the service indexes the old one.
@@ -275,7 +306,8 @@ class SessionCatalog:
     def _read_title(self, record: SessionRecord) -> None:
         session_id = record.header.id
         try:
-            title = _run(self.store.read_title(session_id))
+            source = self.source_of(session_id)
+            title = source.title(session_id) if source is not None else _run(self.store.read_title(session_id))
         except (SessionQueryError, OSError):
             title = None
         self._titles[session_id] = (self._revision(record), title)
@@ -286,6 +318,9 @@ class SessionCatalog:
 
     def _revision(self, record: SessionRecord) -> object:
         store = self.store
+        source = self.source_of(record.header.id)
+        if source is not None:
+            return source.revision(record.header.id)
         if record.live:
             if isinstance(store, JsonlSessionStore):
                 # The file's own revision, so another instance reading this index agrees with it.

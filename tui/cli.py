@@ -26,6 +26,7 @@ from core import (
     SessionReferenceError,
 )
 from core.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
+from core.external import ClaudeCodeSource, CodexSource, ExternalSource, claude_root, codex_root
 
 BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
 """Environment switch for message search: 0/false/off/no turns it off, 1/true/on/yes on."""
@@ -111,6 +112,22 @@ def build_parser() -> argparse.ArgumentParser:
         f"(also {BODY_SEARCH_ENV}=0; the index is {INDEX_FILE_NAME} in the store folder)",
     )
     parser.add_argument(
+        "--claude-root",
+        metavar="DIR",
+        help="Claude Code's folder, whose sessions are listed read-only (default: $CLAUDE_CONFIG_DIR, else ~/.claude)",
+    )
+    parser.add_argument(
+        "--codex-root",
+        metavar="DIR",
+        help="Codex CLI's folder, whose sessions are listed read-only (default: $CODEX_HOME, else ~/.codex)",
+    )
+    parser.add_argument(
+        "--no-external",
+        dest="external",
+        action="store_false",
+        help="list only this store's sessions, not Claude Code's or Codex's (--demo does so unless a root is given)",
+    )
+    parser.add_argument(
         "--demo",
         action="store_true",
         help="open a fresh temporary store seeded with sample sessions (several folders, a compacted one, "
@@ -122,6 +139,18 @@ def build_parser() -> argparse.ArgumentParser:
 def _fail(message: str, code: int) -> int:
     print(f"sessionref: {message}", file=sys.stderr)
     return code
+
+
+def _external_sources(args: argparse.Namespace) -> tuple[ExternalSource, ...]:
+    """Claude Code's and Codex's sessions, read-only (the demo lists them only when asked to)."""
+    if not args.external:
+        return ()
+    sources: list[ExternalSource] = []
+    if args.claude_root is not None or not args.demo:
+        sources.append(ClaudeCodeSource(args.claude_root or claude_root()))
+    if args.codex_root is not None or not args.demo:
+        sources.append(CodexSource(args.codex_root or codex_root()))
+    return tuple(sources)
 
 
 def _model(args: argparse.Namespace) -> ChatModel:
@@ -193,7 +222,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 store.release(seeded)
         session_id, cwd = ids["target"], DEMO_PROJECT
     try:
-        app = make_app(store, _model(args), cwd=cwd, session_id=session_id, config=config, search_config=search_config)
+        app = make_app(
+            store,
+            _model(args),
+            cwd=cwd,
+            session_id=session_id,
+            config=config,
+            search_config=search_config,
+            external=_external_sources(args),
+        )
     except SessionQueryError as error:
         return _fail(f"cannot open session: {error.message} ({error.code})", EXIT_SESSION)
     try:

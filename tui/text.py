@@ -114,3 +114,15 @@ def estimate_tokens(text: str) -> int:
     """Estimated model tokens of ``text`` (see ``ESTIMATOR``), rounded up."""
     ascii_count = len(text.encode("ascii", "ignore"))
     return math.ceil(0.3 * ascii_count + 0.6 * (len(text) - ascii_count))
+
+
+TOOL_BADGES = {"claude:": "CC", "codex:": "CX"}
+"""The badge of a session another agent wrote, by its id's namespace: Claude Code, Codex CLI."""
+
+
+def tool_badge(session_id: str) -> str | None:
+    """``CC`` / ``CX`` for a Claude Code / Codex session, ``None`` for a session of this store."""
+    for prefix, badge in TOOL_BADGES.items():
+        if session_id.startswith(prefix):
+            return badge
+    return None

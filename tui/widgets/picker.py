@@ -20,8 +20,8 @@ from textual.strip import Strip
 
 from core import Candidate, SearchHit, SearchResult
 
-from ..text import age, elide_middle, fit_cells, short_cwd, visible
-from .rows import HEADING_STYLE, MUTED_STYLE, RowList
+from ..text import age, elide_middle, fit_cells, short_cwd, tool_badge, visible
+from .rows import BADGE_STYLE, HEADING_STYLE, MUTED_STYLE, RowList
 
 GROUP_TITLES = ("This folder", "No folder", "Elsewhere")
 VISIBLE_ROWS = 8
@@ -32,6 +32,7 @@ LABEL_WIDTH = ROW_WIDTH - CWD_WIDTH - 4 - 2
 
 _MATCH = Style(bold=True, underline=True, color="#ffaf00")
 _EMPTY = Style(italic=True, color="#8a8f98")
+
 _NOTE = Style(italic=True, color="#8a8f98")
 DETAIL_INDENT = "    "
 ROLE_PREFIX = {"user": "you: ", "assistant": "ai: ", "summary": "summary: "}
@@ -189,12 +190,14 @@ class MentionPicker(RowList, can_focus=False):
 
     def _rows(self, hit: SearchHit, query: str, now: int) -> list[PickerRow]:
         candidate = hit.candidate
-        label = fit_cells(visible(candidate.label), LABEL_WIDTH)
+        badge = tool_badge(candidate.session_id)
+        label = fit_cells(visible(candidate.label), LABEL_WIDTH - (len(badge) + 1 if badge else 0))
         cwd = fit_cells(short_cwd(candidate.cwd, CWD_WIDTH, self.home), CWD_WIDTH)
         # Mark the match where the row shows it; what it does not show goes on a line below.
         in_label = hit.field in ("title", "id") and _contains(label, query)
         in_cwd = hit.field == "cwd" and candidate.cwd is not None and _contains(cwd, query)
-        segments = marked_segments(label, query if in_label else "")
+        segments = [Segment(badge, BADGE_STYLE), Segment(" ")] if badge else []
+        segments += marked_segments(label, query if in_label else "")
         when = age(candidate.created_at, now).rjust(4)
         segments += [Segment(" "), *marked_segments(cwd, query if in_cwd else "", MUTED_STYLE)]
         segments += [Segment(" "), Segment(when, MUTED_STYLE)]

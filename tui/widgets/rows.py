@@ -15,6 +15,8 @@ from textual.strip import Strip
 # Explicit greys rather than ``dim``: Textual would blend dim text again on every paint.
 HEADING_STYLE = Style(bold=True, color="#8a8f98")
 MUTED_STYLE = Style(color="#8a8f98")
+BADGE_STYLE = Style(bold=True, color="#1e1e1e", bgcolor="#d19a66")
+"""The tool badge (``CC``, ``CX``) of another agent's session."""
 
 
 class RowList(ScrollView):

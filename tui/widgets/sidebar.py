@@ -21,9 +21,9 @@ from textual.message import Message
 
 from core import SessionHeader, SessionRecord, StoreProblem
 
-from ..text import age, fit_cells, visible
+from ..text import age, fit_cells, tool_badge, visible
 from .picker import GROUP_TITLES
-from .rows import HEADING_STYLE, MUTED_STYLE, RowList
+from .rows import BADGE_STYLE, HEADING_STYLE, MUTED_STYLE, RowList
 
 _CURRENT = Style(bold=True)
 _MARK = Style(bold=True, color="#ffaf00")
@@ -157,9 +157,12 @@ class SessionSidebar(RowList, can_focus=True):
         assert header is not None
         current = header.id == self.current_id
         when = age(header.created_at, self.now)
-        label = fit_cells(visible(self.title_of(header) or header.id), max(1, width - 2 - len(when) - 1))
+        badge = tool_badge(header.id)
+        room = width - 2 - len(when) - 1 - (len(badge) + 1 if badge else 0)
+        label = fit_cells(visible(self.title_of(header) or header.id), max(1, room))
         return [
             Segment("▸ " if current else "  ", _MARK),
+            *([Segment(badge, BADGE_STYLE), Segment(" ")] if badge else []),
             Segment(label, _CURRENT if current else None),
             Segment(" "),
             Segment(when, MUTED_STYLE),

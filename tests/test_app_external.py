@@ -1,0 +1,92 @@
+"""Claude Code and Codex sessions in the real app: badges, mixed-tool groups, references, read-only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import JsonlSessionStore
+from core.external import CLAUDE_PREFIX, CODEX_PREFIX, ClaudeCodeSource, CodexSource
+from tests.app_harness import SIZE, open_app, settle, until
+from tests.external_fixtures import CLAUDE_UUID, CODEX_UUID, seed_external
+from tests.test_app import open_picker, picker_ids, picker_rows, type_text
+from tui.app import SessionRefApp
+from tui.widgets.sidebar import SessionSidebar
+
+CLAUDE_ID = CLAUDE_PREFIX + CLAUDE_UUID
+CODEX_ID = CODEX_PREFIX + CODEX_UUID
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> tuple[Path, Path]:
+    claude, codex = tmp_path / "claude", tmp_path / "codex"
+    seed_external(claude, codex)
+    return claude, codex
+
+
+def mixed_app(demo_template: Path, tmp_path: Path, roots: tuple[Path, Path]) -> tuple[SessionRefApp, JsonlSessionStore]:
+    claude, codex = roots
+    return open_app(demo_template, tmp_path / "store", external=(ClaudeCodeSource(claude), CodexSource(codex)))
+
+
+async def test_sidebar_and_picker_group_other_tools_sessions_by_cwd_with_a_badge(
+    demo_template: Path, tmp_path: Path, roots: tuple[Path, Path]
+) -> None:
+    app, _store = mixed_app(demo_template, tmp_path, roots)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        sidebar = app.chat.query_one(SessionSidebar)
+        rows = [sidebar.row_text(i) for i in range(len(sidebar.rows))]
+        assert rows[0] == "This folder (5)"
+        assert rows[1].startswith("  CC Flaky lock test fix")  # the newest, in the same cwd
+        assert any(row.startswith("  CX Make the hero image load") for row in rows[rows.index("Elsewhere (2)") :])
+        await open_picker(pilot)
+        ids = picker_ids(app)
+        assert ids[0] == CLAUDE_ID and ids[-1] == CODEX_ID  # this folder first, elsewhere last
+        shown = picker_rows(app)
+        assert shown[1].startswith("CC Flaky lock test fix")
+        assert any(row.startswith("CX Make the hero image") for row in shown)
+
+
+async def test_referencing_a_claude_code_session_bakes_its_conversation_without_tool_output(
+    demo_template: Path, tmp_path: Path, roots: tuple[Path, Path]
+) -> None:
+    before = {**_tree(roots[0]), **_tree(roots[1])}
+    app, store = mixed_app(demo_template, tmp_path, roots)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "what caused it in ")
+        await open_picker(pilot, "wombat")  # said only in the Claude Code session's answer
+        await until(pilot, lambda: picker_ids(app) == [CLAUDE_ID])
+        await pilot.press("tab", "enter")
+        await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
+    store.close()
+    events = JsonlSessionStore(tmp_path / "store").get("today").events
+    prompt = next(event for event in events if event.type == "user/message")
+    assert prompt.data["envelope"]["displayContent"][0]["text"] == "what caused it in @Flaky lock test fix "
+    assert prompt.data["envelope"]["prefixContexts"][0]["meta"]["references"][0]["sessionId"] == CLAUDE_ID
+    context = prompt.data["content"][0]["text"]
+    assert "Why does the lock test flake on CI?" in context and "before the wombat fixture" in context
+    assert "SECRET TOOL OUTPUT" not in context and "look at the timeout" not in context
+    assert {**_tree(roots[0]), **_tree(roots[1])} == before  # never written
+
+
+async def test_another_tools_session_cannot_become_the_target(
+    demo_template: Path, tmp_path: Path, roots: tuple[Path, Path]
+) -> None:
+    app, _store = mixed_app(demo_template, tmp_path, roots)
+    notes: list[Any] = []
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        original = app.notify
+        app.notify = lambda message, **kwargs: notes.append(message) or original(message, **kwargs)  # type: ignore[method-assign]
+        app.chat.switch_to(CODEX_ID)
+        await pilot.pause()
+        assert app.session.id == "today"
+        assert notes and "Codex sessions are read-only here" in notes[-1]
