@@ -126,3 +126,39 @@ def test_a_word_said_only_in_a_message_finds_the_session_to_reference(demo_templ
     assert prompt.data["envelope"]["prefixContexts"][0]["meta"]["references"][0]["sessionId"] == "design-notes"
     assert "Write each batch as one frame and fsync" in prompt.data["content"][0]["text"]
     assert (root / ".sessionref-index").is_dir()  # beside the store, never inside a session folder
+
+
+def test_reference_a_claude_code_session_from_the_terminal(demo_template: Path, tmp_path: Path) -> None:
+    from tests.external_fixtures import CLAUDE_UUID, seed_external
+
+    root = tmp_path / "store"
+    shutil.copytree(demo_template, root)
+    seed_external(tmp_path / "claude", tmp_path / "codex")
+    command = [
+        sys.executable, "-m", "tui.cli", "--root", str(root), "--cwd", DEMO_PROJECT, "--session", "today",
+        "--claude-root", str(tmp_path / "claude"), "--codex-root", str(tmp_path / "codex"),
+    ]  # fmt: skip
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "TERM": "xterm-256color", "HOME": str(tmp_path)}
+    terminal = Terminal(command, env)
+    try:
+        terminal.wait_for(lambda s: "CC Flaky lock test" in s and "CX Make the hero" in s)
+        terminal.send("why did it flake? ", literal=True)
+        terminal.send("@", literal=True)
+        terminal.send("flaky", literal=True)
+        terminal.wait_for(lambda s: "CC Flaky lock test fix" in s and "s/sessionref" in s)
+        terminal.send("Tab")
+        terminal.wait_for(lambda s: "@[Flaky lock test fix](dsh-session:" in s and "messages kept" in s)
+        terminal.send("Enter")
+        terminal.wait_for(lambda s: "Referenced sessions · Flaky lock test fix" in s and "You asked" in s)
+        terminal.send("C-q")
+        terminal.wait_for(lambda s: "EXITED:0" in s)
+    finally:
+        terminal.close()
+
+    events = JsonlSessionStore(root).get("today").events
+    prompt = next(e for e in events if e.type == "user/message")
+    assert prompt.data["envelope"]["displayContent"][0]["text"] == "why did it flake? @Flaky lock test fix "
+    reference = prompt.data["envelope"]["prefixContexts"][0]["meta"]["references"][0]
+    assert reference["sessionId"] == f"claude:{CLAUDE_UUID}" and reference["label"] == "Flaky lock test fix"
+    context = prompt.data["content"][0]["text"]
+    assert "before the wombat fixture releases it" in context and "SECRET TOOL OUTPUT" not in context
