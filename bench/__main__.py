@@ -118,7 +118,9 @@ def bench_prepare(repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description="sessionref benchmarks")
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median is reported)")
-    parser.add_argument("--only", choices=["engine", "store", "search", "app"], help="run one group of benchmarks")
+    parser.add_argument(
+        "--only", choices=["engine", "store", "search", "external", "app"], help="run one group of benchmarks"
+    )
     args = parser.parse_args()
     if args.only in (None, "engine"):
         bench_retention(args.repeats)
@@ -134,6 +136,10 @@ def main() -> None:
         from bench.search import main as bench_search
 
         bench_search(args.repeats)
+    if args.only in (None, "external"):
+        from bench.external import main as bench_external
+
+        bench_external(args.repeats)
     if args.only in (None, "app"):
         from bench.app import bench_app
 

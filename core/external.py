@@ -25,17 +25,18 @@ instructions}`` line, then response items).
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .jsonl_store import StoreProblem
-from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot
+from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
 from .query import SessionQuery, listing_order_key
 from .session import not_found
 
@@ -76,6 +77,25 @@ def _millis(value: Any) -> int | None:
     return int(parsed.timestamp() * 1000)
 
 
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_TRAILING = frozenset(" \t\r\n")
+
+
+def _decode(text: str) -> Any:
+    """``json.loads`` of one line, minus its per-call setup (the C scanner, then only whitespace)."""
+    start = 0
+    length = len(text)
+    while start < length and text[start] in _TRAILING:
+        start += 1
+    try:
+        value, end = _scan(text, start)
+    except StopIteration as error:
+        raise ValueError(f"no JSON value at {error.value}") from None
+    if text[end:].strip(" \t\r\n"):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
 def _lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, Any]]:
     """(line number, parsed JSON or ``None`` when malformed) of every complete line, streamed.
 
@@ -90,13 +110,28 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, Any]]:
             read += len(raw)
             if read > budget or not raw.endswith(b"\n"):
                 return
-            line = raw.strip()
-            if not line:
+            if raw.isspace():
                 continue
             try:
-                yield number, json.loads(line)
+                # (json.loads on bytes, minus its encoding sniffing: these files are UTF-8.)
+                yield number, _decode(raw.decode("utf-8", "surrogatepass"))
             except (ValueError, UnicodeDecodeError, RecursionError):
                 yield number, None
+
+
+def _paused_gc(
+    read: Callable[[Path, SessionHeader], ExternalSession], path: Path, header: SessionHeader
+) -> ExternalSession:
+    """``read(path, header)`` with the cycle collector paused: a long transcript allocates tens of
+    thousands of small containers, none of them cyclic, and collections during the read walked
+    them (and the host's heap) again and again, a third of the read's time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return read(path, header)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _revision(path: Path) -> Revision:
@@ -130,6 +165,12 @@ class _Entry:
     revision: Revision
     header: SessionHeader | None
     session: ExternalSession | None = None
+    problem: str | None = None
+
+
+def _event(kind: str, seq: int, time: int, data: dict[str, Any]) -> SessionEvent:
+    # Built here from checked values: no need to validate each of a long transcript's events again.
+    return trusted_event(kind, seq, time, data, "append")
 
 
 @dataclass
@@ -142,16 +183,16 @@ class _Builder:
     def user(self, seq: int, time: int, text: str) -> None:
         self.turn += 1
         data = {"content": _text(text), "source": {"kind": "user"}}
-        self.events.append(SessionEvent(type="user/message", seq=seq, time=time, data=data, surface_op="append"))
+        self.events.append(_event("user/message", seq, time, data))
 
     def assistant(self, seq: int, time: int, text: str) -> None:
         data = {"turn": max(1, self.turn), "step": 0, "content": _text(text)}
-        self.events.append(SessionEvent(type="assistant/message", seq=seq, time=time, data=data, surface_op="append"))
+        self.events.append(_event("assistant/message", seq, time, data))
 
     def checkpoint(self, seq: int, time: int, text: str) -> None:
         source = {"kind": "plugin", "plugin": "compact"}
         data = {"content": _text(text), "source": source}
-        self.events = [SessionEvent(type="user/message", seq=seq, time=time, data=data, surface_op="append")]
+        self.events = [_event("user/message", seq, time, data)]
 
 
 class _FileSource:
@@ -163,9 +204,11 @@ class _FileSource:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self._entries: dict[str, _Entry] = {}
+        self._by_path: dict[str, _Entry] = {}
+        self._records: list[SessionRecord] | None = None
         self.problems: list[StoreProblem] = []
 
-    def _files(self) -> Iterator[Path]:
+    def _files(self) -> Iterator[str]:
         raise NotImplementedError
 
     def _header(self, path: Path) -> SessionHeader | None:
@@ -175,34 +218,44 @@ class _FileSource:
         raise NotImplementedError
 
     def listing(self) -> list[SessionRecord]:
-        """Every session (stat per file; a file's head is read again only when it changed)."""
-        entries: dict[str, _Entry] = {}
-        problems: list[StoreProblem] = []
-        by_path = {entry.path: entry for entry in self._entries.values()}
+        """Every session, newest first: one ``stat`` per file; a file's head is read again only
+        when its revision changed, and the same list object comes back while nothing did."""
+        known = self._by_path
+        fresh: dict[str, _Entry] = {}
+        changed = self._records is None
         for path in self._files():
             try:
-                revision = _revision(path)
+                stat = os.stat(path)
             except OSError:
+                changed = True
                 continue  # gone meanwhile
-            known = by_path.get(path)
-            if known is not None and known.revision == revision:
-                entry = known
-            else:
-                try:
-                    header = self._header(path)
-                except OSError as error:
-                    problems.append(StoreProblem(path, f"cannot read: {error.strerror or error}"))
-                    continue
-                entry = _Entry(path, revision, header)
+            revision = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            entry = known.get(path)
+            if entry is None or entry.revision != revision:
+                changed = True
+                entry = self._entry(Path(path), revision)
+            fresh[path] = entry
+        self._by_path = fresh
+        if not changed and len(fresh) == len(known) and self._records is not None:
+            return self._records
+        entries: dict[str, _Entry] = {}
+        problems: list[StoreProblem] = []
+        records: list[SessionRecord] = []
+        for entry in fresh.values():
             if entry.header is None:
-                problems.append(StoreProblem(path, f"no readable {self.name} record"))
-                continue
-            entries[entry.header.id] = entry
-        self._entries = entries
-        self.problems = problems
-        records = [SessionRecord(header=entry.header, persisted=True) for entry in entries.values() if entry.header]
+                problems.append(StoreProblem(entry.path, entry.problem or f"no readable {self.name} record"))
+            else:
+                entries[entry.header.id] = entry
+                records.append(SessionRecord.model_construct(header=entry.header, live=False, persisted=True))
         records.sort(key=listing_order_key)
+        self._entries, self.problems, self._records = entries, problems, records
         return records
+
+    def _entry(self, path: Path, revision: Revision) -> _Entry:
+        try:
+            return _Entry(path, revision, self._header(path))
+        except OSError as error:
+            return _Entry(path, revision, None, problem=f"cannot read: {error.strerror or error}")
 
     def session(self, session_id: str) -> ExternalSession:
         """The session as read now (cached by file revision).
@@ -220,7 +273,7 @@ class _FileSource:
             revision = _revision(entry.path)
             if entry.session is None or revision != entry.revision:
                 entry.revision = revision
-                entry.session = self._read(entry.path, entry.header)
+                entry.session = _paused_gc(self._read, entry.path, entry.header)
         except OSError as error:
             raise not_found(session_id) from error
         return entry.session
@@ -233,7 +286,10 @@ class _FileSource:
     def surface(self, session_id: str) -> SurfaceSnapshot:
         """``read_surface``, synchronously (for a host's own threads)."""
         session = self.session(session_id)
-        return SurfaceSnapshot(session=session.header, captured_through_seq=session.last_seq, events=session.events)
+        # Its events were built from checked values (``trusted_event``): no validation pass again.
+        return SurfaceSnapshot.model_construct(
+            session=session.header, captured_through_seq=session.last_seq, events=list(session.events)
+        )
 
     def title(self, session_id: str) -> TitleSnapshot | None:
         """``read_title``, synchronously (for a host's own threads)."""
@@ -243,14 +299,16 @@ class _FileSource:
         seq = session.last_seq or 0
         return TitleSnapshot(title=session.title, message_seqs=[], event_seq=seq, updated_at=session.header.created_at)
 
+    # Like the dsh store's, these coroutines read synchronously: a host that must not wait runs
+    # them (or the plain methods above) on a thread of its own.
     async def list_sessions(self) -> list[SessionRecord]:
-        return await asyncio.to_thread(self.listing)
+        return self.listing()
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        return await asyncio.to_thread(self.surface, session_id)
+        return self.surface(session_id)
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        return await asyncio.to_thread(self.title, session_id)
+        return self.title(session_id)
 
 
 # -- Claude Code ----------------------------------------------------------------------------------
@@ -258,13 +316,13 @@ class _FileSource:
 
 def _claude_blocks(content: Any) -> tuple[list[str], bool]:
     """The text blocks of a message's content, and whether it held anything else (tools, thinking)."""
-    if isinstance(content, str):
+    if type(content) is str:
         return [content], False
     texts: list[str] = []
     other = False
-    if isinstance(content, list):
+    if type(content) is list:
         for block in content:
-            if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str:
                 texts.append(block["text"])
             else:
                 other = True
@@ -277,7 +335,7 @@ class ClaudeCodeSource(_FileSource):
     prefix = CLAUDE_PREFIX
     name = "Claude Code"
 
-    def _files(self) -> Iterator[Path]:
+    def _files(self) -> Iterator[str]:
         projects = self.root / "projects"
         try:
             folders = [entry for entry in os.scandir(projects) if entry.is_dir()]
@@ -290,7 +348,7 @@ class ClaudeCodeSource(_FileSource):
                 continue
             for name in names:
                 if name.endswith(".jsonl"):
-                    yield Path(folder.path) / name
+                    yield os.path.join(folder.path, name)
 
     def _header(self, path: Path) -> SessionHeader | None:
         created: int | None = None
@@ -313,14 +371,16 @@ class ClaudeCodeSource(_FileSource):
         return SessionHeader(id=self.prefix + path.stem, created_at=created, cwd=cwd)
 
     def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
-        records: dict[str, tuple[int, Mapping[str, Any]]] = {}
+        # Each conversation record is kept as a small tuple of what the surface needs, never the
+        # parsed dict: a long transcript then holds few objects for the garbage collector to walk.
+        records: dict[str, tuple[int, str | None, int, str, int | None]] = {}
         order: list[str] = []
         summaries: list[tuple[str | None, str]] = []
         problems = 0
         last_seq: int | None = None
         for number, record in _lines(path):
             last_seq = number
-            if not isinstance(record, Mapping) or not isinstance(record.get("type"), str):
+            if type(record) is not dict or type(record.get("type")) is not str:
                 problems += 1
                 continue
             kind = record["type"]
@@ -332,33 +392,49 @@ class ClaudeCodeSource(_FileSource):
             if kind not in ("user", "assistant", "system"):
                 continue  # other record kinds (file history, hooks…) are not conversation
             uuid = record.get("uuid")
-            if not isinstance(uuid, str) or record.get("isSidechain") is True:
+            if type(uuid) is not str or record.get("isSidechain") is True:
                 continue
-            records[uuid] = (number, record)
+            parent = record.get("parentUuid")
+            message = record.get("message")
+            # (_claude_role and _claude_text, inlined: this loop runs once per line of a transcript.)
+            if kind == "system" or record.get("isMeta") is True or type(message) is not dict:
+                role, text = _SKIP, ""
+            else:
+                role = (
+                    _CHECKPOINT if record.get("isCompactSummary") is True else _USER if kind == "user" else _ASSISTANT
+                )
+                content = message.get("content")
+                if type(content) is str:
+                    text = content
+                else:
+                    texts = _claude_blocks(content)[0]
+                    text = texts[0] if len(texts) == 1 else "\n".join(part for part in texts if part)
+            records[uuid] = (
+                number,
+                parent if type(parent) is str else None,
+                role,
+                text,
+                _millis(record.get("timestamp")),
+            )
             order.append(uuid)
         chain = self._chain(records, order)
         builder = _Builder()
         first_prompt: str | None = None
         for uuid in chain:
-            number, record = records[uuid]
-            time = _millis(record.get("timestamp")) or header.created_at
-            message = record.get("message")
-            if record["type"] == "system" or record.get("isMeta") is True or not isinstance(message, Mapping):
-                continue
-            texts, _other = _claude_blocks(message.get("content"))
-            text = "\n".join(part for part in texts if part)
-            if not text.strip():
-                continue  # tool results, thinking and tool calls only
-            if record.get("isCompactSummary") is True:
-                builder.checkpoint(number, time, text)
-            elif record["type"] == "user":
+            number, _parent, role, text, time = records[uuid]
+            if role == _SKIP or not text.strip():
+                continue  # system and meta records; tool results, thinking and tool calls only
+            when = time if time is not None else header.created_at
+            if role == _CHECKPOINT:
+                builder.checkpoint(number, when, text)
+            elif role == _USER:
                 if _is_claude_command_noise(text):
                     continue
-                builder.user(number, time, text)
+                builder.user(number, when, text)
                 if first_prompt is None:
                     first_prompt = text
             else:
-                builder.assistant(number, time, text)
+                builder.assistant(number, when, text)
         in_chain = set(chain)
         title = next((summary for leaf, summary in reversed(summaries) if leaf in in_chain), None)
         if title is None and summaries:
@@ -368,7 +444,7 @@ class ClaudeCodeSource(_FileSource):
         return ExternalSession(header, builder.events, title, problems, last_seq)
 
     @staticmethod
-    def _chain(records: Mapping[str, tuple[int, Mapping[str, Any]]], order: Sequence[str]) -> list[str]:
+    def _chain(records: Mapping[str, tuple[int, str | None, int, str, int | None]], order: Sequence[str]) -> list[str]:
         """The branch that ends in the newest record, root first (``parentUuid`` links)."""
         if not order:
             return []
@@ -378,10 +454,12 @@ class ClaudeCodeSource(_FileSource):
         while current is not None and current in records and current not in seen:
             seen.add(current)
             chain.append(current)
-            parent = records[current][1].get("parentUuid")
-            current = parent if isinstance(parent, str) else None
+            current = records[current][1]
         chain.reverse()
         return chain
+
+
+_SKIP, _USER, _ASSISTANT, _CHECKPOINT = range(4)
 
 
 def _is_claude_command_noise(text: str) -> bool:
@@ -418,12 +496,12 @@ class CodexSource(_FileSource):
     prefix = CODEX_PREFIX
     name = "Codex"
 
-    def _files(self) -> Iterator[Path]:
+    def _files(self) -> Iterator[str]:
         sessions = self.root / "sessions"
         for folder, _dirs, names in os.walk(sessions):
             for name in names:
                 if name.startswith("rollout-") and name.endswith(".jsonl"):
-                    yield Path(folder) / name
+                    yield os.path.join(folder, name)
 
     def _header(self, path: Path) -> SessionHeader | None:
         session_id: str | None = None

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core import JsonlSessionStore, ReferenceInput, SessionQueryError, SessionReferenceService
-from core.external import CLAUDE_PREFIX, CODEX_PREFIX, ClaudeCodeSource, CodexSource, MergedSessionQuery
+from core.external import CLAUDE_PREFIX, CODEX_PREFIX, ClaudeCodeSource, CodexSource, MergedSessionQuery, _millis
 from core.projection import project_conversation
 from tests.conftest import say_user
 
@@ -345,3 +348,17 @@ async def test_listing_again_rereads_only_changed_files(tmp_path: Path, monkeypa
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
     await source.list_sessions()
     assert reads == [OTHER]
+
+
+@given(st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1)))
+def test_timestamps_in_the_tools_shape_read_as_the_standard_parser_reads_them(moment: datetime) -> None:
+    written = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03}Z"
+    reference = int(datetime.fromisoformat(written.replace("Z", "+00:00")).timestamp() * 1000)
+    assert _millis(written) == reference
+
+
+def test_odd_timestamps_fall_back_or_are_none() -> None:
+    assert _millis("2025-06-01T10:00:05+02:00") == 1748764805000
+    assert _millis("2025-06-01T10:00:60.000Z") is None
+    assert _millis("2025-06-01T10:00:05") is None  # no zone: not a time we can place
+    assert _millis("soon") is None and _millis(17) is None

@@ -1,0 +1,224 @@
+"""Benchmarks of the Claude Code and Codex CLI sources: listing 2,000 + 2,000 sessions, one 20 MB read.
+
+Files are written in the tools' own shapes (see ``core/external.py``) into a temp folder cached
+across runs. "Cold" is a fresh source object (nothing cached in the process; the OS page cache is
+warm, as on a machine where the tools just ran); "warm" lists again with the per-file cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from core.external import ClaudeCodeSource, CodexSource, MergedSessionQuery
+
+SESSIONS = 2_000
+_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-external-v1"
+BIG_MB = 20
+
+
+def _claude_records(index: int, turns: int) -> list[dict[str, object]]:
+    uuid = f"{index:08x}-0000-4000-8000-000000000000"
+    records: list[dict[str, object]] = [{"type": "summary", "summary": f"Claude session {index}", "leafUuid": "x"}]
+    parent = None
+    for turn in range(turns):
+        stamp = f"2025-06-{1 + index % 28:02}T10:{turn % 60:02}:00.000Z"
+        common = {
+            "sessionId": uuid,
+            "cwd": f"/home/user/project-{index % 40}",
+            "isSidechain": False,
+            "timestamp": stamp,
+        }
+        records.append(
+            {
+                **common,
+                "type": "user",
+                "uuid": f"u{turn}",
+                "parentUuid": parent,
+                "message": {"role": "user", "content": f"question {turn}: " + "why does it fail? " * 10},
+            }
+        )
+        records.append(
+            {
+                **common,
+                "type": "assistant",
+                "uuid": f"a{turn}",
+                "parentUuid": f"u{turn}",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": f"t{turn}", "name": "Bash", "input": {"command": "ls"}},
+                        {"type": "text", "text": f"answer {turn}: " + "because of the lock. " * 20},
+                    ],
+                },
+            }
+        )
+        parent = f"a{turn}"
+    return records  # fmt: skip
+
+
+def _codex_records(index: int, turns: int) -> list[dict[str, object]]:
+    uuid = f"{index:08x}-1111-4000-8000-000000000000"
+    stamp = f"2025-07-{1 + index % 28:02}T09:00:00.000Z"
+    records: list[dict[str, object]] = [
+        {
+            "timestamp": stamp,
+            "type": "session_meta",
+            "payload": {"id": uuid, "timestamp": stamp, "cwd": f"/home/user/project-{index % 40}"},
+        }
+    ]
+    for turn in range(turns):
+        records.append(
+            {
+                "timestamp": stamp,
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": f"task {turn}: " + "refactor the parser " * 10}],
+                },
+            }
+        )
+        records.append(
+            {
+                "timestamp": stamp,
+                "type": "response_item",
+                "payload": {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": f"c{turn}"},
+            }
+        )
+        records.append(
+            {
+                "timestamp": stamp,
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "done. " * 40}],
+                },
+            }
+        )
+    return records  # fmt: skip
+
+
+def _write(path: Path, records: list[dict[str, object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+
+def seed(root: Path = _ROOT) -> tuple[Path, Path, Path]:
+    """The two roots (2,000 sessions each) and one 20 MB Claude Code transcript, written once."""
+    claude, codex = root / "claude", root / "codex"
+    big = root / "big" / "projects" / "-home-user-big" / "0badc0de-0000-4000-8000-000000000000.jsonl"
+    if (root / ".complete").exists():
+        return claude, codex, big
+    for index in range(SESSIONS):
+        uuid = f"{index:08x}-0000-4000-8000-000000000000"
+        _write(claude / "projects" / f"-home-user-project-{index % 40}" / f"{uuid}.jsonl", _claude_records(index, 10))
+        day = f"{1 + index % 28:02}"
+        name = f"rollout-2025-07-{day}T09-00-00-{index:08x}-1111-4000-8000-000000000000.jsonl"
+        _write(codex / "sessions" / "2025" / "07" / day / name, _codex_records(index, 10))
+    records = _claude_records(999_999, 1)
+    turns = 0
+    with_turns: list[dict[str, object]] = []
+    while sum(len(json.dumps(r)) + 1 for r in with_turns) < BIG_MB * 1_000_000 and turns < 100_000:
+        with_turns = _claude_records(999_999, turns := turns + 2_000)
+    _write(big, with_turns or records)
+    (root / ".complete").write_text("ok")
+    return claude, codex, big
+
+
+def _median(work: object, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        work()  # type: ignore[operator]
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def _stat_floor(claude: Path, codex: Path) -> None:
+    for folder in (claude / "projects", codex / "sessions"):
+        for base, _dirs, names in os.walk(folder):
+            for name in names:
+                os.stat(os.path.join(base, name))
+
+
+def main(repeats: int = 5) -> None:
+    claude, codex, big = seed()
+    print(f"\n## Other agents' sessions: {SESSIONS:,} Claude Code + {SESSIONS:,} Codex files")
+    cold = _median(lambda: (ClaudeCodeSource(claude).listing(), CodexSource(codex).listing()), repeats)
+    sources = (ClaudeCodeSource(claude), CodexSource(codex))
+    for source in sources:
+        source.listing()
+    warm = _median(lambda: [source.listing() for source in sources], repeats)
+    floor = _median(lambda: _stat_floor(claude, codex), repeats)
+    print(f"  cold listing (fresh sources, heads read): {cold * 1000:7.0f} ms   (target <= 2000 ms)")
+    print(f"  warm listing (stat per file):             {warm * 1000:7.1f} ms = {warm / floor:.2f}x the stat floor"
+          f" ({floor * 1000:.1f} ms; target <= 2x)")  # fmt: skip
+    size = big.stat().st_size
+
+    def parse_floor() -> None:
+        with big.open("rb") as handle:
+            for line in handle:
+                json.loads(line)
+
+    loop = asyncio.new_event_loop()  # one loop, as a host has (asyncio.run per call costs 0.4 s here)
+
+    def read_surface() -> None:
+        source = ClaudeCodeSource(big.parents[2])  # nothing cached: the file is read and parsed
+        source.listing()
+        loop.run_until_complete(source.read_surface("claude:" + big.stem))
+
+    floor = _median(parse_floor, repeats)
+    read = _median(read_surface, repeats)
+    print(f"  read_surface of a {size / 1e6:.0f} MB transcript: {read * 1000:6.0f} ms = {read / floor:.2f}x"
+          f" its parse floor ({floor * 1000:.0f} ms: json.loads of every line; target <= 2x)")  # fmt: skip
+    huge = big.parent / "0badc0de-0000-4000-8000-000000000100.jsonl"
+    if not huge.exists():
+        chunk = big.read_bytes()
+        with huge.open("wb") as handle:
+            for _ in range(5):
+                handle.write(chunk)  # the same records again (same uuids: one chain of the last)
+    print(f"  read_surface of a {huge.stat().st_size / 1e6:.0f} MB transcript, in a fresh process:"
+          f" {_huge_read(huge)}")  # fmt: skip
+    query = MergedSessionQuery(sources[0], [sources[1]])
+    merged = _median(lambda: loop.run_until_complete(query.list_sessions()), repeats)
+    loop.close()
+    print(f"  the merged listing of both (warm):          {merged * 1000:6.1f} ms")
+
+
+_HUGE = """
+import resource, sys, time
+from pathlib import Path
+from core.external import ClaudeCodeSource
+path = Path(sys.argv[1])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+source = ClaudeCodeSource(path.parents[2])
+source.listing()
+started = time.perf_counter()
+surface = source.surface("claude:" + path.stem)
+seconds = time.perf_counter() - started
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+grew = (peak - before) / 1024
+print(f"{seconds:.2f} s, peak RSS {peak / 1024:.0f} MB (+{grew:.0f} MB while reading), {len(surface.events):,} events")
+"""
+
+
+def _huge_read(path: Path) -> str:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", _HUGE, str(path)], capture_output=True, text=True, check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
