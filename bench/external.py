@@ -19,47 +19,58 @@ from pathlib import Path
 from core.external import ClaudeCodeSource, CodexSource, MergedSessionQuery
 
 SESSIONS = 2_000
-_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-external-v1"
+_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-external-v2"
 BIG_MB = 20
 
 
 def _claude_records(index: int, turns: int) -> list[dict[str, object]]:
+    """A working session as Claude Code writes it: one record per content block, so a turn is a
+    prompt, a text answer, a tool call, its result and a closing text."""
     uuid = f"{index:08x}-0000-4000-8000-000000000000"
     records: list[dict[str, object]] = [{"type": "summary", "summary": f"Claude session {index}", "leafUuid": "x"}]
     parent = None
     for turn in range(turns):
-        stamp = f"2025-06-{1 + index % 28:02}T10:{turn % 60:02}:00.000Z"
+        stamp = f"2025-06-{1 + index % 28:02}T10:{turn % 60:02}:{turn % 59:02}.{turn % 1000:03}Z"
         common = {
             "sessionId": uuid,
             "cwd": f"/home/user/project-{index % 40}",
             "isSidechain": False,
             "timestamp": stamp,
         }
-        records.append(
-            {
-                **common,
-                "type": "user",
-                "uuid": f"u{turn}",
-                "parentUuid": parent,
-                "message": {"role": "user", "content": f"question {turn}: " + "why does it fail? " * 10},
-            }
+
+        def add(kind: str, content: object, role: str, key: str, common: dict[str, object] = common) -> None:
+            nonlocal parent
+            records.append(
+                {
+                    **common,
+                    "type": kind,
+                    "uuid": key,
+                    "parentUuid": parent,
+                    "message": {"role": role, "content": content},
+                }
+            )
+            parent = key
+
+        add("user", f"question {turn}: " + "why does it fail? " * 10, "user", f"u{turn}")
+        add(
+            "assistant",
+            [{"type": "text", "text": f"answer {turn}: " + "because of the lock. " * 20}],
+            "assistant",
+            f"a{turn}",
         )
-        records.append(
-            {
-                **common,
-                "type": "assistant",
-                "uuid": f"a{turn}",
-                "parentUuid": f"u{turn}",
-                "message": {
-                    "role": "assistant",
-                    "content": [
-                        {"type": "tool_use", "id": f"t{turn}", "name": "Bash", "input": {"command": "ls"}},
-                        {"type": "text", "text": f"answer {turn}: " + "because of the lock. " * 20},
-                    ],
-                },
-            }
+        add(
+            "assistant",
+            [{"type": "tool_use", "id": f"t{turn}", "name": "Bash", "input": {"command": "pytest -q"}}],
+            "assistant",
+            f"c{turn}",
         )
-        parent = f"a{turn}"
+        add(
+            "user",
+            [{"type": "tool_result", "tool_use_id": f"t{turn}", "content": "collected 873 items " * 50}],
+            "user",
+            f"r{turn}",
+        )
+        add("assistant", [{"type": "text", "text": "All green now. " * 10}], "assistant", f"d{turn}")
     return records  # fmt: skip
 
 
@@ -119,7 +130,7 @@ def seed(root: Path = _ROOT) -> tuple[Path, Path, Path]:
         return claude, codex, big
     for index in range(SESSIONS):
         uuid = f"{index:08x}-0000-4000-8000-000000000000"
-        _write(claude / "projects" / f"-home-user-project-{index % 40}" / f"{uuid}.jsonl", _claude_records(index, 10))
+        _write(claude / "projects" / f"-home-user-project-{index % 40}" / f"{uuid}.jsonl", _claude_records(index, 4))
         day = f"{1 + index % 28:02}"
         name = f"rollout-2025-07-{day}T09-00-00-{index:08x}-1111-4000-8000-000000000000.jsonl"
         _write(codex / "sessions" / "2025" / "07" / day / name, _codex_records(index, 10))
@@ -127,7 +138,7 @@ def seed(root: Path = _ROOT) -> tuple[Path, Path, Path]:
     turns = 0
     with_turns: list[dict[str, object]] = []
     while sum(len(json.dumps(r)) + 1 for r in with_turns) < BIG_MB * 1_000_000 and turns < 100_000:
-        with_turns = _claude_records(999_999, turns := turns + 2_000)
+        with_turns = _claude_records(999_999, turns := turns + 1_000)
     _write(big, with_turns or records)
     (root / ".complete").write_text("ok")
     return claude, codex, big
@@ -194,19 +205,23 @@ def main(repeats: int = 5) -> None:
 
 
 _HUGE = """
-import resource, sys, time
+import sys, time
 from pathlib import Path
 from core.external import ClaudeCodeSource
+
+def high_water_mb():  # this process's own peak (ru_maxrss would include the parent's, across exec)
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
+
 path = Path(sys.argv[1])
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 source = ClaudeCodeSource(path.parents[2])
 source.listing()
+before = high_water_mb()
 started = time.perf_counter()
 surface = source.surface("claude:" + path.stem)
 seconds = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-grew = (peak - before) / 1024
-print(f"{seconds:.2f} s, peak RSS {peak / 1024:.0f} MB (+{grew:.0f} MB while reading), {len(surface.events):,} events")
+peak = high_water_mb()
+print(f"{seconds:.2f} s, peak RSS {peak:.0f} MB (+{peak - before:.0f} MB reading), {len(surface.events):,} events")
 """
 
 

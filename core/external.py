@@ -25,7 +25,6 @@ instructions}`` line, then response items).
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import os
 import re
@@ -35,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .collector import collector_paused
 from .jsonl_store import StoreProblem
 from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
 from .query import SessionQuery, listing_order_key
@@ -117,21 +117,6 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, Any]]:
                 yield number, _decode(raw.decode("utf-8", "surrogatepass"))
             except (ValueError, UnicodeDecodeError, RecursionError):
                 yield number, None
-
-
-def _paused_gc(
-    read: Callable[[Path, SessionHeader], ExternalSession], path: Path, header: SessionHeader
-) -> ExternalSession:
-    """``read(path, header)`` with the cycle collector paused: a long transcript allocates tens of
-    thousands of small containers, none of them cyclic, and collections during the read walked
-    them (and the host's heap) again and again, a third of the read's time."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return read(path, header)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _revision(path: Path) -> Revision:
@@ -273,7 +258,8 @@ class _FileSource:
             revision = _revision(entry.path)
             if entry.session is None or revision != entry.revision:
                 entry.revision = revision
-                entry.session = _paused_gc(self._read, entry.path, entry.header)
+                with collector_paused():  # tens of thousands of small acyclic containers
+                    entry.session = self._read(entry.path, entry.header)
         except OSError as error:
             raise not_found(session_id) from error
         return entry.session
@@ -409,13 +395,9 @@ class ClaudeCodeSource(_FileSource):
                 else:
                     texts = _claude_blocks(content)[0]
                     text = texts[0] if len(texts) == 1 else "\n".join(part for part in texts if part)
-            records[uuid] = (
-                number,
-                parent if type(parent) is str else None,
-                role,
-                text,
-                _millis(record.get("timestamp")),
-            )
+            # (Most records of a working session are tool calls and results: no text, no time needed.)
+            when = _millis(record.get("timestamp")) if text else None
+            records[uuid] = (number, parent if type(parent) is str else None, role if text else _SKIP, text, when)
             order.append(uuid)
         chain = self._chain(records, order)
         builder = _Builder()

@@ -112,3 +112,27 @@ def test_demo_refuses_a_folder_that_is_not_empty(tmp_path: Path, capsys: pytest.
     (tmp_path / "something").write_text("x")
     assert main(["--demo", "--root", str(tmp_path)]) == EXIT_ROOT
     assert "not empty" in capsys.readouterr().err
+
+
+def test_other_agents_roots_come_from_options_then_environment_then_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.external import ClaudeCodeSource, CodexSource
+    from tui.cli import _external_sources, build_parser
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    claude, codex = _external_sources(build_parser().parse_args([]))
+    assert isinstance(claude, ClaudeCodeSource) and claude.root == tmp_path / ".claude"
+    assert isinstance(codex, CodexSource) and codex.root == tmp_path / ".codex"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "cx"))
+    claude, codex = _external_sources(build_parser().parse_args([]))
+    assert claude.root == tmp_path / "cc" and codex.root == tmp_path / "cx"
+    claude, codex = _external_sources(build_parser().parse_args(["--claude-root", "/a", "--codex-root", "/b"]))
+    assert claude.root == Path("/a") and codex.root == Path("/b")
+    assert _external_sources(build_parser().parse_args(["--no-external"])) == ()
+    assert _external_sources(build_parser().parse_args(["--demo"])) == ()  # the demo stays the demo
+    (only,) = _external_sources(build_parser().parse_args(["--demo", "--codex-root", "/b"]))
+    assert isinstance(only, CodexSource)

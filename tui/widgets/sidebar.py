@@ -151,7 +151,10 @@ class SessionSidebar(RowList, can_focus=True):
             style = _PROBLEMHEADING_STYLE if row.heading.startswith("Unreadable") else HEADING_STYLE
             return [Segment(row.heading, style)]
         if row.problem is not None:
-            name = visible(os.path.basename(os.path.dirname(row.problem.path)) or str(row.problem.path))
+            path = str(row.problem.path)
+            # A dsh session is its folder (…/<id>/session.jsonl); another tool's session is its file.
+            folder = os.path.basename(path).startswith("session.jsonl")
+            name = visible((os.path.basename(os.path.dirname(path)) if folder else os.path.basename(path)) or path)
             return [Segment(fit_cells(f"  ✖ {name}", width), _PROBLEM)]
         header = row.header
         assert header is not None
