@@ -32,6 +32,7 @@ from .constants import (
     SESSION_REFERENCE_SCHEME,
 )
 from .errors import SessionQueryError, SessionReferenceError
+from .external import ClaudeCodeSource, CodexSource, MergedSessionQuery
 from .jsonl_store import JsonlSessionStore, StoredSession, StoreProblem
 from .models import (
     BakedPrompt,
@@ -80,6 +81,8 @@ __all__ = [
     "BodyIndex",
     "Candidate",
     "ChatModel",
+    "ClaudeCodeSource",
+    "CodexSource",
     "EchoModel",
     "HookContext",
     "IndexStatus",
@@ -87,6 +90,7 @@ __all__ = [
     "IndexedSession",
     "JsonlSessionStore",
     "MemorySessionStore",
+    "MergedSessionQuery",
     "ModelError",
     "OpenAICompatibleModel",
     "ParsedReferenceText",

@@ -90,3 +90,19 @@ async def test_another_tools_session_cannot_become_the_target(
         await pilot.pause()
         assert app.session.id == "today"
         assert notes and "Codex sessions are read-only here" in notes[-1]
+
+
+async def test_an_unreadable_claude_code_file_is_listed_as_unreadable_and_the_rest_works(
+    demo_template: Path, tmp_path: Path, roots: tuple[Path, Path]
+) -> None:
+    broken = roots[0] / "projects" / "-home-demo-projects-sessionref" / "0000dead-0000-4000-8000-000000000000.jsonl"
+    broken.write_text("not json\n{\n")
+    app, _store = mixed_app(demo_template, tmp_path, roots)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        sidebar = app.chat.query_one(SessionSidebar)
+        rows = [sidebar.row_text(i) for i in range(len(sidebar.rows))]
+        assert "Unreadable (1)" in rows
+        assert any("✖ 0000dead-0000-4000" in row for row in rows)  # the file, cut to the sidebar
+        await open_picker(pilot)
+        assert CLAUDE_ID in picker_ids(app) and not any("0000dead" in sid for sid in picker_ids(app))
