@@ -60,12 +60,17 @@ class Terminal:
         subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, check=False)
 
 
-def test_type_a_mention_send_it_and_find_it_in_the_store(demo_template: Path, tmp_path: Path) -> None:
+def open_demo_copy(demo_template: Path, tmp_path: Path, *options: str) -> tuple[Path, Terminal]:
+    """A copy of the demo store and ``sessionref`` on it in tmux (``--session today``, HOME in tmp)."""
     root = tmp_path / "store"
     shutil.copytree(demo_template, root)
     command = [sys.executable, "-m", "tui.cli", "--root", str(root), "--cwd", DEMO_PROJECT, "--session", "today"]
     env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "TERM": "xterm-256color", "HOME": str(tmp_path)}
-    terminal = Terminal(command, env)
+    return root, Terminal([*command, *options], env)
+
+
+def test_type_a_mention_send_it_and_find_it_in_the_store(demo_template: Path, tmp_path: Path) -> None:
+    root, terminal = open_demo_copy(demo_template, tmp_path)
     try:
         terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
         terminal.send("tell me about ", literal=True)
@@ -96,11 +101,7 @@ def test_type_a_mention_send_it_and_find_it_in_the_store(demo_template: Path, tm
 
 def test_a_word_said_only_in_a_message_finds_the_session_to_reference(demo_template: Path, tmp_path: Path) -> None:
     # "fsync" is in no title, id or cwd: only in an answer of "Storage design" (design-notes).
-    root = tmp_path / "store"
-    shutil.copytree(demo_template, root)
-    command = [sys.executable, "-m", "tui.cli", "--root", str(root), "--cwd", DEMO_PROJECT, "--session", "today"]
-    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "TERM": "xterm-256color", "HOME": str(tmp_path)}
-    terminal = Terminal(command, env)
+    root, terminal = open_demo_copy(demo_template, tmp_path)
     try:
         terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
         terminal.send("how did we make writes durable in ", literal=True)
@@ -131,15 +132,9 @@ def test_a_word_said_only_in_a_message_finds_the_session_to_reference(demo_templ
 def test_reference_a_claude_code_session_from_the_terminal(demo_template: Path, tmp_path: Path) -> None:
     from tests.external_fixtures import CLAUDE_UUID, seed_external
 
-    root = tmp_path / "store"
-    shutil.copytree(demo_template, root)
     seed_external(tmp_path / "claude", tmp_path / "codex")
-    command = [
-        sys.executable, "-m", "tui.cli", "--root", str(root), "--cwd", DEMO_PROJECT, "--session", "today",
-        "--claude-root", str(tmp_path / "claude"), "--codex-root", str(tmp_path / "codex"),
-    ]  # fmt: skip
-    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "TERM": "xterm-256color", "HOME": str(tmp_path)}
-    terminal = Terminal(command, env)
+    external = ["--claude-root", str(tmp_path / "claude"), "--codex-root", str(tmp_path / "codex")]
+    root, terminal = open_demo_copy(demo_template, tmp_path, *external)
     try:
         terminal.wait_for(lambda s: "CC Flaky lock test" in s and "CX Make the hero" in s)
         terminal.send("why did it flake? ", literal=True)
