@@ -333,7 +333,8 @@ class ClaudeCodeSource(_FileSource):
             except OSError:
                 continue
             for name in names:
-                if name.endswith(".jsonl"):
+                # ``agent-*.jsonl``: a sub-agent's sidechain, part of its parent session, never one itself.
+                if name.endswith(".jsonl") and not name.startswith("agent-"):
                     yield os.path.join(folder.path, name)
 
     def _header(self, path: Path) -> SessionHeader | None:

@@ -362,3 +362,12 @@ def test_odd_timestamps_fall_back_or_are_none() -> None:
     assert _millis("2025-06-01T10:00:60.000Z") is None
     assert _millis("2025-06-01T10:00:05") is None  # no zone: not a time we can place
     assert _millis("soon") is None and _millis(17) is None
+
+
+async def test_claude_sub_agent_files_are_not_sessions(tmp_path: Path) -> None:
+    claude_file(tmp_path, [c_user("u1", None, "main session")])
+    side = [c_assistant("s1", None, [text("sub-agent work")], isSidechain=True)]
+    write(tmp_path / "projects" / "-work-app" / "agent-1a2b3c4d.jsonl", side)
+    source = ClaudeCodeSource(tmp_path)
+    assert [record.header.id for record in await source.list_sessions()] == [CLAUDE_PREFIX + UUID]
+    assert source.problems == []
