@@ -157,3 +157,19 @@ def test_reference_a_claude_code_session_from_the_terminal(demo_template: Path, 
     assert reference["sessionId"] == f"claude:{CLAUDE_UUID}" and reference["label"] == "Flaky lock test fix"
     context = prompt.data["content"][0]["text"]
     assert "before the wombat fixture releases it" in context and "SECRET TOOL OUTPUT" not in context
+
+
+def test_the_demo_shows_ages_relative_to_now(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "tui.cli", "--demo", "--root", str(tmp_path / "demo")]
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "TERM": "xterm-256color", "HOME": str(tmp_path)}
+    terminal = Terminal(command, env)
+    try:
+        screen = terminal.wait_for(lambda s: "Storage design" in s and "Website redesign" in s)
+        terminal.send("C-q")
+        terminal.wait_for(lambda s: "EXITED:0" in s)
+    finally:
+        terminal.close()
+    rows = {line.split("│")[1].strip() for line in screen.splitlines() if line.count("│") >= 2}
+    storage = next(row for row in rows if row.startswith("Storage design"))
+    website = next(row for row in rows if row.startswith("Website redesign"))
+    assert storage.split()[-1] in ("2m", "3m") and website.split()[-1] in ("7m", "8m")  # not "48w"

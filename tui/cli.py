@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 
 import platformdirs
@@ -216,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.demo:
         from .demo import DEMO_PROJECT, seed_demo
 
-        ids = seed_demo(store)
+        ids = seed_demo(store, start=time.time_ns() // 1_000_000 - 7 * 60_000)  # ages of 1m..7m
         for role, seeded in ids.items():
             if role != "target":
                 store.release(seeded)
