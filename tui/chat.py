@@ -1,0 +1,516 @@
+"""The chat screen: transcript, prompt with the `@` picker, live preview, session sidebar.
+
+It drives what the user sees; the app (``tui.app.SessionRefApp``, its ``host``) owns the store,
+the service, the agents and the indexes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from rich.cells import cell_len
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header, TextArea
+
+from core import (
+    AbortController,
+    SessionHeader,
+    SessionQueryError,
+    SessionRecord,
+    SessionReferenceError,
+    format_session_reference_mention,
+    parse_session_reference_text,
+)
+from core.errors import CANCELLED
+from core.search import FIRST_BUDGET, FULL_BUDGET
+
+from .mentions import PickerQuery
+from .preview_report import PreviewReport, build_preview, problem_of
+from .screens import RenameScreen, ViewerScreen
+from .text import short_cwd, visible
+from .widgets.picker import MentionPicker
+from .widgets.preview import PreviewBody, PreviewPane
+from .widgets.prompt import PromptArea
+from .widgets.sidebar import SessionSidebar
+from .widgets.transcript import Transcript, UserBlock, model_received
+
+if TYPE_CHECKING:
+    from .app import SessionRefApp  # the host; imported for types only, so there is no cycle
+
+PREVIEW_DELAY = 0.12
+"""Seconds of typing pause before the preview recomputes (a newer draft cancels the running one)."""
+STREAM_TICK = 1 / 20
+"""How often the transcript repaints a streaming reply."""
+VISIBLE_HITS = 24
+"""Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""
+
+
+class ChatScreen(Screen[None]):
+    """Sessions | transcript | preview, with the prompt and its `@` picker below."""
+
+    BINDINGS = [
+        # Picker keys: priority so the prompt never sees them while the picker is open;
+        # ``check_action`` turns them off when it is closed, so every key types normally then.
+        Binding("up", "picker_move(-1)", show=False, priority=True),
+        Binding("down", "picker_move(1)", show=False, priority=True),
+        Binding("ctrl+n", "picker_move(1)", show=False, priority=True),
+        Binding("tab", "picker_accept", show=False, priority=True),
+        Binding("enter", "picker_accept", show=False, priority=True),
+        Binding("escape", "escape", "Cancel", show=False, priority=True),
+        Binding("f2", "show_model_view", "Model view"),
+        Binding("f3", "new_session", "New"),
+        Binding("f4", "rename_session", "Rename"),
+        Binding("ctrl+b", "toggle_sidebar", "Sessions"),
+        Binding("f5", "toggle_preview", "Preview"),
+    ]
+
+    def __init__(self, host: SessionRefApp) -> None:
+        super().__init__()
+        self.host = host
+        self._query: PickerQuery | None = None
+        self._query_row = 0
+        # Escape memory: (row, column of the `@`, draft) of the token whose picker was dismissed.
+        self._dismissed: tuple[int, int, str] | None = None
+        self._lookup_abort: AbortController | None = None
+        self._lookup_generation = 0
+        self._preview_abort: AbortController | None = None
+        self._preview_timer: Timer | None = None
+        self._preview_generation = 0
+        self._preview_started = 0.0
+        self._preview_shown = -1
+        self._send_abort: AbortController | None = None
+        self._stream_timer: Timer | None = None
+        self.preparing = False
+        self._shown_for_key: float | None = None
+        self._key_unanswered = False
+
+    # -- layout -----------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        host = self.host
+        yield Header(show_clock=False, icon="@")
+        with Horizontal(id="main"):
+            yield SessionSidebar(id="sidebar", home=host.home)
+            yield Transcript(id="transcript")
+            yield PreviewPane(id="preview", home=host.home)
+        yield PromptArea(id="prompt", cursor_blink=host.cursor_blink)
+        yield Footer()
+        yield MentionPicker(id="picker", home=host.home)
+
+    def on_mount(self) -> None:
+        prompt = self.query_one(PromptArea)
+        prompt.border_title = "Prompt · Enter sends · Ctrl+J newline · @ references a session"
+        prompt.focus()
+        self.query_one(SessionSidebar).border_subtitle = "loading…"
+        self._show_target()
+        self.host.start_catalog()
+        self.set_interval(self.host.refresh_interval, self.host.refresh_catalog)
+
+    @property
+    def prompt(self) -> PromptArea:
+        """The prompt widget."""
+        return self.query_one(PromptArea)
+
+    @property
+    def picker(self) -> MentionPicker:
+        """The `@` picker."""
+        return self.query_one(MentionPicker)
+
+    def _show_target(self) -> None:
+        host = self.host
+        session = host.session
+        title = session.title.title if session.title is not None else "New session"
+        host.sub_title = f"{visible(title)} · {short_cwd(session.cwd, 48, host.home)}"
+        self.query_one(Transcript).sync(session, host.model.name)
+        self.show_sessions()
+
+    def show_sessions(self) -> None:
+        """Repaint the sidebar from the catalog."""
+        host = self.host
+        catalog = host.catalog
+        sidebar = self.query_one(SessionSidebar)
+        live = {record.header.id for record in catalog.records if record.live}
+        live.add(host.session.id)
+
+        def title_of(header: SessionHeader) -> str | None:
+            if header.id in live:
+                session = host.store.get(header.id)
+                return session.title.title if session is not None and session.title is not None else None
+            return catalog.title(header.id)
+
+        records = catalog.records
+        if not catalog.has(host.session.id):
+            # A new session is listed before its first write.
+            records = [SessionRecord(header=host.session.header, live=True, persisted=False), *records]
+        sidebar.show(records, title_of, catalog.problems, host.session.id, host.session.cwd, host.clock())
+        self.show_index_progress(len(records))
+
+    def show_index_progress(self, count: int | None = None) -> None:
+        """The sidebar's subtitle: how many sessions, and how far message indexing is."""
+        host = self.host
+        sidebar = self.query_one(SessionSidebar)
+        if count is None:
+            count = len(host.catalog.records) + (0 if host.catalog.has(host.session.id) else 1)
+        if not host.catalog_loaded.is_set():
+            sidebar.border_subtitle = "loading…"
+            return
+        progress = host.index_progress()
+        sidebar.border_subtitle = f"{count} · {progress}" if progress else f"{count}"
+
+    # -- picker -----------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("picker_move", "picker_accept"):
+            return self.picker.is_open
+        if action == "escape":
+            return self.picker.is_open or self.preparing or self.host.agent.status == "running"
+        return True
+
+    def action_picker_move(self, step: int) -> None:
+        """Move the picker's highlight."""
+        self.picker.move(step)
+
+    def action_picker_accept(self) -> None:
+        """Accept the highlighted candidate."""
+        self.picker.accept()
+
+    def action_escape(self) -> None:
+        """Close the picker, else cancel preparing, else stop the streaming reply."""
+        if self.picker.is_open:
+            if self._query is not None:
+                self._dismissed = (self._query_row, self._query.start, self.prompt.text)
+            self._close_picker()
+        elif self.preparing and self._send_abort is not None:
+            self._send_abort.abort("cancelled by the user")
+        elif self.host.agent.status == "running":
+            self.host.agent.cancel()
+            self.notify("Reply stopped; what arrived is kept.", title="Stopped")
+
+    def _close_picker(self) -> None:
+        self.picker.close()
+        if self._lookup_abort is not None:
+            self._lookup_abort.abort("picker closed")
+            self._lookup_abort = None
+        self._lookup_generation += 1
+        self._key_unanswered = False
+
+    def on_prompt_area_query_changed(self, event: PromptArea.QueryChanged) -> None:
+        self._query, self._query_row = event.query, event.row
+        if event.query is None:
+            self._close_picker()
+            return
+        if self._dismissed is not None:
+            if self._dismissed == (event.row, event.query.start, self.prompt.text):
+                return  # the same token, unedited since Escape: stay closed
+            self._dismissed = None
+        self._lookup(event.query)
+
+    def _lookup(self, query: PickerQuery, from_key: bool = True) -> None:
+        # A refresh that supersedes a keystroke's lookup before it was shown answers that keystroke.
+        from_key = from_key or self._key_unanswered
+        self._key_unanswered = from_key
+        if self._lookup_abort is not None:
+            self._lookup_abort.abort("superseded by a newer keystroke")
+        controller = AbortController()
+        self._lookup_abort = controller
+        self._lookup_generation += 1
+        self._run_lookup(query, controller, self._lookup_generation, from_key)
+
+    @work(exclusive=True, group="picker")
+    async def _run_lookup(
+        self, query: PickerQuery, controller: AbortController, generation: int, from_key: bool
+    ) -> None:
+        host = self.host
+        budget = FIRST_BUDGET
+        while True:
+            try:
+                result = await host.search_sessions(query.query, controller.signal, budget)
+            except SessionReferenceError as error:
+                if error.code != CANCELLED:
+                    self.notify(problem_of(error).describe(), severity="error", title="Lookup failed")
+                return
+            if generation != self._lookup_generation or self._query != query:
+                return  # a newer keystroke already asked again
+            host.catalog.request_titles([hit.candidate.session_id for hit in result.hits[:VISIBLE_HITS]])
+            picker = self.picker
+            keep = budget != FIRST_BUDGET or not from_key
+            picker.show(result, query.query, host.session.cwd, host.clock(), host.index_note(result), keep=keep)
+            self._place_picker(query)
+            if from_key and budget == FIRST_BUDGET:
+                # The next paint answers this keystroke (even if the full answer is in by then).
+                self._shown_for_key = self.prompt.last_key_at
+                self._key_unanswered = False
+            if result.complete or budget == FULL_BUDGET:
+                return
+            # The keystroke's answer is on screen; finish the message search behind it.
+            budget = FULL_BUDGET
+
+    def on_mention_picker_painted(self, event: MentionPicker.Painted) -> None:
+        # Keystroke -> new rows rendered: the figure the picker benchmark reports.
+        if self._shown_for_key is None:
+            return  # a refresh after titles loaded, not a keystroke
+        self.host.picker_latencies.append(event.painted_at - self._shown_for_key)
+        self.host.picker_updates += 1
+        self._shown_for_key = None
+
+    def refresh_picker(self) -> None:
+        """Look the open picker's query up again (titles that were still loading may be in now)."""
+        if self.picker.is_open and self._query is not None:
+            self._lookup(self._query, from_key=False)
+
+    def _place_picker(self, query: PickerQuery) -> None:
+        prompt = self.prompt
+        cursor = prompt.cursor_screen_offset
+        row, column = prompt.cursor_location
+        typed = prompt.document.get_line(row)[query.start : column]
+        self.picker.place(cursor.x - cell_len(typed), cursor.y, self.size.height)
+
+    def on_mention_picker_accepted(self, event: MentionPicker.Accepted) -> None:
+        query = self._query
+        self._close_picker()
+        if query is None:
+            return
+        candidate = event.candidate
+        mention = format_session_reference_mention(candidate.session_id, visible(candidate.label))
+        self.prompt.insert_mention(query, self._query_row, mention)
+        self.prompt.focus()
+
+    # -- preview ----------------------------------------------------------------------------------
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if event.text_area is not self.prompt:
+            return
+        self.schedule_preview()
+
+    def schedule_preview(self, delay: float = PREVIEW_DELAY) -> None:
+        """Recompute the preview after ``delay`` (a newer call replaces a pending one)."""
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(max(delay, 0.01), self._start_preview)
+
+    def _start_preview(self) -> None:
+        if self._preview_abort is not None:
+            self._preview_abort.abort("superseded by a newer draft")
+        controller = AbortController()
+        self._preview_abort = controller
+        self._preview_generation += 1
+        self._preview_started = time.perf_counter()
+        pane = self.query_one(PreviewPane)
+        draft = self.prompt.text
+        if "@[" not in draft and "dsh-session:" not in draft:
+            self._preview_shown = self._preview_generation
+            pane.show(PreviewReport(draft=draft, max_references=self.host.service.config.max_references))
+            return
+        pane.show(None, busy=True)
+        self._run_preview(draft, controller, self._preview_generation)
+
+    @work(exclusive=True, group="preview", thread=True)
+    def _run_preview(self, draft: str, controller: AbortController, generation: int) -> None:
+        host = self.host
+        try:
+            report = asyncio.run(build_preview(host.service, host.session, draft, controller.signal))
+        except SessionReferenceError:
+            return  # cancelled: a newer draft is being previewed
+        self.app.call_from_thread(self._show_preview, report, generation)
+
+    def _show_preview(self, report: PreviewReport, generation: int) -> None:
+        if generation != self._preview_generation:
+            return
+        self._preview_shown = generation
+        self.query_one(PreviewPane).show(report)
+
+    def on_preview_body_painted(self, event: PreviewBody.Painted) -> None:
+        if self._preview_shown != self._preview_generation:
+            return  # a "busy" repaint, or a report already superseded
+        self._preview_shown = -1
+        # Draft change (after the typing pause) -> the new report on screen: the benchmark's figure.
+        self.host.last_preview_seconds = event.painted_at - self._preview_started
+        self.host.preview_seconds.append(self.host.last_preview_seconds)
+        self.host.preview_updates += 1
+
+    def action_show_model_view(self) -> None:
+        """Open the exact model-visible text of the draft's prefix and request."""
+        report = self.query_one(PreviewPane).report
+        if report is None or report.draft != self.prompt.text:
+            self.notify("The preview is still updating; try again in a moment.", title="Model view")
+            return
+        if report.problem is not None:
+            self.notify(report.problem.describe(), severity="error", title="Nothing would be sent")
+            return
+        text = report.model_visible_text()
+        self.app.push_screen(
+            ViewerScreen("What the model will receive", text, f"{len(text.encode('utf-8', 'surrogatepass')):,} bytes")
+        )
+
+    # -- sending ----------------------------------------------------------------------------------
+
+    def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
+        if self.preparing:
+            self.notify("Still preparing the previous message (Esc cancels it).", severity="warning")
+            return
+        if not event.text.strip():
+            return
+        self._close_picker()
+        self._send(event.text)
+
+    def _set_preparing(self, preparing: bool) -> None:
+        self.preparing = preparing
+        prompt = self.prompt
+        prompt.set_class(preparing, "-preparing")
+        prompt.border_title = (
+            "Preparing referenced sessions… · Esc cancels"
+            if preparing
+            else "Prompt · Enter sends · Ctrl+J newline · @ references a session"
+        )
+
+    @work(exclusive=True, group="send")
+    async def _send(self, text: str) -> None:
+        host = self.host
+        session, agent = host.session, host.agent
+        controller = AbortController()
+        self._send_abort = controller
+        self._set_preparing(True)
+        try:
+            parsed = parse_session_reference_text(text)
+            content = [{"type": "text", "text": parsed.text}]
+            prepared = await host.service.prepare(session, content, parsed.references, controller.signal)
+        except SessionReferenceError as error:
+            if error.code == CANCELLED:
+                self.notify(f"Nothing was sent; your draft is kept. ({error.code})", title="Cancelled")
+            else:
+                self.notify(
+                    f"{problem_of(error).describe()}\nNothing was sent; your draft is kept.",
+                    severity="error",
+                    title="Not sent",
+                )
+            self._restore(text)
+            return
+        finally:
+            self._set_preparing(False)
+            self._send_abort = None
+        try:
+            if agent.status == "running":
+                await agent.steer(prepared.content, prepared.contexts)
+            else:
+                await agent.followup(prepared.content, prepared.contexts)
+        except SessionQueryError as error:
+            self.notify(
+                f"{error.message} ({error.code})\nYour draft is kept.", severity="error", title="Could not save"
+            )
+            self._restore(text)
+            return
+        if self.prompt.text == text:
+            self.prompt.clear()
+        host.sent += 1
+        self._follow_stream()
+
+    def _restore(self, text: str) -> None:
+        if not self.prompt.text:
+            self.prompt.load_text(text)
+            self.prompt.move_cursor(self.prompt.document.end)
+
+    def _follow_stream(self) -> None:
+        self.query_one(Transcript).sync(self.host.session, self.host.model.name)
+        if self._stream_timer is None:
+            self._stream_timer = self.set_interval(STREAM_TICK, self._stream_tick)
+
+    def _stream_tick(self) -> None:
+        host = self.host
+        self.query_one(Transcript).sync(host.session, host.model.name)
+        if host.agent.status == "idle" and self._stream_timer is not None:
+            self._stream_timer.stop()
+            self._stream_timer = None
+            self._show_target()
+            error = host.agent.last_error
+            if error is not None and error is not host.reported_error:
+                host.reported_error = error
+                self.notify(f"{error.message} ({error.code})", severity="error", title="The model failed")
+
+    # -- transcript -------------------------------------------------------------------------------
+
+    def on_user_block_show_received(self, event: UserBlock.ShowReceived) -> None:
+        text = model_received(event.event.data)
+        self.app.push_screen(ViewerScreen(f"What the model received for message #{event.event.seq}", text))
+
+    def action_show_last_received(self) -> None:
+        """Show what the model received for the latest prompt of this session."""
+        blocks = list(self.query(UserBlock))
+        if not blocks:
+            self.notify("No message has been sent in this session yet.", title="What the model received")
+            return
+        blocks[-1].action_show_received()
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def on_session_sidebar_chosen(self, event: SessionSidebar.Chosen) -> None:
+        self.switch_to(event.session_id)
+
+    def switch_to(self, session_id: str) -> None:
+        """Make ``session_id`` the target (keeps the draft)."""
+        host = self.host
+        if session_id == host.session.id:
+            return
+        source = host.catalog.source_of(session_id)
+        if source is not None:
+            # Another agent's session is never written here: it can only be referenced.
+            self.notify(
+                f"{source.name} sessions are read-only here: type @ in the prompt to reference it.",
+                title="Cannot open session",
+            )
+            return
+        try:
+            host.open_session(session_id)
+        except SessionQueryError as error:
+            self.notify(f"{error.message} ({error.code})", severity="error", title="Cannot open session")
+            return
+        if self._stream_timer is not None:
+            self._stream_timer.stop()
+            self._stream_timer = None
+        self._show_target()
+        if host.agent.status == "running":
+            self._follow_stream()
+        self.schedule_preview(0)
+        self.prompt.focus()
+
+    def action_new_session(self) -> None:
+        """Start a new session in the launch cwd and make it the target."""
+        host = self.host
+        host.new_session()
+        self._show_target()
+        self.schedule_preview(0)
+        self.prompt.focus()
+        self.notify("New session started.", title="Sessions")
+
+    def action_rename_session(self) -> None:
+        """Ask for a new title and write it as a ``session/title`` event."""
+        session = self.host.session
+        current = session.title.title if session.title is not None else ""
+
+        def rename(title: str | None) -> None:
+            if title is None:
+                return
+            try:
+                self.host.rename(title)
+            except SessionQueryError as error:
+                self.notify(f"{error.message} ({error.code})", severity="error", title="Cannot rename")
+                return
+            self._show_target()
+
+        self.app.push_screen(RenameScreen(current), rename)
+
+    def action_toggle_sidebar(self) -> None:
+        """Show or hide the sessions sidebar."""
+        sidebar = self.query_one(SessionSidebar)
+        sidebar.display = not sidebar.display
+
+    def action_toggle_preview(self) -> None:
+        """Show or hide the preview pane."""
+        pane = self.query_one(PreviewPane)
+        pane.display = not pane.display
