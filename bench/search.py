@@ -22,10 +22,10 @@ from pathlib import Path
 import zstandard
 
 from core import JsonlSessionStore, SessionHeader
-from core.body_index import BodyIndex, index_path_beside, indexed_session, revision_key
-from core.jsonl_store import encode_session_segment, header_line, project_key
-from core.search import FIRST_BUDGET, SessionSearch
+from core.search.body_index import BodyIndex, index_path_beside, indexed_session, revision_key
+from core.search.finder import FIRST_BUDGET, SessionSearch
 from core.serialization import js_json_stringify
+from core.sessions.jsonl_store import encode_session_segment, header_line, project_key
 
 SESSIONS = 10_000
 MESSAGES = 100
@@ -103,11 +103,11 @@ def _sources(store: JsonlSessionStore) -> tuple[list[tuple[str, str]], dict[str,
 
 
 def build(root: Path, index_path: Path) -> float:
-    """A first build from nothing, as the app starts it: ``python -m core.index_builder``."""
+    """A first build from nothing, as the app starts it: ``python -m core.search.builder``."""
     shutil.rmtree(index_path, ignore_errors=True)
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "core.index_builder", str(root), "--index", str(index_path), "--nice", "0"],
+        [sys.executable, "-m", "core.search.builder", str(root), "--index", str(index_path), "--nice", "0"],
         check=True,
         cwd=Path(__file__).parent.parent,
     )

@@ -6,10 +6,31 @@ imports Textual; every host (the TUI, a CLI, a test) uses the names exported bel
 
 from __future__ import annotations
 
-from .abort import AbortController, AbortSignal
-from .agent import AgentLoop
-from .baking import bake_prompt_message
-from .body_index import (
+from core.abort import AbortController, AbortSignal
+from core.agent.chat_models import ChatModel, EchoModel, ModelError, OpenAICompatibleModel
+from core.agent.loop import AgentLoop
+from core.constants import (
+    COMPACT_CHECKPOINT_SOURCE,
+    DEFAULT_CANDIDATE_LIMIT,
+    DEFAULT_MAX_REFERENCE_BYTES,
+    MAX_REFERENCES,
+    PROMPT_REQUEST_DELIMITER,
+    SESSION_REFERENCE_SCHEME,
+)
+from core.errors import SessionQueryError, SessionReferenceError
+from core.reference.baking import bake_prompt_message
+from core.reference.projection import project_conversation
+from core.reference.retention import retain_head_tail, retain_referenced_session, truncate_with_notice
+from core.reference.service import SessionReferenceService
+from core.reference.uri import (
+    ParsedReferenceText,
+    ReferenceInput,
+    decode_session_reference_uri,
+    encode_session_reference_uri,
+    format_session_reference_mention,
+    parse_session_reference_text,
+)
+from core.search.body_index import (
     INDEX_FILE_NAME,
     MIN_BODY_QUERY,
     BodyIndex,
@@ -22,19 +43,11 @@ from .body_index import (
     indexed_session,
     revision_key,
 )
-from .chat_models import ChatModel, EchoModel, ModelError, OpenAICompatibleModel
-from .constants import (
-    COMPACT_CHECKPOINT_SOURCE,
-    DEFAULT_CANDIDATE_LIMIT,
-    DEFAULT_MAX_REFERENCE_BYTES,
-    MAX_REFERENCES,
-    PROMPT_REQUEST_DELIMITER,
-    SESSION_REFERENCE_SCHEME,
-)
-from .errors import SessionQueryError, SessionReferenceError
-from .external import ClaudeCodeSource, CodexSource, MergedSessionQuery
-from .jsonl_store import JsonlSessionStore, StoredSession, StoreProblem
-from .models import (
+from core.search.finder import SearchConfig, SearchHit, SearchResult, SessionSearch
+from core.serialization import js_json_stringify, stringify_tag_safe_json, utf8_length
+from core.sessions.external import ClaudeCodeSource, CodexSource, MergedSessionQuery
+from core.sessions.jsonl_store import JsonlSessionStore, StoredSession, StoreProblem
+from core.sessions.models import (
     BakedPrompt,
     Candidate,
     HookContext,
@@ -48,22 +61,9 @@ from .models import (
     SurfaceSnapshot,
     TitleSnapshot,
 )
-from .projection import project_conversation
-from .query import SessionQuery
-from .retention import retain_head_tail, retain_referenced_session, truncate_with_notice
-from .search import SearchConfig, SearchHit, SearchResult, SessionSearch
-from .serialization import js_json_stringify, stringify_tag_safe_json, utf8_length
-from .service import SessionReferenceService
-from .session import MemorySessionStore, Session
-from .surface import derive_messages, display_prompt_content, fold_surface
-from .uri import (
-    ParsedReferenceText,
-    ReferenceInput,
-    decode_session_reference_uri,
-    encode_session_reference_uri,
-    format_session_reference_mention,
-    parse_session_reference_text,
-)
+from core.sessions.query import SessionQuery
+from core.sessions.session import MemorySessionStore, Session
+from core.sessions.surface import derive_messages, display_prompt_content, fold_surface
 
 __all__ = [
     "COMPACT_CHECKPOINT_SOURCE",

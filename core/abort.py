@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from typing import Any, Callable
 
-from .errors import CANCELLED, SessionReferenceError
+from core.errors import CANCELLED, SessionReferenceError
 
 
 class AbortSignal:

@@ -11,7 +11,7 @@ from typing import Any
 from textual.pilot import Pilot
 
 from core import ChatModel, EchoModel, JsonlSessionStore, ReferenceConfig
-from core.external import ExternalSource
+from core.sessions.external import ExternalSource
 from tui.app import SessionRefApp, make_app
 from tui.demo import DEMO_PROJECT, DEMO_START, seed_demo
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from core import JsonlSessionStore
-from core.body_index import BodyIndex, IndexedSession, IndexUnavailable, indexed_session, revision_key
+from core.search.body_index import BodyIndex, IndexedSession, IndexUnavailable, indexed_session, revision_key
 from tests.conftest import say_user
 
 

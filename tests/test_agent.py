@@ -389,7 +389,7 @@ async def test_the_bytes_on_the_wire_are_the_baked_blocks_and_what_the_app_shows
 
 
 def test_wire_messages_follow_dsh_serializer_for_every_message_kind() -> None:
-    from core.wire import wire_messages
+    from core.agent.wire import wire_messages
 
     history = [
         {"role": "system", "content": [text("be "), text("brief")]},

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-import core.body_index as body_index
+import core.search.body_index as body_index
 import tui.app as app_module
 from core import INDEX_FILE_NAME, EchoModel, JsonlSessionStore
 from tests.app_harness import SIZE, fixed_clock, open_app, settle, until

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from core import AgentLoop, JsonlSessionStore
 from core.abort import AbortSignal
-from core.chunk_rows import MIN_RUN, expand_chunk_row, pack_chunk_runs
-from core.models import SessionEvent, trusted_event
+from core.sessions.chunk_rows import MIN_RUN, expand_chunk_row, pack_chunk_runs
+from core.sessions.models import SessionEvent, trusted_event
 from tests.conftest import text
 
 

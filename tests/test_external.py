@@ -17,8 +17,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core import JsonlSessionStore, ReferenceInput, SessionQueryError, SessionReferenceService
-from core.external import CLAUDE_PREFIX, CODEX_PREFIX, ClaudeCodeSource, CodexSource, MergedSessionQuery, _millis
-from core.projection import project_conversation
+from core.reference.projection import project_conversation
+from core.sessions.external import (
+    CLAUDE_PREFIX,
+    CODEX_PREFIX,
+    ClaudeCodeSource,
+    CodexSource,
+    MergedSessionQuery,
+    _millis,
+)
 from tests.conftest import say_user
 
 UUID = "0f8e6a2c-1b3d-4c5e-8f9a-0123456789ab"

@@ -31,7 +31,7 @@ from core import (
     SessionReferenceService,
 )
 from core.abort import AbortController
-from core.wire import wire_messages
+from core.agent.wire import wire_messages
 from tests.conftest import compact, frame_offsets, text
 from tests.test_dsh_real import FIXTURES, place
 

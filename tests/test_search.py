@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import core.body_index as body_index
+import core.search.body_index as body_index
 from core import (
     BodyIndex,
     IndexUnavailable,
@@ -36,8 +36,8 @@ from core import (
     project_conversation,
     revision_key,
 )
-from core.body_index import INDEX_CORRUPT, INDEX_DISK_FULL, find_folded, make_snippet, trigram_query
-from core.search import SessionSearch
+from core.search.body_index import INDEX_CORRUPT, INDEX_DISK_FULL, find_folded, make_snippet, trigram_query
+from core.search.finder import SessionSearch
 from tests.conftest import compact, say_assistant, say_user, text
 
 ROOT = Path(__file__).parent.parent
@@ -580,7 +580,7 @@ def test_the_builder_process_builds_the_index_and_a_second_one_steps_aside(index
     for number in range(12):
         say_user(indexed.session(f"p-{number}", created_at=number), f"pangolin {number}")
     indexed.writer.close()
-    command = [sys.executable, "-m", "core.index_builder", str(indexed.root), "--first-cwd", "/work/app"]
+    command = [sys.executable, "-m", "core.search.builder", str(indexed.root), "--first-cwd", "/work/app"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     indexed.sources()
@@ -597,7 +597,7 @@ def test_the_builder_reports_an_unusable_index_with_a_code(tmp_path: Path) -> No
     store.mkdir()
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the index folder should be")
-    command = [sys.executable, "-m", "core.index_builder", str(store), "--index", str(blocker)]
+    command = [sys.executable, "-m", "core.search.builder", str(store), "--index", str(blocker)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 4
     assert "SEARCH_INDEX_" in done.stderr and "Traceback" not in done.stderr

@@ -42,10 +42,10 @@ from core import (
     SessionSearch,
     index_path_beside,
 )
-from core.body_index import INDEX_DISK_FULL, INDEX_READ_ONLY
-from core.external import ExternalSource
-from core.search import FULL_BUDGET
-from core.session import not_found, system_clock
+from core.search.body_index import INDEX_DISK_FULL, INDEX_READ_ONLY
+from core.search.finder import FULL_BUDGET
+from core.sessions.external import ExternalSource
+from core.sessions.session import not_found, system_clock
 
 from .catalog import SessionCatalog
 from .chat import ChatScreen
@@ -354,7 +354,7 @@ class SessionRefApp(App[None]):
     def start_index(self) -> None:
         """Bring the body index up to date with the catalog, off the UI thread (one run at a time).
 
-        A large catch-up (a first build) runs in a builder process (``python -m core.index_builder``)
+        A large catch-up (a first build) runs in a builder process (``python -m core.search.builder``)
         so the UI keeps its interpreter and a core; meanwhile this app searches the growing index
         read-only and polls its progress. Small changes are indexed here, in a thread.
         """
@@ -431,7 +431,7 @@ class SessionRefApp(App[None]):
             return False
         if not index.writable or index.pending(sources) < BUILDER_THRESHOLD:
             return False  # little to do, or another process keeps the index (sync reads its progress)
-        command = [sys.executable, "-m", "core.index_builder", str(store.root), "--compression", store.compression]
+        command = [sys.executable, "-m", "core.search.builder", str(store.root), "--compression", store.compression]
         if self.session.cwd is not None:
             command += ["--first-cwd", self.session.cwd]
         command += ["--index", str(index.path)]

@@ -25,9 +25,9 @@ from core import (
     indexed_session,
     revision_key,
 )
-from core.external import ExternalSource
-from core.models import SurfaceSnapshot, TitleSnapshot
-from core.query import listing_order_key
+from core.sessions.external import ExternalSource
+from core.sessions.models import SurfaceSnapshot, TitleSnapshot
+from core.sessions.query import listing_order_key
 
 Store = JsonlSessionStore | MemorySessionStore
 

@@ -29,7 +29,7 @@ from core import (
     parse_session_reference_text,
 )
 from core.errors import CANCELLED
-from core.search import FIRST_BUDGET, FULL_BUDGET
+from core.search.finder import FIRST_BUDGET, FULL_BUDGET
 
 from .mentions import PickerQuery
 from .preview_report import PreviewReport, build_preview, problem_of

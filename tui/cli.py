@@ -26,8 +26,8 @@ from core import (
     SessionQueryError,
     SessionReferenceError,
 )
-from core.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
-from core.external import ClaudeCodeSource, CodexSource, ExternalSource, claude_root, codex_root
+from core.agent.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
+from core.sessions.external import ClaudeCodeSource, CodexSource, ExternalSource, claude_root, codex_root
 
 BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
 """Environment switch for message search: 0/false/off/no turns it off, 1/true/on/yes on."""

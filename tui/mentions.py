@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from core.uri import find_mention_spans
+from core.reference.uri import find_mention_spans
 
 # JavaScript's whitespace set, as the mention grammar uses it.
 _WHITESPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"

@@ -22,6 +22,7 @@ from core import (
     bake_prompt_message,
     parse_session_reference_text,
 )
+from core.agent.wire import wire_text
 from core.errors import (
     BUDGET_EXCEEDED,
     CANCELLED,
@@ -31,9 +32,8 @@ from core.errors import (
     SESSION_QUERY_SESSION_NOT_FOUND,
     TOO_MANY,
 )
+from core.reference.service import FRAME_CLOSE, FRAME_OPEN
 from core.serialization import tag_safe_json_length, utf8_length
-from core.service import FRAME_CLOSE, FRAME_OPEN
-from core.wire import wire_text
 
 from .text import estimate_tokens
 

@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import TextAreaTheme
 
-from core.uri import find_mention_spans
+from core.reference.uri import find_mention_spans
 
 from ..mentions import PickerQuery, picker_query, token_around, token_ending_at, token_starting_at
 

@@ -13,9 +13,9 @@ from textual.message import Message
 from textual.widgets import Static
 
 from core import Session, SessionEvent, display_prompt_content
-from core.projection import is_compact_checkpoint_source
-from core.surface import message_content, message_payload, text_of_blocks
-from core.wire import wire_text
+from core.agent.wire import wire_text
+from core.reference.projection import is_compact_checkpoint_source
+from core.sessions.surface import message_content, message_payload, text_of_blocks
 
 from ..text import visible, visible_lines
 

@@ -9,16 +9,23 @@ import time
 import uuid
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from .errors import (
+from core.errors import (
     SESSION_QUERY_INVALID_EVENT,
     SESSION_QUERY_SESSION_EXISTS,
     SESSION_QUERY_SESSION_NOT_FOUND,
     SessionQueryError,
 )
-from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
-from .query import listing_order_key
-from .serialization import NotPlainJsonError, js_json_stringify, plain_json_copy
-from .surface import SurfaceFolder, derive_messages, events_at
+from core.serialization import NotPlainJsonError, js_json_stringify, plain_json_copy
+from core.sessions.models import (
+    SessionEvent,
+    SessionHeader,
+    SessionRecord,
+    SurfaceSnapshot,
+    TitleSnapshot,
+    trusted_event,
+)
+from core.sessions.query import listing_order_key
+from core.sessions.surface import SurfaceFolder, derive_messages, events_at
 
 Clock = Callable[[], int]
 """Returns the current time in epoch milliseconds."""

@@ -1,4 +1,4 @@
-"""``python -m core.index_builder ROOT``: build or refresh a store's body index in its own process.
+"""``python -m core.search.builder ROOT``: build or refresh a store's body index in its own process.
 
 The app starts this for a first build (or any large catch-up) so that neither the interpreter lock
 nor a core is taken from the UI: the builder reads sessions in a forked helper process while SQLite
@@ -18,10 +18,17 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .body_index import INDEX_READ_ONLY, BodyIndex, IndexUnavailable, index_path_beside, indexed_session, revision_key
-from .errors import SessionQueryError
-from .jsonl_store import JsonlSessionStore
-from .models import SessionHeader
+from core.errors import SessionQueryError
+from core.search.body_index import (
+    INDEX_READ_ONLY,
+    BodyIndex,
+    IndexUnavailable,
+    index_path_beside,
+    indexed_session,
+    revision_key,
+)
+from core.sessions.jsonl_store import JsonlSessionStore
+from core.sessions.models import SessionHeader
 
 EXIT_STORE = 3
 EXIT_INDEX = 4
@@ -71,7 +78,7 @@ def build(root: str, compression: str = "zstd", first_cwd: str | None = None, in
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.index_builder", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m core.search.builder", description=__doc__.splitlines()[0])
     parser.add_argument("root", help="the session store folder")
     parser.add_argument("--compression", choices=("zstd", "none"), default="zstd")
     parser.add_argument("--first-cwd", metavar="DIR", help="index the sessions of this folder first")

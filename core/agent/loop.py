@@ -8,13 +8,13 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from .abort import AbortController, race_abort
-from .baking import bake_prompt_message
-from .chat_models import ChatModel, ModelError
-from .errors import SessionQueryError, SessionReferenceError
-from .models import HookContext, SessionEvent
-from .session import Session
-from .surface import display_prompt_content, text_of_blocks
+from core.abort import AbortController, race_abort
+from core.agent.chat_models import ChatModel, ModelError
+from core.errors import SessionQueryError, SessionReferenceError
+from core.reference.baking import bake_prompt_message
+from core.sessions.models import HookContext, SessionEvent
+from core.sessions.session import Session
+from core.sessions.surface import display_prompt_content, text_of_blocks
 
 TITLE_LIMIT = 60
 """Fallback titles keep at most this many characters of the first line."""

@@ -12,8 +12,8 @@ from typing import Any, Mapping, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from .constants import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES, MAX_SAFE_INTEGER
-from .errors import INVALID_CONFIG, SessionReferenceError
+from core.constants import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES, MAX_SAFE_INTEGER
+from core.errors import INVALID_CONFIG, SessionReferenceError
 
 JsonValue = Any
 """A plain JSON value: dict / list / str / int / float / bool / None."""

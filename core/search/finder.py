@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from .abort import AbortSignal
-from .body_index import (
+from core.abort import AbortSignal
+from core.errors import INVALID_CONFIG, INVALID_REFERENCE, SessionReferenceError
+from core.search.body_index import (
     INDEX_DISK_FULL,
     MIN_BODY_QUERY,
     BodyIndex,
@@ -28,8 +29,7 @@ from .body_index import (
     find_folded,
     fold,
 )
-from .errors import INVALID_CONFIG, INVALID_REFERENCE, SessionReferenceError
-from .models import Candidate, SessionRecord
+from core.sessions.models import Candidate, SessionRecord
 
 MatchField = Literal["title", "id", "cwd", "body"]
 BodyState = Literal["off", "short", "indexing", "ready", "unavailable"]

@@ -12,11 +12,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
-from .abort import AbortSignal
-from .constants import PROMPT_REQUEST_DELIMITER
-from .retention import OMISSION_NOTICE_HEAD
-from .serialization import stringify_tag_safe_json, utf8_length
-from .wire import wire_messages
+from core.abort import AbortSignal
+from core.agent.wire import wire_messages
+from core.constants import PROMPT_REQUEST_DELIMITER
+from core.reference.retention import OMISSION_NOTICE_HEAD
+from core.serialization import stringify_tag_safe_json, utf8_length
 
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEEPSEEK_MODEL = "deepseek-chat"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from .errors import SESSION_QUERY_INVALID_SURFACE, SessionQueryError
-from .models import SessionEvent
+from core.errors import SESSION_QUERY_INVALID_SURFACE, SessionQueryError
+from core.sessions.models import SessionEvent
 
 SURFACE_EVENT_TYPES = frozenset({"user/message", "steering/message", "assistant/message", "tool/result"})
 """Event types that live on the surface; every other type is log-only."""

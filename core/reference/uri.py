@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .constants import SESSION_REFERENCE_SCHEME
-from .errors import INVALID_REFERENCE, SessionReferenceError
-from .serialization import js_json_stringify
+from core.constants import SESSION_REFERENCE_SCHEME
+from core.errors import INVALID_REFERENCE, SessionReferenceError
+from core.serialization import js_json_stringify
 
 _PAYLOAD = re.compile(r"[A-Za-z0-9_-]+\Z")
 

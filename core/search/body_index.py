@@ -44,8 +44,8 @@ from typing import Any, Literal, Protocol
 
 import zstandard
 
-from .models import ProjectedItem, SurfaceSnapshot, TitleSnapshot
-from .projection import project_conversation
+from core.reference.projection import project_conversation
+from core.sessions.models import ProjectedItem, SurfaceSnapshot, TitleSnapshot
 
 INDEX_FILE_NAME = ".sessionref-index"
 """The index folder, in the store root (its files are never taken for sessions by a listing)."""
@@ -1021,7 +1021,7 @@ class BodyIndex:
 
     Every failure is contained: a search raises ``IndexUnavailable`` and the next ``sync`` recovers
     (a damaged, deleted, replaced or outdated file is rebuilt from the store). Another process
-    building the index (``python -m core.index_builder``, or a second app) makes this instance a
+    building the index (``python -m core.search.builder``, or a second app) makes this instance a
     reader of its files until it exits.
     """
 
@@ -1115,7 +1115,7 @@ class BodyIndex:
         sync early; ``progress`` gets the status after each commit (from a writer thread). Safe to
         run in a thread while others search. Shards another process keeps are only read (their
         progress and titles). ``processes`` reads in a forked helper process instead: only for a
-        single-threaded indexer process, such as ``python -m core.index_builder``.
+        single-threaded indexer process, such as ``python -m core.search.builder``.
 
         Raises:
             IndexUnavailable: the disk is full or the index cannot be written (the store is never

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .constants import COMPACT_CHECKPOINT_SOURCE
-from .models import ProjectedItem, SurfaceSnapshot
-from .surface import display_prompt_content, message_content, text_of_blocks
+from core.constants import COMPACT_CHECKPOINT_SOURCE
+from core.sessions.models import ProjectedItem, SurfaceSnapshot
+from core.sessions.surface import display_prompt_content, message_content, text_of_blocks
 
 
 def is_compact_checkpoint_source(source: Any) -> bool:

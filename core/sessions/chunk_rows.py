@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Any
 
-from .constants import MAX_SAFE_INTEGER
-from .models import SessionEvent, trusted_event
+from core.constants import MAX_SAFE_INTEGER
+from core.sessions.models import SessionEvent, trusted_event
 
 MIN_RUN = 3
 """Fewer members than this are stored as plain event lines (a row's envelope would rival them)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from .models import SessionRecord, SurfaceSnapshot, TitleSnapshot
+from core.sessions.models import SessionRecord, SurfaceSnapshot, TitleSnapshot
 
 
 @runtime_checkable

@@ -7,9 +7,9 @@ import bisect
 import copy
 from typing import Any, Iterable, Mapping, Sequence
 
-from .abort import AbortSignal, cancelled_error, race_abort
-from .constants import MAX_SAFE_INTEGER, SESSION_REFERENCE_SOURCE
-from .errors import (
+from core.abort import AbortSignal, cancelled_error, race_abort
+from core.constants import MAX_SAFE_INTEGER, SESSION_REFERENCE_SOURCE
+from core.errors import (
     BUDGET_EXCEEDED,
     INVALID_REFERENCE,
     READ_FAILED,
@@ -17,7 +17,10 @@ from .errors import (
     TOO_MANY,
     SessionReferenceError,
 )
-from .models import (
+from core.reference.retention import retain_referenced_session
+from core.reference.uri import ReferenceInput
+from core.serialization import js_json_stringify, stringify_tag_safe_json
+from core.sessions.models import (
     Candidate,
     HookContext,
     PreparedMessage,
@@ -27,10 +30,7 @@ from .models import (
     SessionRecord,
     SurfaceSnapshot,
 )
-from .query import SessionQuery
-from .retention import retain_referenced_session
-from .serialization import js_json_stringify, stringify_tag_safe_json
-from .uri import ReferenceInput
+from core.sessions.query import SessionQuery
 
 REFERENCED_SESSIONS_HEADER = (
     "## Referenced sessions\n"

@@ -16,13 +16,20 @@ from typing import Any, Literal
 
 import zstandard
 
-from .chunk_rows import ROW_TYPES, MalformedRowError, expand_chunk_row, pack_chunk_runs
-from .collector import collector_paused
-from .errors import SessionQueryError
-from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
-from .query import listing_order_key
-from .serialization import js_json_stringify
-from .session import (
+from core.collector import collector_paused
+from core.errors import SessionQueryError
+from core.serialization import js_json_stringify
+from core.sessions.chunk_rows import ROW_TYPES, MalformedRowError, expand_chunk_row, pack_chunk_runs
+from core.sessions.models import (
+    SessionEvent,
+    SessionHeader,
+    SessionRecord,
+    SurfaceSnapshot,
+    TitleSnapshot,
+    trusted_event,
+)
+from core.sessions.query import listing_order_key
+from core.sessions.session import (
     Clock,
     Session,
     already_exists,
@@ -32,7 +39,7 @@ from .session import (
     system_clock,
     title_from_event,
 )
-from .surface import SurfaceFolder, events_at
+from core.sessions.surface import SurfaceFolder, events_at
 
 Compression = Literal["zstd", "none"]
 

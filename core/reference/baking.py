@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .constants import PROMPT_REQUEST_DELIMITER
-from .models import BakedPrompt, HookContext
-from .serialization import plain_json_copy
+from core.constants import PROMPT_REQUEST_DELIMITER
+from core.serialization import plain_json_copy
+from core.sessions.models import BakedPrompt, HookContext
 
 PROMPT_PREFIX_PLACEMENT = "prompt-prefix"
 """The placement of contexts that are baked into the prompt rather than sent on their own."""

@@ -13,10 +13,10 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from .collector import collector_paused
-from .models import RetainedSource, SurfaceSnapshot
-from .projection import project_conversation
-from .serialization import js_json_stringify, tag_safe_json_length, utf8_encode, utf8_length
+from core.collector import collector_paused
+from core.reference.projection import project_conversation
+from core.serialization import js_json_stringify, tag_safe_json_length, utf8_encode, utf8_length
+from core.sessions.models import RetainedSource, SurfaceSnapshot
 
 OMISSION_NOTICE_HEAD = "\n[… omitted "
 """How every truncation notice starts (hosts count cut messages by it)."""

@@ -34,11 +34,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .collector import collector_paused
-from .jsonl_store import StoreProblem
-from .models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot, trusted_event
-from .query import SessionQuery, listing_order_key
-from .session import not_found
+from core.collector import collector_paused
+from core.sessions.jsonl_store import StoreProblem
+from core.sessions.models import (
+    SessionEvent,
+    SessionHeader,
+    SessionRecord,
+    SurfaceSnapshot,
+    TitleSnapshot,
+    trusted_event,
+)
+from core.sessions.query import SessionQuery, listing_order_key
+from core.sessions.session import not_found
 
 CLAUDE_PREFIX = "claude:"
 CODEX_PREFIX = "codex:"
