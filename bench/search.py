@@ -25,7 +25,8 @@ from core import JsonlSessionStore, SessionHeader
 from core.search.body_index import BodyIndex, index_path_beside, indexed_session, revision_key
 from core.search.finder import FIRST_BUDGET, SessionSearch
 from core.serialization import js_json_stringify
-from core.sessions.jsonl_store import encode_session_segment, header_line, project_key
+from core.sessions.jsonl_codec import header_line
+from core.sessions.jsonl_layout import encode_session_segment, project_key
 
 SESSIONS = 10_000
 MESSAGES = 100

@@ -17,7 +17,7 @@ import zstandard
 
 from core import JsonlSessionStore, SessionReferenceService, fold_surface
 from core.reference.projection import project_conversation
-from core.sessions.jsonl_store import encode_session_segment, project_key
+from core.sessions.jsonl_layout import encode_session_segment, project_key
 
 DATA = Path(__file__).parent / "data" / "dsh-real"
 FIXTURES = sorted(DATA.glob("*.jsonl"))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import core.sessions.jsonl_store as jsonl_store
 from core import JsonlSessionStore, MemorySessionStore, SessionQueryError
-from core.sessions.jsonl_store import encode_session_segment, project_key
+from core.sessions.jsonl_layout import encode_session_segment, project_key
 from tests.conftest import compact, frame_offsets, say_assistant, say_user
 from tests.strategies import js_strings
 

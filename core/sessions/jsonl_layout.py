@@ -1,0 +1,60 @@
+"""Where the JSONL store keeps a session: project folders by cwd, one safe segment per id (STORE.md)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from core.errors import SessionQueryError
+from core.serialization import js_json_stringify
+
+Compression = Literal["zstd", "none"]
+
+SESSION_QUERY_INVALID_ID = "SESSION_QUERY_INVALID_ID"
+
+_FILE_NAMES: dict[str, str] = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}
+_NAME_LIMIT = 255
+_NO_CWD = "_no-cwd"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_UNSAFE_OR_SEPARATORS = re.compile(r"[/\\:]+|[^A-Za-z0-9._-]")
+
+
+def _escape_match(match: re.Match[str]) -> str:
+    # One escape per UTF-16 code unit: an astral character becomes two.
+    raw = match.group().encode("utf-16-be", "surrogatepass")
+    return "".join(f"~{raw[i] << 8 | raw[i + 1]:04X}" for i in range(0, len(raw), 2))
+
+
+def _slug_match(match: re.Match[str]) -> str:
+    text = match.group()
+    return "-" if text[0] in "/\\:" else _escape_match(match)
+
+
+def encode_session_segment(session_id: str) -> str:
+    """One safe path segment for a session id (injective over JavaScript strings).
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_INVALID_ID`` for the empty id or a segment over 255 bytes.
+    """
+    if session_id == "":
+        raise SessionQueryError("a session id must not be empty", SESSION_QUERY_INVALID_ID)
+    if session_id in (".", ".."):
+        return "~002E" * len(session_id)
+    segment = _UNSAFE.sub(_escape_match, session_id)
+    if len(segment) > _NAME_LIMIT:
+        raise SessionQueryError(
+            f"session id {js_json_stringify(session_id[:40])}... is too long to store: its file name would be "
+            f"{len(segment)} bytes (the file system allows {_NAME_LIMIT})",
+            SESSION_QUERY_INVALID_ID,
+        )
+    return segment
+
+
+def project_key(cwd: str | None) -> str:
+    """The project folder of a cwd: ``--<slug>--`` (lossy on purpose), or ``_no-cwd``."""
+    if cwd is None:
+        return _NO_CWD
+    slug = _UNSAFE_OR_SEPARATORS.sub(_slug_match, cwd).lstrip("-") or "root"
+    return f"--{slug[:251]}--"
