@@ -46,9 +46,9 @@ run: $(STAMP)
 snapshots: $(STAMP)
 	$(BIN)/pytest tests/test_snapshots.py --snapshot-update
 
+# The README picture: an SVG snapshot rendered by headless Chromium (Debian's `chromium` package).
 screenshot: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[docs]'
-	$(BIN)/python -c "import cairosvg; cairosvg.svg2png(url='snapshots/test_mention_with_truncated_compacted_preview.svg', write_to='docs/screenshot.png', output_width=1400)"
+	$(BIN)/python docs/render_screenshot.py snapshots/test_mention_with_truncated_compacted_preview.svg docs/screenshot.png --scale 1
 
 # Regenerate the JavaScript parity vectors (needs Node.js).
 vectors:
