@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -129,12 +130,44 @@ def build_parser() -> argparse.ArgumentParser:
         help="list only this store's sessions, not Claude Code's or Codex's (--demo does so unless a root is given)",
     )
     parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the app in the browser (textual-serve): every page opened runs it with these options",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="with --serve: the address to listen on")
+    parser.add_argument("--port", type=int, default=8000, help="with --serve: the port to listen on (default 8000)")
+    parser.add_argument(
         "--demo",
         action="store_true",
         help="open a fresh temporary store seeded with sample sessions (several folders, a compacted one, "
         "one too large for its budget, a hostile one, odd ids); --root then names where to create it",
     )
     return parser
+
+
+def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
+    """Serve the app with textual-serve: each browser page runs ``sessionref`` with the same options."""
+    if not 0 < args.port < 65536:
+        parser.error(f"--port must be between 1 and 65535, not {args.port}")
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        return _fail("--serve needs the textual-serve package (pip install textual-serve)", EXIT_USAGE)
+    own = {"--serve": 0, "--host": 1, "--port": 1}
+    rest: list[str] = []
+    skip = 0
+    for item in argv:
+        if skip:
+            skip -= 1
+            continue
+        name = item.split("=", 1)[0]
+        if name in own:
+            skip = own[name] if "=" not in item else 0
+            continue
+        rest.append(item)
+    command = shlex.join([sys.executable, "-m", "tui.cli", *rest])
+    Server(command, host=args.host, port=args.port, title="sessionref").serve()
+    return 0
 
 
 def _fail(message: str, code: int) -> int:
@@ -171,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--cwd must be an absolute path, not {cwd!r}")
     if args.demo and args.session:
         parser.error("--demo opens its own sessions; leave out --session")
+    if args.serve:
+        return _serve(parser, args, list(sys.argv[1:] if argv is None else argv))
 
     options = {
         "max_reference_bytes": args.max_reference_bytes,
