@@ -136,3 +136,17 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     assert _external_sources(build_parser().parse_args(["--demo"])) == ()  # the demo stays the demo
     (only,) = _external_sources(build_parser().parse_args(["--demo", "--codex-root", "/b"]))
     assert isinstance(only, CodexSource)
+
+
+def test_served_pages_run_the_app_with_the_other_options() -> None:
+    from tui.cli import served_options
+
+    argv = ["--serve", "--root", "/r", "--host", "0.0.0.0", "--port=9000", "--session", "s", "--port", "1"]
+    assert served_options(argv) == ["--root", "/r", "--session", "s"]
+
+
+def test_serve_refuses_a_bad_port(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["--serve", "--port", "70000"])
+    assert stop.value.code == EXIT_USAGE
+    assert "--port must be between 1 and 65535" in capsys.readouterr().err

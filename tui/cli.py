@@ -145,14 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
-    """Serve the app with textual-serve: each browser page runs ``sessionref`` with the same options."""
-    if not 0 < args.port < 65536:
-        parser.error(f"--port must be between 1 and 65535, not {args.port}")
-    try:
-        from textual_serve.server import Server
-    except ImportError:
-        return _fail("--serve needs the textual-serve package (pip install textual-serve)", EXIT_USAGE)
+def served_options(argv: list[str]) -> list[str]:
+    """The options each served page runs ``sessionref`` with: ``argv`` without ``--serve``,
+    ``--host`` and ``--port`` (and their values)."""
     own = {"--serve": 0, "--host": 1, "--port": 1}
     rest: list[str] = []
     skip = 0
@@ -165,7 +160,18 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list
             skip = own[name] if "=" not in item else 0
             continue
         rest.append(item)
-    command = shlex.join([sys.executable, "-m", "tui.cli", *rest])
+    return rest
+
+
+def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
+    """Serve the app with textual-serve: each browser page runs ``sessionref`` with the same options."""
+    if not 0 < args.port < 65536:
+        parser.error(f"--port must be between 1 and 65535, not {args.port}")
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        return _fail("--serve needs the textual-serve package (pip install textual-serve)", EXIT_USAGE)
+    command = shlex.join([sys.executable, "-m", "tui.cli", *served_options(argv)])
     Server(command, host=args.host, port=args.port, title="sessionref").serve()
     return 0
 
