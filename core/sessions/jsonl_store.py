@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-import secrets
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +13,7 @@ import zstandard
 
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
+from core.sessions import jsonl_writer as writer
 from core.sessions.chunk_rows import pack_chunk_runs
 from core.sessions.jsonl_codec import (
     SESSION_QUERY_CORRUPT,
@@ -30,6 +28,7 @@ from core.sessions.jsonl_layout import (
     encode_session_segment,
     project_key,
 )
+from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
 from core.sessions.models import (
     SessionHeader,
     SessionRecord,
@@ -48,8 +47,6 @@ from core.sessions.session import (
 )
 from core.sessions.surface import events_at
 
-SESSION_QUERY_LOCKED = "SESSION_QUERY_SESSION_LOCKED"
-SESSION_QUERY_WRITE_FAILED = "SESSION_QUERY_WRITE_FAILED"
 SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 
 Revision = tuple[int, int, int, int]
@@ -82,21 +79,6 @@ class _Owned:
     session: Session
     path: Path
     fd: int | None = None
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 class JsonlSessionStore:
@@ -200,36 +182,12 @@ class JsonlSessionStore:
         path = self._find(session_id)
         if path is None:
             return None
-        fd = os.open(path, os.O_RDWR)
-        try:
-            self._lock(fd, session_id)
-            raw = _read_fd(fd)
-            log = load_log(raw, path, self.compression)
-            if log.valid_length != len(raw):
-                # A writer recovering from a crash: drop the torn tail before appending after it, and
-                # write what was recovered from a torn zstd frame again as a frame of its own (dsh's repair).
-                os.ftruncate(fd, log.valid_length)
-                if log.recovered:
-                    os.lseek(fd, 0, os.SEEK_END)
-                    _write_all(fd, self._encode(log.recovered.decode("utf-8")))
-                os.fsync(fd)
-            os.lseek(fd, 0, os.SEEK_END)
-        except BaseException:
-            os.close(fd)
-            raise
+        fd, log = writer.open_for_append(
+            path, session_id, lambda raw: load_log(raw, path, self.compression), self._encode
+        )
         session = Session(log.header, log.events, clock=self._clock, sink=self)
         self._owned[session_id] = _Owned(session=session, path=path, fd=fd)
         return session
-
-    def _lock(self, fd: int, session_id: str) -> None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SessionQueryError(
-                f"session {js_json_stringify(session_id)} is open elsewhere (another sessionref or dsh process "
-                "is writing it); close it there first",
-                SESSION_QUERY_LOCKED,
-            ) from None
 
     def close(self) -> None:
         """Release every session this store writes (their locks and files)."""
@@ -254,7 +212,7 @@ class JsonlSessionStore:
         if path is not None and path.parent.exists():
             shutil.rmtree(path.parent)
             self._cache.pop(path, None)
-            _fsync_dir(path.parent.parent)
+            writer.fsync_dir(path.parent.parent)
 
     def _encode(self, text: str) -> bytes:
         data = text.encode("utf-8")
@@ -276,60 +234,15 @@ class JsonlSessionStore:
         if owned.fd is None:
             self._materialise(owned, batch)
             return
-        fd = owned.fd
-        before = os.fstat(fd).st_size
-        try:
-            _write_all(fd, self._encode(batch))
-            os.fsync(fd)
-        except OSError as error:
-            # Roll back to the previous length; if even that cannot be synced the truncation still
-            # holds in the page cache, and the reader ignores a torn tail after a crash anyway.
-            try:
-                os.ftruncate(fd, before)
-                with contextlib.suppress(OSError):
-                    os.fsync(fd)
-            finally:
-                os.lseek(fd, 0, os.SEEK_END)
-            raise SessionQueryError(
-                f"could not write session {js_json_stringify(session.id)}: {error.strerror or error}; "
-                "nothing was saved",
-                SESSION_QUERY_WRITE_FAILED,
-            ) from error
+        writer.append(owned.fd, self._encode(batch), session.id)
 
     def _materialise(self, owned: _Owned, batch: str) -> None:
-        path = owned.path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            self._lock(fd, owned.session.id)
-            if self.compression == "zstd":
-                payload = self._encode(header_line(owned.session.header)) + self._encode(batch)
-            else:
-                payload = self._encode(header_line(owned.session.header) + batch)
-            _write_all(fd, payload)
-            os.fsync(fd)
-            try:
-                os.link(temporary, path)
-            except FileExistsError:
-                raise already_exists(owned.session.id) from None
-        except OSError as error:
-            os.close(fd)
-            raise SessionQueryError(
-                f"could not create session {js_json_stringify(owned.session.id)}: {error.strerror or error}",
-                SESSION_QUERY_WRITE_FAILED,
-            ) from error
-        except BaseException:
-            os.close(fd)
-            raise
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
-        _fsync_dir(path.parent)
-        _fsync_dir(path.parent.parent)
-        _fsync_dir(self.root)
-        os.lseek(fd, 0, os.SEEK_END)
-        owned.fd = fd
+        header = header_line(owned.session.header)
+        if self.compression == "zstd":
+            payload = self._encode(header) + self._encode(batch)  # the header is a frame of its own
+        else:
+            payload = self._encode(header + batch)
+        owned.fd = writer.create(owned.path, payload, owned.session.id, self.root)
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -533,13 +446,3 @@ class StoredSession:
     revision: Revision
     surface: SurfaceSnapshot
     title: TitleSnapshot | None
-
-
-def _read_fd(fd: int) -> bytes:
-    os.lseek(fd, 0, os.SEEK_SET)
-    chunks: list[bytes] = []
-    while True:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
