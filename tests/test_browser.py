@@ -83,12 +83,16 @@ def test_the_app_in_a_browser_references_a_session_and_bakes_it(demo_template: P
             page.goto(f"http://127.0.0.1:{port}/")
             page.wait_for_selector("body.-first-byte", timeout=30_000)  # the app's first bytes arrived
             time.sleep(1.5)  # the app lists the store and paints
-            before = page.screenshot()
             page.mouse.click(700, 840)  # the prompt
-            page.keyboard.type("compare @ret")
+            page.keyboard.type("compare ")
+            time.sleep(1.0)
+            above_prompt = {"x": 0, "y": 560, "width": 760, "height": 250}  # where the picker opens
+            before = page.screenshot(clip=above_prompt)
+            page.keyboard.type("@ret")
             time.sleep(1.5)
-            with_picker = page.screenshot(path=str(tmp_path / "picker.png"))
-            assert with_picker != before  # the picker opened over the page
+            page.screenshot(path=str(tmp_path / "picker.png"))
+            # Only the picker draws over the sidebar and the transcript there; the prompt is below.
+            assert page.screenshot(clip=above_prompt) != before
             page.keyboard.press("Tab")  # accept the highlighted candidate: Retention (compacted)
             time.sleep(0.8)
             page.keyboard.press("Enter")
