@@ -213,9 +213,9 @@ async def _idle_build(root: Path) -> float:
     app = make_app(store, EchoModel(), cwd=_Target.cwd, refresh_interval=3600, cursor_blink=False)
     async with app.run_test(size=(120, 40)):
         await asyncio.wait_for(app.catalog_loaded.wait(), 120)
-        while app._builder is None:  # noqa: ASYNC110 - the app starts its builder for the first build
+        while app.indexer.builder is None:  # noqa: ASYNC110 - the app starts its builder for the first build
             await asyncio.sleep(0.01)
-        builder, began = app._builder, time.perf_counter()
+        builder, began = app.indexer.builder, time.perf_counter()
         await asyncio.get_running_loop().run_in_executor(None, builder.wait)
         seconds = time.perf_counter() - began
     store.close()
@@ -235,9 +235,9 @@ async def _picker(root: Path, rounds: int, *, during_build: bool) -> tuple[list[
         index = app.body_index
         assert index is not None
         if during_build:
-            while app._builder is None:  # noqa: ASYNC110 - the app starts its builder for the first build
+            while app.indexer.builder is None:  # noqa: ASYNC110 - the app starts its builder for the first build
                 await asyncio.sleep(0.01)
-            builder, began = app._builder, time.perf_counter()
+            builder, began = app.indexer.builder, time.perf_counter()
             while builder.poll() is None and typed < rounds * 60:
                 typed += await type_mentions(app, pilot, PICKER_WORDS)
             running = builder.poll() is None
@@ -252,9 +252,9 @@ async def _picker(root: Path, rounds: int, *, during_build: bool) -> tuple[list[
                 typed += await type_mentions(app, pilot, PICKER_WORDS)
             state = f"index ready ({index.status.indexed:,} sessions)"
         latencies = list(app.picker_latencies)
-        if during_build and app._builder is not None:
+        if during_build and app.indexer.builder is not None:
             began = time.perf_counter()
-            await asyncio.get_running_loop().run_in_executor(None, app._builder.wait)  # leave it built
+            await asyncio.get_running_loop().run_in_executor(None, app.indexer.builder.wait)  # leave it built
             state += f"; it finished {time.perf_counter() - began:.0f} s after the typing"
     store.close()
     return latencies, typed, state

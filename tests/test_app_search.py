@@ -18,6 +18,7 @@ import pytest
 
 import core.search.body_index as body_index
 import tui.app as app_module
+import tui.indexing as indexing
 from core import INDEX_FILE_NAME, EchoModel, JsonlSessionStore
 from tests.app_harness import SIZE, fixed_clock, open_app, settle, until
 from tests.conftest import say_user
@@ -196,12 +197,12 @@ async def test_while_indexing_the_picker_says_so_and_keeps_matching_titles(
 async def test_a_first_build_runs_in_the_builder_process_and_the_app_follows_it(
     demo_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(app_module, "BUILDER_THRESHOLD", 1)
-    monkeypatch.setattr(app_module, "BUILDER_POLL", 0.05)
+    monkeypatch.setattr(indexing, "BUILDER_THRESHOLD", 1)
+    monkeypatch.setattr(indexing, "BUILDER_POLL", 0.05)
     app, _store = open_app(demo_template, tmp_path / "store")
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app._builder is not None, timeout=10)
-        await until(pilot, lambda: app._builder is None, timeout=30)  # it finished
+        await until(pilot, lambda: app.indexer.builder is not None, timeout=10)
+        await until(pilot, lambda: app.indexer.builder is None, timeout=30)  # it finished
         await settle(pilot)
         assert app.body_index is not None and app.body_index.writable  # and the app took the index over
         await search_settled(pilot, "fsync")
@@ -316,7 +317,7 @@ async def test_a_full_disk_turns_message_search_off_and_it_comes_back(
         original(self)
 
     monkeypatch.setattr(body_index._Batch, "commit", commit)
-    monkeypatch.setattr(app_module, "INDEX_RETRY", 3600.0)
+    monkeypatch.setattr(indexing, "INDEX_RETRY", 3600.0)
     app, _store = open_app(demo_template, tmp_path / "store")
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, app.catalog_loaded.is_set)
@@ -332,7 +333,7 @@ async def test_a_full_disk_turns_message_search_off_and_it_comes_back(
         assert note == "Messages: 0 of 7 searchable; indexing stopped, disk full (SEARCH_INDEX_DISK_FULL)"
         await pilot.press("escape")
         full = False  # room again: a re-listing after the retry interval tries again
-        monkeypatch.setattr(app_module, "INDEX_RETRY", 0.0)
+        monkeypatch.setattr(indexing, "INDEX_RETRY", 0.0)
         await _found_again(pilot, "fsync", ["design-notes"])
 
 

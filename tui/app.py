@@ -11,9 +11,6 @@ import contextlib
 import gc
 import json
 import os
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,8 +27,6 @@ from core import (
     AgentLoop,
     BodyIndex,
     ChatModel,
-    IndexStatus,
-    IndexUnavailable,
     JsonlSessionStore,
     MemorySessionStore,
     ReferenceConfig,
@@ -42,7 +37,6 @@ from core import (
     SessionSearch,
     index_path_beside,
 )
-from core.search.body_index import INDEX_DISK_FULL, INDEX_READ_ONLY
 from core.search.finder import FULL_BUDGET
 from core.sessions.external import ExternalSource
 from core.sessions.session import not_found, system_clock
@@ -50,42 +44,13 @@ from core.sessions.session import not_found, system_clock
 from .catalog import SessionCatalog
 from .chat import ChatScreen
 from .commands import SessionCommands
+from .indexing import TYPING_PAUSE, MessageIndexer
 
 Store = JsonlSessionStore | MemorySessionStore
 Clock = Callable[[], int]
 
-TYPING_PAUSE = 1.0
-"""Seconds after a keystroke during which the background re-listing waits."""
 TITLE_TICK = 0.1
 """How often the app looks for titles the sidebar or the picker asked for."""
-INDEX_SLICE = 0.004
-"""Seconds of body indexing between two pauses that hand the interpreter back to the UI."""
-BUILDER_THRESHOLD = 200
-"""Sessions to (re)index above which a builder process does it instead of a thread of the app."""
-BUILDER_ATTEMPTS = 2
-"""Builder processes that may fail before the app indexes in its own thread."""
-BUILDER_POLL = 0.5
-"""Seconds between two looks at a running builder's progress."""
-CHECKPOINT_AFTER = 1000
-"""Sessions indexed in one run after which the index is compacted."""
-INDEX_RETRY = 30.0
-"""Seconds before indexing is tried again after it failed (a full disk, say)."""
-
-
-class _Politeness:
-    """The index's pause between sessions: a short sleep every ``INDEX_SLICE`` of work hands the
-    interpreter to the UI thread, and while the user types the indexer waits."""
-
-    def __init__(self, last_key: Callable[[], float]) -> None:
-        self.last_key = last_key
-        self.slice_started = time.perf_counter()
-
-    def __call__(self) -> None:
-        while time.perf_counter() - self.last_key() < TYPING_PAUSE / 4:
-            time.sleep(0.02)
-        if time.perf_counter() - self.slice_started > INDEX_SLICE:
-            time.sleep(0.002)
-            self.slice_started = time.perf_counter()
 
 
 class SessionRefApp(App[None]):
@@ -132,13 +97,7 @@ class SessionRefApp(App[None]):
         )
         self.search = SessionSearch(self.body_index, self.search_config)
         self._search_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="search")
-        self._indexing = False
-        self._index_started = False
-        self._index_stop = threading.Event()
-        self._index_failed_at = 0.0
-        self._builder: subprocess.Popen[bytes] | None = None
-        self._builder_failures = 0
-        self._builder_finished = False
+        self.indexer = MessageIndexer(self, self.body_index)
         self.session = session
         self.agents: dict[str, AgentLoop] = {}
         self.agent = self._agent_for(session)
@@ -154,11 +113,7 @@ class SessionRefApp(App[None]):
         self._titles_loading = False
 
     def on_unmount(self) -> None:
-        self._index_stop.set()
-        if self._builder is not None and self._builder.poll() is None:
-            self._builder.terminate()  # what it committed stays; the next start goes on from there
-        if self.body_index is not None:
-            self.body_index.interrupt()
+        self.indexer.shutdown()
         self._search_thread.shutdown(wait=False, cancel_futures=True)
         # SESSIONREF_TRACE=<file>: write the measured latencies there on exit (the benchmarks read it).
         trace = os.environ.get("SESSIONREF_TRACE")
@@ -316,145 +271,31 @@ class SessionRefApp(App[None]):
     @property
     def indexing(self) -> bool:
         """Whether a body indexing run is going on."""
-        return self._indexing
+        return self.indexer.running
 
     def index_progress(self) -> str:
         """A few words on message indexing for the sidebar ("" when there is nothing to say)."""
-        if self.body_index is None:
-            return ""
-        status = self.body_index.status
-        if status.state == "building" and status.total:
-            return f"indexing {100 * status.indexed // status.total}%"
-        if status.state == "failed":
-            return "message search off"
-        return ""
+        return self.indexer.progress()
 
     def index_note(self, result: SearchResult) -> str | None:
         """The picker's line about message search for this result, if it has anything to say."""
-        status = result.status
-        if result.body == "short":
-            return f"Type {MIN_BODY_QUERY}+ characters to search messages too"
-        if result.body == "indexing" and status is not None and status.code == INDEX_DISK_FULL:
-            # What was indexed before the disk filled up is still searched.
-            searchable = f"{status.indexed:,} of {status.total:,} searchable"
-            return f"Messages: {searchable}; indexing stopped, disk full ({status.code})"
-        if result.body == "indexing" and status is not None:
-            if status.state == "read-only" and self._builder is None:
-                return f"Messages: another sessionref is indexing ({status.indexed:,} of {status.total:,} searchable)"
-            return f"Messages: indexing… {status.indexed:,} of {status.total:,} sessions searchable"
-        if not result.complete:
-            return "Searching more messages…"
-        if result.body == "unavailable" and status is not None:
-            return f"Message search unavailable: {status.message} ({status.code})"
-        if result.body == "ready" and status is not None and status.code not in (None, INDEX_READ_ONLY):
-            # (A complete copy another instance keeps searches just as well: nothing to say.)
-            return f"Message search: {status.message} ({status.code})"
-        return None
+        return self.indexer.note(result)
 
     def start_index(self) -> None:
-        """Bring the body index up to date with the catalog, off the UI thread (one run at a time).
-
-        A large catch-up (a first build) runs in a builder process (``python -m core.search.builder``)
-        so the UI keeps its interpreter and a core; meanwhile this app searches the growing index
-        read-only and polls its progress. Small changes are indexed here, in a thread.
-        """
-        if self.body_index is None or self._indexing or self._index_stop.is_set():
-            return
-        status = self.body_index.status
-        if status.state == "failed" and time.monotonic() - self._index_failed_at < INDEX_RETRY:
-            return
-        self._indexing = True
-        self._sync_index()
-
-    @work(thread=True, exclusive=True, group="index")
-    def _sync_index(self) -> None:
-        index = self.body_index
-        assert index is not None
-        catalog = self.catalog
-        try:
-            if not self._index_started:
-                # Titles the index already holds make every session findable by title at once.
-                self._index_started = True
-                with contextlib.suppress(IndexUnavailable):
-                    index.open()
-                    catalog.accept_titles(index.titles())
-                    self.call_from_thread(self._index_changed, True)
-            sources = catalog.index_sources(self.session.cwd)
-            if self._use_builder(index, sources):
-                return
-            report = index.sync(
-                sources,
-                catalog.read_indexed,
-                pause=_Politeness(lambda: self.chat.prompt.last_key_at if self.screen_stack else 0.0),
-                stop=self._index_stop,
-                progress=self._index_progressed,
-            )
-            catalog.accept_titles(report.titles)
-            if report.indexed > CHECKPOINT_AFTER:
-                index.checkpoint()  # a big build: merge the segments, fold the logs into the files
-            self.call_from_thread(self._index_changed, bool(report.titles or report.removed))
-        except IndexUnavailable:
-            self._index_failed_at = time.monotonic()
-            self.call_from_thread(self._index_changed, False)
-        finally:
-            self._indexing = False
-
-    def _use_builder(self, index: BodyIndex, sources: list[tuple[str, str]]) -> bool:
-        """Start (or follow) a builder process for a large catch-up; whether one is running now."""
-        builder = self._builder
-        if builder is not None:
-            returncode = builder.poll()
-            if returncode is None:
-                index.refresh(sources)  # its progress, read-only
-                self.call_from_thread(self._index_changed, False)
-                self.call_later_from_thread(BUILDER_POLL, self.start_index)
-                return True
-            self._builder = None
-            if returncode == 0:
-                # What is left (sessions this app writes, which the builder sees at another
-                # revision) is indexed here: one builder run per app, never a loop of them.
-                self._builder_finished = True
-                with contextlib.suppress(IndexUnavailable):
-                    index.open()
-                    self.catalog.accept_titles(index.titles())
-            else:
-                self._builder_failures += 1
-                message = builder.stderr.read().decode(errors="replace").strip() if builder.stderr else ""
-                self.call_from_thread(self._builder_failed, message or f"exit code {returncode}")
-        store = self.store
-        if (
-            not isinstance(store, JsonlSessionStore)
-            or index.path is None
-            or self._builder_finished
-            or self._builder_failures >= BUILDER_ATTEMPTS
-        ):
-            return False
-        if not index.writable or index.pending(sources) < BUILDER_THRESHOLD:
-            return False  # little to do, or another process keeps the index (sync reads its progress)
-        command = [sys.executable, "-m", "core.search.builder", str(store.root), "--compression", store.compression]
-        if self.session.cwd is not None:
-            command += ["--first-cwd", self.session.cwd]
-        command += ["--index", str(index.path)]
-        index.release()  # the builder takes the writer locks
-        self._builder = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        self.call_later_from_thread(BUILDER_POLL, self.start_index)
-        return True
+        """Bring the body index up to date with the catalog, off the UI thread (``tui.indexing``)."""
+        self.indexer.start()
 
     def call_later_from_thread(self, delay: float, callback: Callable[[], None]) -> None:
         """Run ``callback`` on the UI thread after ``delay`` seconds (from any thread)."""
         with contextlib.suppress(RuntimeError):  # the app is shutting down
             self.call_from_thread(self.set_timer, delay, callback)
 
-    def _builder_failed(self, message: str) -> None:
+    def builder_failed(self, message: str) -> None:
+        """Say that the builder process failed (the app then indexes in its own thread)."""
         self.notify(f"Indexing messages failed: {message}", severity="warning", title="Message search")
 
-    def _index_progressed(self, status: IndexStatus) -> None:
-        if not self._index_stop.is_set():
-            self.call_from_thread(self._index_changed, True)
-
-    def _index_changed(self, titles: bool) -> None:
+    def index_changed(self, titles: bool) -> None:
+        """Repaint what shows the index: the sessions (when titles came in) or the progress, and the picker."""
         if not self.screen_stack:
             return
         chat = self.chat
