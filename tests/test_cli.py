@@ -150,3 +150,14 @@ def test_serve_refuses_a_bad_port(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--serve", "--port", "70000"])
     assert stop.value.code == EXIT_USAGE
     assert "--port must be between 1 and 65535" in capsys.readouterr().err
+
+
+def test_a_store_folder_others_can_read_is_reported_not_changed(tmp_path: Path) -> None:
+    from tui.cli import loose_permissions
+
+    tmp_path.chmod(0o755)
+    warning = loose_permissions(tmp_path)
+    assert warning is not None and "mode 755" in warning and "chmod 700" in warning
+    assert (tmp_path.stat().st_mode & 0o777) == 0o755
+    tmp_path.chmod(0o700)
+    assert loose_permissions(tmp_path) is None

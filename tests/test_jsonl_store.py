@@ -507,3 +507,38 @@ async def test_written_revision_is_what_another_process_lists(tmp_path: Path, co
     assert reader.written_revision("w") is None  # only the writer knows one
     writer.close()
     reader.close()
+
+
+def test_store_folders_and_files_are_owner_only_whatever_the_umask(tmp_path: Path) -> None:
+    from core.search.body_index import BodyIndex, index_path_beside
+
+    old = os.umask(0o022)  # the usual umask: would give 755 folders and 644 files
+    try:
+        root = tmp_path / "new" / "store"
+        store = JsonlSessionStore(root)
+        say_user(store.create("private", cwd="/work/app"), "my API key is hunter2")
+        say_user(store.create("no-cwd"), "and my customer list")
+        path = store.session_path("private", "/work/app")
+        assert (path.stat().st_mode & 0o777) == 0o600
+        assert (path.parent.stat().st_mode & 0o777) == 0o700  # the session folder
+        assert (path.parent.parent.stat().st_mode & 0o777) == 0o700  # the project folder
+        assert (root.stat().st_mode & 0o777) == 0o700 and (root.parent.stat().st_mode & 0o777) == 0o700
+        assert (store.session_path("no-cwd", None).stat().st_mode & 0o777) == 0o600
+        store.close()
+        index = BodyIndex(index_path_beside(root))
+        index.open()
+        index.sync([], lambda session_id: None)
+        files = [p for p in index_path_beside(root).iterdir()]
+        assert files and all((p.stat().st_mode & 0o777) == 0o600 for p in files), [oct(p.stat().st_mode) for p in files]
+        assert (index_path_beside(root).stat().st_mode & 0o777) == 0o700
+        index.close()
+    finally:
+        os.umask(old)
+
+
+def test_an_existing_folder_keeps_its_mode(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    store = JsonlSessionStore(tmp_path)
+    say_user(store.create("x", cwd="/w"), "hi")
+    store.close()
+    assert (tmp_path.stat().st_mode & 0o777) == 0o755  # not ours to chmod: the CLI warns instead

@@ -176,6 +176,18 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list
     return 0
 
 
+def loose_permissions(root: str | os.PathLike[str]) -> str | None:
+    """A one-line warning when other accounts can open the store folder (``None`` when private).
+
+    The folders and files sessionref creates are owner-only; a folder that existed before is never
+    changed behind the user's back, only reported.
+    """
+    mode = os.stat(root).st_mode & 0o777
+    if not mode & 0o077:
+        return None
+    return f"{root} can be read by other users (mode {mode:o}); run chmod 700 on it to keep your chats private"
+
+
 def _fail(message: str, code: int) -> int:
     print(f"sessionref: {message}", file=sys.stderr)
     return code
@@ -245,6 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         store = JsonlSessionStore(root, compression=args.compression, pack_chunks=args.pack_chunks)
         if not os.access(root, os.R_OK | os.W_OK | os.X_OK):
             return _fail(f"cannot read and write the store folder {root}", EXIT_ROOT)
+        warning = loose_permissions(root)
+        if warning is not None:
+            print(f"sessionref: warning: {warning}", file=sys.stderr)
     except OSError as error:
         return _fail(f"cannot use the store folder {root}: {error.strerror or error}", EXIT_ROOT)
 

@@ -45,6 +45,7 @@ from typing import Any, Literal, Protocol
 import zstandard
 
 from core.reference.projection import project_conversation
+from core.sessions.jsonl_writer import PRIVATE_FILE, make_private_dirs
 from core.sessions.models import ProjectedItem, SurfaceSnapshot, TitleSnapshot
 
 INDEX_FILE_NAME = ".sessionref-index"
@@ -435,6 +436,10 @@ class _Shard:
                 raise _classify(error) from error
 
     def _connect(self) -> sqlite3.Connection:
+        if self.path is not None:
+            # Owner-only from the start, whatever the umask: SQLite gives -wal and -shm its mode.
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
         target = ":memory:" if self.path is None else str(self.path)
         connection = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=5.0)
         if self.path is not None:
@@ -458,7 +463,7 @@ class _Shard:
                 self._remove_files()
         self._damaged = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.path.parent)
             self._try_lock()
         if self._lock_fd is not None or self.path is None:
             self._open_writer()

@@ -116,7 +116,7 @@ class JsonlSessionStore:
         self._last_listing: tuple[object, list[SessionRecord], list[StoreProblem]] | None = None
         self._revisions: dict[str, Revision] = {}
         self.problems: list[StoreProblem] = []
-        self.root.mkdir(parents=True, exist_ok=True)
+        writer.make_private_dirs(self.root)
 
     # -- paths ------------------------------------------------------------------------------------
 

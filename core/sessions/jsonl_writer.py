@@ -6,6 +6,7 @@ sessions are open is the store's business (``JsonlSessionStore``)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import secrets
@@ -19,6 +20,28 @@ from core.sessions.session import already_exists
 
 SESSION_QUERY_LOCKED = "SESSION_QUERY_SESSION_LOCKED"
 SESSION_QUERY_WRITE_FAILED = "SESSION_QUERY_WRITE_FAILED"
+
+
+PRIVATE_FILE = 0o600
+"""Session files: owner-only, whatever the umask (chat logs hold whatever people paste)."""
+PRIVATE_DIR = 0o700
+"""The store's folders: owner-only, as ssh and gpg keep theirs."""
+
+
+def make_private_dirs(path: Path) -> None:
+    """Create ``path`` and any missing parents as owner-only folders (existing ones are left as
+    they are: this never changes the mode of a folder it did not create)."""
+    missing: list[Path] = []
+    current = path
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another writer made it meanwhile
+            folder.mkdir()
+            os.chmod(folder, PRIVATE_DIR)  # mkdir's mode is cut by the umask; this is not
+    if not path.is_dir():
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))  # a file is in the way
 
 
 def fsync_dir(path: Path) -> None:
@@ -127,9 +150,9 @@ def create(path: Path, payload: bytes, session_id: str, root: Path) -> int:
         SessionQueryError: ``SESSION_QUERY_SESSION_EXISTS`` if another writer created it meanwhile,
             ``SESSION_QUERY_WRITE_FAILED`` if it cannot be written.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)  # the umask only removes bits
     try:
         lock(fd, session_id)
         write_all(fd, payload)
