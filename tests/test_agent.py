@@ -429,3 +429,34 @@ def test_wire_messages_follow_dsh_serializer_for_every_message_kind() -> None:
         {"role": "assistant", "content": "xy"},
         {"role": "user", "content": ""},
     ]
+
+
+FAKE_KEY = "sk-FAKE-0123456789abcdefRECOGNISABLE"
+
+
+@pytest.mark.parametrize("status", [401, 403, 429, 500, 400, 200])
+async def test_the_api_key_never_reaches_an_error_even_when_the_server_echoes_it(status: int) -> None:
+    import traceback
+
+    async def echo(body: dict[str, Any], writer: asyncio.StreamWriter) -> None:
+        said = f"bad request: {body['_auth']}"  # "authorization: Bearer <key>", as careless servers do
+        if status == 200:  # a stream event that is not JSON and carries the key
+            writer.write(sse_response([f"{{oops {said}"]))
+        else:
+            payload = json.dumps({"error": {"message": said}}).encode()
+            head = f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {len(payload)}\r\n\r\n"
+            writer.write(head.encode() + payload)
+        await writer.drain()
+
+    server, url, requests = await serve(echo)
+    async with server:
+        model = OpenAICompatibleModel(base_url=url, api_key=FAKE_KEY, model="m", timeout=5)
+        with pytest.raises(ModelError) as caught:
+            async for _ in model.stream([{"role": "user", "content": [text("x")]}], signal=AbortSignal()):
+                pass
+    assert FAKE_KEY in requests[0]["_auth"]  # it was sent, and echoed
+    error = caught.value
+    shown = "".join(traceback.format_exception(error))
+    assert FAKE_KEY not in error.message and FAKE_KEY not in str(error) and FAKE_KEY not in repr(error)
+    assert FAKE_KEY not in shown, shown
+    assert error.code.startswith("MODEL_")

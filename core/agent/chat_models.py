@@ -151,7 +151,7 @@ class OpenAICompatibleModel:
         key = os.environ.get("DEEPSEEK_API_KEY") or os.environ.get("OPENAI_API_KEY")
         return cls(base_url=base_url or DEEPSEEK_BASE_URL, api_key=key, model=model or DEEPSEEK_MODEL)
 
-    async def stream(self, messages: list[dict[str, Any]], *, signal: AbortSignal) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, messages: list[dict[str, Any]], *, signal: AbortSignal) -> AsyncIterator[dict[str, Any]]:
         """Yield text deltas (and a final ``{"type": "usage"}`` chunk when the server reports usage).
 
         Raises:
@@ -195,6 +195,28 @@ class OpenAICompatibleModel:
             ) from error
         except httpx.HTTPError as error:
             raise ModelError("MODEL_MALFORMED_STREAM", f"the model stream broke off: {error}") from error
+
+    async def stream(self, messages: list[dict[str, Any]], *, signal: AbortSignal) -> AsyncIterator[dict[str, Any]]:
+        """Yield text deltas (and a final ``{"type": "usage"}`` chunk when the server reports usage).
+
+        The key never reaches an error: a server that echoes it (in an error body or a stream
+        event) has it replaced by ``***`` in the message, and the traceback holds no copy.
+
+        Raises:
+            ModelError: with a ``MODEL_*`` code for every failure class.
+        """
+        try:
+            async for piece in self._stream(messages, signal=signal):
+                yield piece
+        except ModelError as error:
+            key = self.api_key
+            if not key or key not in error.message:
+                raise
+            clean = ModelError(error.code, error.message.replace(key, "***"), retry_after=error.retry_after)
+            clean.__cause__ = error.__cause__
+            clean.__suppress_context__ = True
+            del error
+            raise clean  # noqa: B904 - the cause is kept above; the context (with the key) is not
 
 
 def _parse_chunk(payload: str) -> list[dict[str, Any]]:
