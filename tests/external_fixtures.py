@@ -17,6 +17,11 @@ CLAUDE_UUID = "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c"
 CODEX_UUID = "c0dec0de-0000-4000-8000-00000000beef"
 
 
+def tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    """Every path under ``root`` with its size and mtime: equal before and after means untouched."""
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+
+
 def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 

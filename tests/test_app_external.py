@@ -10,17 +10,13 @@ import pytest
 from core import JsonlSessionStore
 from core.sessions.external import CLAUDE_PREFIX, CODEX_PREFIX, ClaudeCodeSource, CodexSource
 from tests.app_harness import SIZE, open_app, settle, until
-from tests.external_fixtures import CLAUDE_UUID, CODEX_UUID, seed_external
+from tests.external_fixtures import CLAUDE_UUID, CODEX_UUID, seed_external, tree_state
 from tests.test_app import open_picker, picker_ids, picker_rows, type_text
 from tui.app import SessionRefApp
 from tui.widgets.sidebar import SessionSidebar
 
 CLAUDE_ID = CLAUDE_PREFIX + CLAUDE_UUID
 CODEX_ID = CODEX_PREFIX + CODEX_UUID
-
-
-def _tree(root: Path) -> dict[str, tuple[int, int]]:
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
 
 
 @pytest.fixture
@@ -57,7 +53,7 @@ async def test_sidebar_and_picker_group_other_tools_sessions_by_cwd_with_a_badge
 async def test_referencing_a_claude_code_session_bakes_its_conversation_without_tool_output(
     demo_template: Path, tmp_path: Path, roots: tuple[Path, Path]
 ) -> None:
-    before = {**_tree(roots[0]), **_tree(roots[1])}
+    before = {**tree_state(roots[0]), **tree_state(roots[1])}
     app, store = mixed_app(demo_template, tmp_path, roots)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -74,7 +70,7 @@ async def test_referencing_a_claude_code_session_bakes_its_conversation_without_
     context = prompt.data["content"][0]["text"]
     assert "Why does the lock test flake on CI?" in context and "before the wombat fixture" in context
     assert "SECRET TOOL OUTPUT" not in context and "look at the timeout" not in context
-    assert {**_tree(roots[0]), **_tree(roots[1])} == before  # never written
+    assert {**tree_state(roots[0]), **tree_state(roots[1])} == before  # never written
 
 
 async def test_another_tools_session_cannot_become_the_target(

@@ -27,6 +27,7 @@ from core.sessions.external import (
     _millis,
 )
 from tests.conftest import say_user
+from tests.external_fixtures import tree_state
 
 UUID = "0f8e6a2c-1b3d-4c5e-8f9a-0123456789ab"
 OTHER = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
@@ -302,17 +303,13 @@ async def test_codex_id_falls_back_to_the_file_name(tmp_path: Path) -> None:
 # -- together with the dsh store -------------------------------------------------------------------
 
 
-def _tree(root: Path) -> dict[str, tuple[int, int]]:
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
-
-
 async def test_merged_listing_and_a_reference_to_a_claude_session_through_the_real_prepare(tmp_path: Path) -> None:
     claude = tmp_path / "claude"
     codex = tmp_path / "codex"
     claude_file(claude, [c_user("u1", None, "Pick a store format"), c_assistant("a1", "u1", [text("JSONL + zstd.")])])
     codex_file(codex, [codex_line("session_meta", {"id": UUID, "timestamp": "2025-07-02T09:00:00Z", "cwd": "/w"}),
                        codex_message("user", "codex says hi")])  # fmt: skip
-    before = {**_tree(claude), **_tree(codex)}
+    before = {**tree_state(claude), **tree_state(codex)}
     store = JsonlSessionStore(tmp_path / "dsh")
     say_user(store.create("dsh-one", cwd="/work/app", created_at=1_760_000_000_000), "a dsh session")
     target = store.create("today", cwd="/work/app", created_at=1_760_000_000_001)
@@ -331,7 +328,7 @@ async def test_merged_listing_and_a_reference_to_a_claude_session_through_the_re
     # Same cwd first, across tools: the Claude Code session ran in /work/app too, Codex in /w.
     assert [c.session_id for c in candidates] == ["dsh-one", CLAUDE_PREFIX + UUID, CODEX_PREFIX + UUID]
     store.close()
-    assert {**_tree(claude), **_tree(codex)} == before  # nothing written under the other tools' roots
+    assert {**tree_state(claude), **tree_state(codex)} == before  # nothing written under the other tools' roots
 
 
 async def test_listing_again_rereads_only_changed_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,6 +55,24 @@ class Terminal:
                 raise AssertionError(f"terminal never showed what was expected; last screen:\n{screen}")
             time.sleep(0.1)
 
+    def mention(self, before: str, query: str) -> None:
+        """Type ``before``, then ``@`` and ``query`` (the picker opens on the ``@``)."""
+        self.send(before, literal=True)
+        self.send("@", literal=True)
+        self.send(query, literal=True)
+
+    def accept_and_send(self, label: str, kept: str = "messages kept") -> None:
+        """Tab (the mention and its preview show), then Enter (the turn shows its references)."""
+        self.send("Tab")
+        self.wait_for(lambda s: f"@[{label}](dsh-session:" in s and kept in s)
+        self.send("Enter")
+        self.wait_for(lambda s: f"Referenced sessions · {label}" in s and "You asked" in s)
+
+    def quit(self) -> None:
+        """Ctrl+Q, and the app exits cleanly."""
+        self.send("C-q")
+        self.wait_for(lambda s: "EXITED:0" in s)
+
     def close(self) -> None:
         assert TMUX is not None
         subprocess.run([TMUX, "-L", self.socket, "kill-server"], capture_output=True, check=False)
@@ -65,24 +83,22 @@ def open_demo_copy(demo_template: Path, tmp_path: Path, *options: str) -> tuple[
     root = tmp_path / "store"
     shutil.copytree(demo_template, root)
     command = [sys.executable, "-m", "tui.cli", "--root", str(root), "--cwd", DEMO_PROJECT, "--session", "today"]
-    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "TERM": "xterm-256color", "HOME": str(tmp_path)}
-    return root, Terminal([*command, *options], env)
+    return root, Terminal([*command, *options], app_env(tmp_path))
+
+
+def app_env(home: Path) -> dict[str, str]:
+    """The app's environment in tmux: this checkout importable, a colour terminal, HOME in tmp."""
+    return {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "TERM": "xterm-256color", "HOME": str(home)}
 
 
 def test_type_a_mention_send_it_and_find_it_in_the_store(demo_template: Path, tmp_path: Path) -> None:
     root, terminal = open_demo_copy(demo_template, tmp_path)
     try:
         terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
-        terminal.send("tell me about ", literal=True)
-        terminal.send("@", literal=True)
-        terminal.send("ret", literal=True)
+        terminal.mention("tell me about ", "ret")
         terminal.wait_for(lambda s: "Retention (compacted)" in s)  # the sidebar only has room for "Retention (c…"
-        terminal.send("Tab")
-        terminal.wait_for(lambda s: "@[Retention (compacted)](dsh-session:" in s and "messages kept" in s)
-        terminal.send("Enter")
-        terminal.wait_for(lambda s: "Referenced sessions · Retention (compacted)" in s and "You asked" in s)
-        terminal.send("C-q")
-        terminal.wait_for(lambda s: "EXITED:0" in s)
+        terminal.accept_and_send("Retention (compacted)")
+        terminal.quit()
     finally:
         terminal.close()
 
@@ -104,20 +120,14 @@ def test_a_word_said_only_in_a_message_finds_the_session_to_reference(demo_templ
     root, terminal = open_demo_copy(demo_template, tmp_path)
     try:
         terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
-        terminal.send("how did we make writes durable in ", literal=True)
-        terminal.send("@", literal=True)
-        terminal.send("fsync", literal=True)
+        terminal.mention("how did we make writes durable in ", "fsync")
         # The row, and under it the message that matched (the index builds on first start).
         screen = terminal.wait_for(lambda s: "ai: Write each batch as one frame and fsync" in s)
         lines = screen.splitlines()
         at = next(i for i, line in enumerate(lines) if "ai: Write each batch" in line)
         assert "Storage design" in lines[at - 1]  # the row, the snippet line under it
-        terminal.send("Tab")
-        terminal.wait_for(lambda s: "@[Storage design](dsh-session:" in s and "4 of 4 messages kept" in s)
-        terminal.send("Enter")
-        terminal.wait_for(lambda s: "Referenced sessions · Storage design" in s and "You asked" in s)
-        terminal.send("C-q")
-        terminal.wait_for(lambda s: "EXITED:0" in s)
+        terminal.accept_and_send("Storage design", kept="4 of 4 messages kept")
+        terminal.quit()
     finally:
         terminal.close()
 
@@ -137,16 +147,10 @@ def test_reference_a_claude_code_session_from_the_terminal(demo_template: Path, 
     root, terminal = open_demo_copy(demo_template, tmp_path, *external)
     try:
         terminal.wait_for(lambda s: "CC Flaky lock test" in s and "CX Make the hero" in s)
-        terminal.send("why did it flake? ", literal=True)
-        terminal.send("@", literal=True)
-        terminal.send("flaky", literal=True)
+        terminal.mention("why did it flake? ", "flaky")
         terminal.wait_for(lambda s: "CC Flaky lock test fix" in s and "s/sessionref" in s)
-        terminal.send("Tab")
-        terminal.wait_for(lambda s: "@[Flaky lock test fix](dsh-session:" in s and "messages kept" in s)
-        terminal.send("Enter")
-        terminal.wait_for(lambda s: "Referenced sessions · Flaky lock test fix" in s and "You asked" in s)
-        terminal.send("C-q")
-        terminal.wait_for(lambda s: "EXITED:0" in s)
+        terminal.accept_and_send("Flaky lock test fix")
+        terminal.quit()
     finally:
         terminal.close()
 
@@ -161,12 +165,10 @@ def test_reference_a_claude_code_session_from_the_terminal(demo_template: Path, 
 
 def test_the_demo_shows_ages_relative_to_now(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "tui.cli", "--demo", "--root", str(tmp_path / "demo")]
-    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "TERM": "xterm-256color", "HOME": str(tmp_path)}
-    terminal = Terminal(command, env)
+    terminal = Terminal(command, app_env(tmp_path))
     try:
         screen = terminal.wait_for(lambda s: "Storage design" in s and "Website redesign" in s)
-        terminal.send("C-q")
-        terminal.wait_for(lambda s: "EXITED:0" in s)
+        terminal.quit()
     finally:
         terminal.close()
     rows = {line.split("│")[1].strip() for line in screen.splitlines() if line.count("│") >= 2}

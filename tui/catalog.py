@@ -25,7 +25,7 @@ from core import (
     indexed_session,
     revision_key,
 )
-from core.sessions.external import ExternalSource
+from core.sessions.external import ExternalSource, source_of
 from core.sessions.models import SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import listing_order_key
 
@@ -49,7 +49,7 @@ class SessionCatalog:
     def __init__(self, store: Store, external: tuple[ExternalSource, ...] = ()) -> None:
         self.store = store
         self.external = external
-        self._external_revisions: list[dict[str, object]] = [{} for _ in external]
+        self._external_listings: list[list[SessionRecord] | None] = [None for _ in external]
         self.records: list[SessionRecord] = []
         self.problems: list[StoreProblem] = []
         self.listed = False
@@ -86,7 +86,7 @@ class SessionCatalog:
 
     def source_of(self, session_id: str) -> ExternalSource | None:
         """The other agent's source of a namespaced id (``None``: a session of the store)."""
-        return next((source for source in self.external if session_id.startswith(source.prefix)), None)
+        return source_of(self.external, session_id)
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
         """The latest title: from the cache when the session's revision is unchanged.
@@ -248,9 +248,9 @@ class SessionCatalog:
                     listed = source.listing()
                     records.extend(listed)
                     problems.extend(source.problems)
-                    revisions_now = {record.header.id: source.revision(record.header.id) for record in listed}
-                    external_changed = external_changed or revisions_now != self._external_revisions[number]
-                    self._external_revisions[number] = revisions_now
+                    # A source hands back the same list while none of its files changed.
+                    external_changed = external_changed or listed is not self._external_listings[number]
+                    self._external_listings[number] = listed
                 records.sort(key=listing_order_key)
             listing_changed = not self.listed or _keys(records) != _keys(self.records)
             # A file that changed (a title written elsewhere, say) shows as a new revisions map.

@@ -215,7 +215,6 @@ class OpenAICompatibleModel:
             clean = ModelError(error.code, error.message.replace(key, "***"), retry_after=error.retry_after)
             clean.__cause__ = error.__cause__
             clean.__suppress_context__ = True
-            del error
             raise clean  # noqa: B904 - the cause is kept above; the context (with the key) is not
 
 

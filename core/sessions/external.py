@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from core.collector import collector_paused
-from core.sessions.jsonl_store import StoreProblem
+from core.sessions.jsonl_store import Revision, StoreProblem, file_revision
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
@@ -53,10 +53,8 @@ HEAD_BYTES = 256 * 1024
 """How much of a file the listing reads for its header (first timestamp, cwd, Codex meta)."""
 
 _UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
-_BOILERPLATE = ("<user_instructions>", "<environment_context>", "<user_instructions", "<environment_context")
+_BOILERPLATE = ("<user_instructions", "<environment_context")
 _TITLE_LENGTH = 80
-
-Revision = tuple[int, int, int, int]
 
 
 def claude_root() -> Path:
@@ -124,11 +122,6 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, Any]]:
                 yield number, _decode(raw.decode("utf-8", "surrogatepass"))
             except (ValueError, UnicodeDecodeError, RecursionError):
                 yield number, None
-
-
-def _revision(path: Path) -> Revision:
-    stat = path.stat()
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def _text(value: str) -> list[dict[str, Any]]:
@@ -217,11 +210,10 @@ class _FileSource:
         changed = self._records is None
         for path in self._files():
             try:
-                stat = os.stat(path)
+                revision = file_revision(path)
             except OSError:
                 changed = True
                 continue  # gone meanwhile
-            revision = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
             entry = known.get(path)
             if entry is None or entry.revision != revision:
                 changed = True
@@ -262,7 +254,7 @@ class _FileSource:
         if entry is None or entry.header is None:
             raise not_found(session_id)
         try:
-            revision = _revision(entry.path)
+            revision = file_revision(entry.path)
             if entry.session is None or revision != entry.revision:
                 entry.revision = revision
                 with collector_paused():  # tens of thousands of small acyclic containers
@@ -307,19 +299,15 @@ class _FileSource:
 # -- Claude Code ----------------------------------------------------------------------------------
 
 
-def _claude_blocks(content: Any) -> tuple[list[str], bool]:
-    """The text blocks of a message's content, and whether it held anything else (tools, thinking)."""
+def _claude_text(content: Any) -> str:
+    """A message's text: a string content, or its ``text`` blocks (tool calls, results and
+    thinking are left out)."""
     if type(content) is str:
-        return [content], False
-    texts: list[str] = []
-    other = False
-    if type(content) is list:
-        for block in content:
-            if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str:
-                texts.append(block["text"])
-            else:
-                other = True
-    return texts, other
+        return content
+    if type(content) is not list:
+        return ""
+    texts = [b["text"] for b in content if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str]
+    return texts[0] if len(texts) == 1 else "\n".join(text for text in texts if text)
 
 
 class ClaudeCodeSource(_FileSource):
@@ -390,7 +378,7 @@ class ClaudeCodeSource(_FileSource):
                 continue
             parent = record.get("parentUuid")
             message = record.get("message")
-            # (_claude_role and _claude_text, inlined: this loop runs once per line of a transcript.)
+            # (The role, inlined: this loop runs once per line of a transcript.)
             if kind == "system" or record.get("isMeta") is True or type(message) is not dict:
                 role, text = _SKIP, ""
             else:
@@ -398,11 +386,7 @@ class ClaudeCodeSource(_FileSource):
                     _CHECKPOINT if record.get("isCompactSummary") is True else _USER if kind == "user" else _ASSISTANT
                 )
                 content = message.get("content")
-                if type(content) is str:
-                    text = content
-                else:
-                    texts = _claude_blocks(content)[0]
-                    text = texts[0] if len(texts) == 1 else "\n".join(part for part in texts if part)
+                text = content if type(content) is str else _claude_text(content)  # (a call less per prompt)
             # (Most records of a working session are tool calls and results: no text, no time needed.)
             when = _millis(record.get("timestamp")) if text else None
             records[uuid] = (number, parent if type(parent) is str else None, role if text else _SKIP, text, when)
@@ -587,6 +571,11 @@ ExternalSource = ClaudeCodeSource | CodexSource
 """A read-only source of another agent's sessions."""
 
 
+def source_of(sources: Sequence[ExternalSource], session_id: str) -> ExternalSource | None:
+    """Which of ``sources`` a namespaced id (``claude:…``, ``codex:…``) belongs to, if any."""
+    return next((source for source in sources if session_id.startswith(source.prefix)), None)
+
+
 # -- one listing over several sources ---------------------------------------------------------------
 
 
@@ -600,7 +589,7 @@ class MergedSessionQuery:
 
     def source_of(self, session_id: str) -> ExternalSource | None:
         """The external source a namespaced id belongs to (``None``: the primary store)."""
-        return next((source for source in self.sources if session_id.startswith(source.prefix)), None)
+        return source_of(self.sources, session_id)
 
     async def list_sessions(self) -> list[SessionRecord]:
         listings = await asyncio.gather(self.primary.list_sessions(), *(s.list_sessions() for s in self.sources))
@@ -627,4 +616,5 @@ __all__ = [
     "MergedSessionQuery",
     "claude_root",
     "codex_root",
+    "source_of",
 ]

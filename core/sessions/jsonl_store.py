@@ -52,8 +52,13 @@ SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 Revision = tuple[int, int, int, int]
 
 
-def _revision(path: Path) -> Revision:
-    stat = path.stat()
+def file_revision(path: str | os.PathLike[str]) -> Revision:
+    """A file's revision (device, inode, size, mtime): another one means the file changed.
+
+    Raises:
+        OSError: the file cannot be stat'ed (gone, say).
+    """
+    stat = os.stat(path)
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
@@ -379,7 +384,7 @@ class JsonlSessionStore:
         path = self._find(session_id)
         if path is None:
             raise not_found(session_id)
-        revision = _revision(path)
+        revision = file_revision(path)
         cached = self._cache.get(path)
         if cached is not None and cached.revision == revision and cached.log is not None:
             return cached.log
