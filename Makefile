@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 
 INTEROP := tests/interop
 
-.PHONY: test lint typecheck pytest interop bench run screenshot snapshots vectors clean
+.PHONY: test lint typecheck pytest interop bench fuzz run screenshot snapshots vectors clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ interop: $(INTEROP)/node_modules/.installed
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The long fuzzing profile: 100,000 inputs under libFuzzer across every target, then the counts.
+# (make test runs the bounded, seeded profile as tests/test_fuzz.py.)
+fuzz: $(STAMP)
+	$(BIN)/python -m fuzz
 
 run: $(STAMP)
 	$(BIN)/sessionref --demo

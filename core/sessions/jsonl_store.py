@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,11 @@ from core.sessions.surface import events_at
 SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 
 Revision = tuple[int, int, int, int]
+
+LOG_CACHE_SIZE = 32
+"""Parsed logs a store keeps for re-reads (most recently read first out last). A host that reads
+every session once (a preview walk, a reader beside a writer) must not keep them all: the memory
+grows with the store, and every full collection walks it."""
 
 
 def file_revision(path: str | os.PathLike[str]) -> Revision:
@@ -115,7 +121,7 @@ class JsonlSessionStore:
         self.pack_chunks = pack_chunks
         self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
         self._owned: dict[str, _Owned] = {}
-        self._cache: dict[Path, _Cached] = {}
+        self._cache: OrderedDict[Path, _Cached] = OrderedDict()
         self._listing: dict[str, tuple[Revision, SessionRecord]] = {}
         self._projects: dict[str, tuple[int, list[os.DirEntry[str]]]] = {}
         self._last_listing: tuple[object, list[SessionRecord], list[StoreProblem]] | None = None
@@ -387,11 +393,15 @@ class JsonlSessionStore:
         revision = file_revision(path)
         cached = self._cache.get(path)
         if cached is not None and cached.revision == revision and cached.log is not None:
+            self._cache.move_to_end(path)
             return cached.log
         with open(path, "rb") as handle:
             raw = handle.read()
         log = load_log(raw, path, self.compression)
         self._cache[path] = _Cached(revision=revision, header=log.header, log=log)
+        self._cache.move_to_end(path)
+        while len(self._cache) > LOG_CACHE_SIZE:
+            self._cache.popitem(last=False)  # the least recently read
         return log
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
