@@ -46,10 +46,14 @@ class SessionReferenceError(Exception):
 class SessionQueryError(Exception):
     """A session store or query operation failed; ``code`` is stable, e.g. ``SESSION_QUERY_SESSION_NOT_FOUND``."""
 
-    def __init__(self, message: str, code: str) -> None:
+    def __init__(self, message: str, code: str, *, offset: int | None = None, detail: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.offset = offset
+        """For a damaged file: the byte offset of the damage (else ``None``)."""
+        self.detail = detail
+        """For a damaged file: what is wrong there, without the file and offset."""
 
     def __repr__(self) -> str:
         return f"SessionQueryError({self.message!r}, code={self.code!r})"

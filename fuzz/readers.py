@@ -54,10 +54,19 @@ def script(seed: int, number: int) -> Iterator[Batch]:
         yield [("user/message", {"content": [{"type": "text", "text": prompt}], "source": {"kind": "user"}}, "append")]
         parts = [f"[{step}.{k}]" + "x" * rng.choice([1, 10, 100, 1500]) for k in range(rng.randrange(0, 30))]
         batch: Batch = [
-            ("assistant/chunk", {"turn": step, "step": 0, "chunk": {"type": "text-delta", "index": 0, "text": part}}, None)
+            (
+                "assistant/chunk",
+                {"turn": step, "step": 0, "chunk": {"type": "text-delta", "index": 0, "text": part}},
+                None,
+            )
             for part in parts
         ]
-        reply = {"turn": step, "step": 0, "content": [{"type": "text", "text": "".join(parts) or "ok"}], "provenance": {}}
+        reply = {
+            "turn": step,
+            "step": 0,
+            "content": [{"type": "text", "text": "".join(parts) or "ok"}],
+            "provenance": {},
+        }
         batch.append(("assistant/message", reply, "append"))
         yield batch
         if rng.random() < 0.2:
@@ -96,14 +105,16 @@ def write(roots: dict[str, str], seed: int, stop: Any, sessions: int) -> None:
     """The writer process: appends every script to both stores, a batch at a time, until stopped."""
     stores = {name: JsonlSessionStore(root, compression=name) for name, root in roots.items()}  # type: ignore[arg-type]
     for number in range(sessions):
-        opened = {name: store.create(session_id(number), cwd="/work/rw", created_at=number) for name, store in stores.items()}
+        opened = {
+            name: store.create(session_id(number), cwd="/work/rw", created_at=number) for name, store in stores.items()
+        }
         for batch in script(seed, number):
             for session in opened.values():
                 session.append_batch([(kind, payload, op, None) for kind, payload, op in batch])
             if stop.is_set():
                 return
             time.sleep(PACE)
-        for name, store in stores.items():
+        for store in stores.values():
             store.release(session_id(number))
 
 
@@ -168,7 +179,10 @@ async def read(roots: dict[str, str], seed: int, reads: int, figures: Figures, d
                 _check(event.data == expected.data[event.seq], f"{name} {sid}: event {event.seq} has other data")
             figures.events_checked += len(surface.events)
             later = expected.titles[count - 1 :] if count else [None, *expected.titles]
-            _check(title is None and None in later or title is not None and title.title in later, f"{sid}: title {title}")
+            _check(
+                (title is None and None in later) or (title is not None and title.title in later),
+                f"{sid}: title {title}",
+            )
             seen.add((name, sid, through))
             figures.reads += 1
             if figures.reads % 4 == 0:

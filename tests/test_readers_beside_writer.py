@@ -34,5 +34,5 @@ def test_the_checker_catches_an_event_that_was_not_written(tmp_path: Path, compr
     kind, payload, op = batches[3][0]
     session.append_batch([(kind, {**payload, "content": [{"type": "text", "text": "not scripted"}]}, op, None)])
     store.close()
-    with pytest.raises(Inconsistent, match="other data|events differ"):
+    with pytest.raises(Inconsistent, match=r"other data|events differ"):
         asyncio.run(read(roots, 1, 5, Figures(), time.monotonic() + 60))

@@ -2,11 +2,13 @@
 
 Exit codes: 0 normal exit, 2 bad arguments, 3 the store root cannot be used, 4 the session given
 with ``--session`` cannot be opened (missing, corrupt, or written by another process).
+``sessionref doctor`` exits 0 when the store is healthy, 1 when something needs attention.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -28,6 +30,7 @@ from core import (
     SessionReferenceError,
 )
 from core.agent.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
+from core.sessions.doctor import diagnose, format_diagnosis
 from core.sessions.external import ClaudeCodeSource, CodexSource, ExternalSource, claude_root, codex_root
 
 BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
@@ -47,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (its ``--help`` is the reference for every option)."""
     parser = argparse.ArgumentParser(
         prog="sessionref",
+        epilog="sessionref doctor [--root DIR] [--json] checks a store without changing it (see its --help).",
         description=(
             "A terminal chat in which typing @ references another chat session: the model receives a bounded, "
             "read-only snapshot of it with your request, and the preview shows exactly what before you send."
@@ -211,8 +215,33 @@ def _model(args: argparse.Namespace) -> ChatModel:
     return EchoModel(delay=0.02)
 
 
+def doctor(argv: Sequence[str]) -> int:
+    """``sessionref doctor``: check a store read-only; exit 0 when healthy, 1 when something needs
+    attention, 3 when there is no store folder."""
+    parser = argparse.ArgumentParser(
+        prog="sessionref doctor",
+        description="Check a session store without changing it: damaged or misplaced files (with the byte "
+        "offset), duplicate ids, torn tails, files other users can read, locks held by a stopped process, "
+        "leftovers of an interrupted create. Exit 0 when healthy, 1 when something needs attention.",
+    )
+    parser.add_argument("--root", metavar="DIR", help=f"the store folder (default: {default_root()})")
+    parser.add_argument("--json", action="store_true", help="print the findings as JSON, for scripts")
+    args = parser.parse_args(argv)
+    diagnosis = diagnose(args.root or default_root())
+    if args.json:
+        print(json.dumps(diagnosis.to_json(), ensure_ascii=False, indent=2))
+    else:
+        print(format_diagnosis(diagnosis))
+    if any(finding.kind == "missing_root" for finding in diagnosis.findings):
+        return EXIT_ROOT
+    return 1 if diagnosis.attention else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sessionref`` console script; returns the exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["doctor"]:
+        return doctor(arguments[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.model != "openai" and (args.base_url or args.model_name):

@@ -32,7 +32,9 @@ _HEADER_PROBE = 4096
 
 
 def _corrupt(path: Path, offset: int, reason: str) -> SessionQueryError:
-    return SessionQueryError(f"corrupt session file {path} at byte {offset}: {reason}", SESSION_QUERY_CORRUPT)
+    return SessionQueryError(
+        f"corrupt session file {path} at byte {offset}: {reason}", SESSION_QUERY_CORRUPT, offset=offset, detail=reason
+    )
 
 
 def header_line(header: SessionHeader) -> str:
