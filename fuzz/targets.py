@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import zstandard
 
@@ -38,31 +38,30 @@ from core import (
     project_conversation,
 )
 from core.constants import MAX_REFERENCES, MAX_SAFE_INTEGER, PROMPT_REQUEST_DELIMITER
+from core.errors import (
+    SESSION_QUERY_INVALID_EVENT,
+    SESSION_QUERY_INVALID_SURFACE,
+    SESSION_QUERY_SESSION_EXISTS,
+    SESSION_QUERY_SESSION_NOT_FOUND,
+    SessionReferenceErrorCode,
+)
 from core.reference.service import FRAME_CLOSE, FRAME_OPEN, REFERENCED_SESSIONS_HEADER
 from core.serialization import tag_safe_json_length
 from core.sessions.external import ClaudeCodeSource, CodexSource
-from core.sessions.jsonl_codec import load_log
-from core.sessions.jsonl_store import JsonlSessionStore
+from core.sessions.jsonl_codec import SESSION_QUERY_CORRUPT, load_log
+from core.sessions.jsonl_layout import SESSION_QUERY_INVALID_ID
+from core.sessions.jsonl_store import SESSION_QUERY_WRONG_ENCODING, JsonlSessionStore
 from core.sessions.models import SessionEvent
 
-DOCUMENTED_CODES = frozenset(
-    {
-        "SESSION_REFERENCE_INVALID_CONFIG",
-        "SESSION_REFERENCE_INVALID_REFERENCE",
-        "SESSION_REFERENCE_SELF_REFERENCE",
-        "SESSION_REFERENCE_TOO_MANY",
-        "SESSION_REFERENCE_READ_FAILED",
-        "SESSION_REFERENCE_BUDGET_EXCEEDED",
-        "SESSION_REFERENCE_CANCELLED",
-        "SESSION_QUERY_SESSION_NOT_FOUND",
-        "SESSION_QUERY_INVALID_SURFACE",
-        "SESSION_QUERY_INVALID_EVENT",
-        "SESSION_QUERY_INVALID_ID",
-        "SESSION_QUERY_SESSION_EXISTS",
-        "SESSION_QUERY_CORRUPT_SESSION",
-        "SESSION_QUERY_WRONG_ENCODING",
-    }
-)
+DOCUMENTED_CODES = frozenset(get_args(SessionReferenceErrorCode)) | {
+    SESSION_QUERY_SESSION_NOT_FOUND,
+    SESSION_QUERY_INVALID_SURFACE,
+    SESSION_QUERY_INVALID_EVENT,
+    SESSION_QUERY_SESSION_EXISTS,
+    SESSION_QUERY_INVALID_ID,
+    SESSION_QUERY_CORRUPT,
+    SESSION_QUERY_WRONG_ENCODING,
+}
 """The error codes the README and CONTRACT §9 document for these entry points."""
 
 REAL_LOGS = Path(__file__).resolve().parent.parent / "tests" / "data" / "dsh-real"
