@@ -15,13 +15,19 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").encode("utf-8")
 
 
+def _text_decoder(data: bytes) -> str:
+    """JavaScript's ``new TextDecoder().decode(data)``: a leading byte-order mark is dropped."""
+    decoded = data.decode("utf-8")
+    return decoded[1:] if decoded.startswith("\ufeff") else decoded
+
+
 def literal_head_tail(text: str, head: int, tail: int) -> tuple[str, int]:
     data = _utf8(text)
     total = len(data)
     prefix = data[: min(total, head)]
     suffix = data[total - min(total - len(prefix), tail) :] if min(total - len(prefix), tail) else b""
     if total <= head + tail:
-        return text, 0
+        return _text_decoder(data), 0
     while prefix:
         try:
             prefix.decode("utf-8")
@@ -30,7 +36,7 @@ def literal_head_tail(text: str, head: int, tail: int) -> tuple[str, int]:
             prefix = prefix[:-1]
     while suffix and 0x80 <= suffix[0] < 0xC0:
         suffix = suffix[1:]
-    kept = prefix.decode("utf-8") + suffix.decode("utf-8")
+    kept = _text_decoder(prefix) + _text_decoder(suffix)
     return kept, total - len(prefix) - len(suffix)
 
 

@@ -55,17 +55,34 @@ def _head_tail_span(data: bytes, head: int, tail: int) -> tuple[int, int]:
     return prefix_end, suffix_start
 
 
-def retain_head_tail(text: str, head_bytes: int, tail_bytes: int) -> tuple[str, int]:
-    """Keep the first ``head_bytes`` and last ``tail_bytes`` UTF-8 bytes of ``text`` on whole characters.
+_BOM = b"\xef\xbb\xbf"
 
-    Returns ``(kept text, omitted bytes)``; when ``text`` fits in ``head + tail`` it is returned as is.
+
+def _bom_at(data: bytes, start: int, end: int) -> int:
+    """3 when ``data[start:end]`` starts with a UTF-8 byte-order mark, else 0."""
+    return 3 if end - start >= 3 and data.startswith(_BOM, start) else 0
+
+
+def _decoded(data: bytes, start: int, end: int) -> str:
+    """``new TextDecoder().decode(data[start:end])``: UTF-8 with one leading BOM dropped (the
+    WHATWG decoder's default, which dsh's retainer uses for each of the prefix and the suffix)."""
+    return data[start:end].decode("utf-8-sig")
+
+
+def retain_head_tail(text: str, head_bytes: int, tail_bytes: int) -> tuple[str, int]:
+    """Keep the first ``head_bytes`` and last ``tail_bytes`` UTF-8 bytes of ``text`` on whole
+    characters, as dsh's ``TextRetainer`` does (``finish()``).
+
+    Returns ``(kept text, omitted bytes)``. The kept text is decoded as the WHATWG ``TextDecoder``
+    does: a lone surrogate reads as U+FFFD, and a byte-order mark (U+FEFF) at the start of the
+    prefix or of the suffix is dropped (its bytes still count as kept, not omitted).
     """
     data = utf8_encode(text)
     total = len(data)
     if total <= head_bytes + tail_bytes:
-        return text, 0
+        return _decoded(data, 0, total), 0
     prefix_end, suffix_start = _head_tail_span(data, head_bytes, tail_bytes)
-    kept = data[:prefix_end].decode("utf-8") + data[suffix_start:].decode("utf-8")
+    kept = _decoded(data, 0, prefix_end) + _decoded(data, suffix_start, total)
     return kept, total - prefix_end - (total - suffix_start)
 
 
@@ -75,7 +92,8 @@ def truncate_with_notice(text: str, max_bytes: int) -> tuple[str, int]:
     The literal binary search of the original over the retained byte count, evaluated on byte
     offsets so that each probe costs O(1). Returns ``(text, omitted bytes)``; a text that already
     fits comes back unchanged with 0 omitted, and when not even the notice fits the result is
-    ``("", total)``.
+    ``("", total)``. As in dsh, a byte-order mark starting the kept head or tail is dropped from
+    the text (found by differential fuzzing against the npm package).
     """
     data = utf8_encode(text)
     total = len(data)
@@ -87,13 +105,13 @@ def truncate_with_notice(text: str, max_bytes: int) -> tuple[str, int]:
         retained = (low + high) // 2
         head, tail = (retained + 1) // 2, retained // 2
         if total <= head + tail:
-            kept, omitted = total, 0
             span = (total, total)
+            shown, omitted = total - _bom_at(data, 0, total), 0
         else:
             span = _head_tail_span(data, head, tail)
-            kept = span[0] + (total - span[1])
-            omitted = total - kept
-        if kept + _NOTICE_BYTES + len(str(omitted)) <= max_bytes:
+            omitted = span[1] - span[0]
+            shown = total - omitted - _bom_at(data, 0, span[0]) - _bom_at(data, span[1], total)
+        if shown + _NOTICE_BYTES + len(str(omitted)) <= max_bytes:
             best = span
             low = retained + 1
         else:
@@ -102,9 +120,9 @@ def truncate_with_notice(text: str, max_bytes: int) -> tuple[str, int]:
         return "", total
     prefix_end, suffix_start = best
     if prefix_end == total:
-        return text + _notice(0), 0
+        return _decoded(data, 0, total) + _notice(0), 0
     omitted = suffix_start - prefix_end
-    kept_text = data[:prefix_end].decode("utf-8") + data[suffix_start:].decode("utf-8")
+    kept_text = _decoded(data, 0, prefix_end) + _decoded(data, suffix_start, total)
     return kept_text + _notice(omitted), omitted
 
 

@@ -10,6 +10,7 @@
 //   raw        {root, compression, id}             -> readRaw().content (the stored JSONL text)
 //   uri        {ids, texts}                        -> encode / parse with dsh-session-reference
 //   prepare    {target, references, snapshots, config} -> SessionReferenceResolver.prepare
+//   batch      {requests: [{op, ...}, ...]}          -> every request's result, in order, in one process
 //   serialize  {messages, system, port}            -> DeepSeekAdapter.stream against a local server;
 //                                                     the server records the request body
 import { Context } from '@deepseek-ai/cordis';
@@ -112,6 +113,11 @@ const operations = {
     } catch (error) {
       return { ok: false, code: error.code, message: error.message };
     }
+  },
+  async batch({ requests }) {
+    const results = [];
+    for (const request of requests) results.push(await operations[request.op](request));
+    return results;
   },
   async serialize({ messages, system }) {
     let body;
