@@ -6,12 +6,15 @@ identical. Skipped without the npm packages, unless ``SESSIONREF_REQUIRE_INTEROP
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core import (
+    JsonlSessionStore,
     MemorySessionStore,
+    SessionQueryError,
     SessionReferenceError,
     SessionReferenceService,
     encode_session_reference_uri,
@@ -21,12 +24,14 @@ from core import (
 )
 from fuzz.targets import HOSTILE
 from tests.conftest import text
-from tests.test_interop import NODE, _rc8_event, dsh
+from core.sessions.jsonl_codec import load_log
+from tests.test_interop import NODE, _rc8_event, conversation, dsh, wires
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="the dsh packages are not installed (make interop)")
 
 CASES = 1_000
 TEXTS = 10_000
+FILE_VARIANTS = 300
 ALPHABET = [
     "a",
     "Z",
@@ -216,3 +221,74 @@ async def test_a_byte_order_mark_at_either_cut_is_dropped_as_dsh_drops_it(budget
     assert theirs["ok"]
     assert context.content[0]["text"] == theirs["text"]
     assert context.meta["references"] == theirs["references"]  # type: ignore[index]
+
+
+VALIDATION = ("invalid surface", "malformed event row", "a row is not an object", "invalid header")
+"""Our reader validates what dsh's raw loader (``loadStored``) leaves to its session layer."""
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+async def test_cut_and_bit_flipped_files_read_as_in_dsh(tmp_path: Path, compression: str) -> None:
+    """A session file cut at random bytes or with one bit flipped, read by dsh's ``loadStored``
+    and by ours. Both keep the same events, or both refuse, except for two deliberate differences:
+
+    - a damaged *last* record (a plain line that is not JSON, a zstd frame whose blocks run past the
+      end): dsh calls it a torn tail and its next writer cuts it off; we refuse the file, at the
+      same offset, so nothing is dropped without the user knowing (``sessionref doctor`` names it);
+    - events our reader validates on load (surface ops, row shapes) that dsh's raw loader passes
+      on to its session layer.
+    """
+    meta, batches = conversation("cut", "/work/alpha")
+    clock = iter(range(1_790_000_000_000, 1_790_000_100_000)).__next__
+    store = JsonlSessionStore(tmp_path / "original", compression=compression, clock=clock)  # type: ignore[arg-type]
+    session = store.create("cut", cwd="/work/alpha", created_at=meta["createdAt"])
+    for events in batches:
+        session.append_batch([(e["type"], e["data"], e.get("surfaceOp"), e.get("sourceEventSeqs")) for e in events])
+    store.close()
+    path = store.session_path("cut", "/work/alpha")
+    raw = path.read_bytes()
+    rng = random.Random(11)
+    variants: list[tuple[str, bytes]] = []
+    for number in range(FILE_VARIANTS):
+        data = bytearray(raw)
+        if number % 2:
+            data = data[: rng.randrange(len(raw))]
+        else:
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        root = tmp_path / f"variant-{number}"
+        copy = root / path.relative_to(tmp_path / "original")
+        copy.parent.mkdir(parents=True)
+        copy.write_bytes(bytes(data))
+        variants.append((str(root), bytes(data)))
+    requests = [{"op": "load", "root": root, "compression": compression, "ids": ["cut"]} for root, _ in variants]
+    theirs = dsh("batch", requests=requests)
+    tally = {"same events": 0, "both refuse": 0, "their torn tail, our refusal": 0, "validated here": 0}
+    for (root, data), answer in zip(variants, theirs, strict=True):
+        their = answer["cut"]
+        reader = JsonlSessionStore(root, compression=compression)  # type: ignore[arg-type]
+        try:
+            log = load_log(data, path, compression)  # type: ignore[arg-type]
+            ours: list[dict[str, Any]] | None = wires(log.events)
+            refusal = None
+            if reader.session_path(log.header.id, log.header.cwd) != Path(root) / path.relative_to(
+                tmp_path / "original"
+            ):
+                ours = None  # a header that belongs elsewhere: the store never lists it
+        except SessionQueryError as error:
+            ours, refusal = None, error
+        if their is None or "error" in their:
+            assert ours is None, f"{root}: dsh refuses ({their}) what we read"
+            tally["both refuse"] += 1
+        elif ours is not None:
+            assert ours == their["events"], root
+            tally["same events"] += 1
+        else:
+            assert refusal is not None, f"{root}: a header that dsh places here"
+            if their["torn"] is not None and refusal.offset == their["torn"]["truncateTo"]:
+                assert their["events"] == wires(load_log(data[: refusal.offset], path, compression).events)  # type: ignore[arg-type]
+                tally["their torn tail, our refusal"] += 1
+            else:
+                assert (refusal.detail or "").startswith(VALIDATION), (root, refusal)
+                tally["validated here"] += 1
+    print(compression, tally)
+    assert tally["same events"] > FILE_VARIANTS // 4 and tally["both refuse"] > 10, tally

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -542,3 +543,33 @@ def test_an_existing_folder_keeps_its_mode(tmp_path: Path) -> None:
     say_user(store.create("x", cwd="/w"), "hi")
     store.close()
     assert (tmp_path.stat().st_mode & 0o777) == 0o755  # not ours to chmod: the CLI warns instead
+
+
+def test_bytes_that_are_not_utf8_read_as_replacement_characters_as_dsh_reads_them(tmp_path: Path) -> None:
+    """Differential fuzzing against rc.8: its reader decodes a damaged byte as U+FFFD and opens the
+    log, so a log dsh opens opens here too (it used to be SESSION_QUERY_CORRUPT_SESSION)."""
+    store = JsonlSessionStore(tmp_path, compression="none")
+    say_user(store.create("bad-byte", cwd="/work/app"), "caf\u00e9 au lait")
+    store.close()
+    path = store.session_path("bad-byte", "/work/app")
+    path.write_bytes(path.read_bytes().replace("é".encode(), b"\xe9"))  # Latin-1, not UTF-8
+    surface = asyncio.run(JsonlSessionStore(tmp_path, compression="none").read_surface("bad-byte"))
+    assert surface.events[0].data["content"][0]["text"] == "caf\ufffd au lait"
+
+
+def test_a_reserved_zstd_frame_header_bit_is_damage_as_dsh_says(tmp_path: Path) -> None:
+    store = JsonlSessionStore(tmp_path)
+    session = store.create("flag", cwd="/work/app")
+    say_user(session, "one")
+    say_user(session, "two")
+    store.close()
+    path = store.session_path("flag", "/work/app")
+    raw = bytearray(path.read_bytes())
+    second = frame_offsets(bytes(raw))[1]
+    raw[second + 4] |= 0x10  # the unused bit: zstd itself ignores it, dsh refuses the log
+    path.write_bytes(bytes(raw))
+    with pytest.raises(SessionQueryError) as caught:
+        asyncio.run(JsonlSessionStore(tmp_path).read_surface("flag"))
+    assert caught.value.code == "SESSION_QUERY_CORRUPT_SESSION"
+    assert caught.value.offset == second + 4
+    assert caught.value.detail == "reserved frame-header bit"

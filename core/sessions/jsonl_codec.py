@@ -29,6 +29,8 @@ from core.sessions.surface import SurfaceFolder
 
 SESSION_QUERY_CORRUPT = "SESSION_QUERY_CORRUPT_SESSION"
 _HEADER_PROBE = 4096
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_FHD_RESERVED = 0x18
 
 
 def _corrupt(path: Path, offset: int, reason: str) -> SessionQueryError:
@@ -107,6 +109,10 @@ def _frames(raw: bytes, path: Path) -> Generator[tuple[int, bytes, bool], None, 
     total = len(raw)
     view = memoryview(raw)
     while offset < total:
+        if total - offset > 4 and view[offset + 4] & _FHD_RESERVED and raw.startswith(_ZSTD_MAGIC, offset):
+            # The unused and reserved bits of the frame header descriptor: zstd ignores the first,
+            # dsh refuses both. A flipped bit there is damage, and dsh's verdict is kept.
+            raise _corrupt(path, offset + 4, "reserved frame-header bit")
         decompressor = zstandard.ZstdDecompressor().decompressobj()
         try:
             content = decompressor.decompress(view[offset:])
@@ -128,7 +134,7 @@ def _torn_rows(content: bytes, offset: int) -> tuple[list[tuple[int, Any]], byte
     kept = 0
     for _, line in lines:
         try:
-            rows.append((offset, json.loads(line)))
+            rows.append((offset, _json_line(line)))
         except ValueError:
             break
         kept += len(line) + 1
@@ -173,10 +179,19 @@ def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -
     parsed = []
     for offset, line in lines:
         try:
-            parsed.append((offset if per_line_offsets else base, json.loads(line)))
+            parsed.append((offset if per_line_offsets else base, _json_line(line)))
         except ValueError as error:
             raise _corrupt(path, offset if per_line_offsets else base, f"a line is not JSON ({error})") from error
     return parsed
+
+
+def _json_line(line: bytes) -> Any:
+    """One JSONL record. Bytes that are not UTF-8 read as U+FFFD (maximal subparts), as dsh's
+    reader decodes them, so a log dsh opens opens here too (found by differential fuzzing)."""
+    try:
+        return json.loads(line)
+    except UnicodeDecodeError:
+        return json.loads(line.decode("utf-8", "replace"))
 
 
 def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
