@@ -22,9 +22,9 @@ from core import (
     js_json_stringify,
     parse_session_reference_text,
 )
+from core.sessions.jsonl_codec import load_log
 from fuzz.targets import HOSTILE
 from tests.conftest import text
-from core.sessions.jsonl_codec import load_log
 from tests.test_interop import NODE, _rc8_event, conversation, dsh, wires
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="the dsh packages are not installed (make interop)")
