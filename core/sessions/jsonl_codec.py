@@ -274,7 +274,7 @@ def _read_header(path: str, compression: Compression) -> SessionHeader:
             probe += more
             size *= 2
     try:
-        row = json.loads(line)
+        row = _json_line(line)
     except ValueError as error:
         raise _corrupt(where, 0, "the header is not JSON") from error
     return _header_from_row(row, where)
