@@ -447,7 +447,7 @@ def dsh_log(data: bytes) -> str:
     complete = data[: data.rfind(b"\n") + 1]
     plain_outcome, plain = _load(data, "none")
     _, whole = _load(complete, "none") if complete != data else (plain_outcome, plain)
-    lines = complete.splitlines(keepends=True)
+    lines = [line + b"\n" for line in complete.split(b"\n")[:-1]]  # JSONL splits on \n only, not \r
     framed = _frames_of(lines, rng)
     zstd_outcome, zstd = _load(framed, "zstd")
     if whole is None:
