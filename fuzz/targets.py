@@ -408,7 +408,11 @@ def _through_store(raw: bytes, compression: Any, expected: Any) -> None:
     root = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         store = JsonlSessionStore(root, compression=compression)
-        path = store.session_path(expected.header.id, expected.header.cwd)
+        try:
+            path = store.session_path(expected.header.id, expected.header.cwd)
+        except SessionQueryError as error:  # an id too long for a file name: refused, with its code
+            outcome_of(error)
+            return
         try:
             path.parent.mkdir(parents=True)
         except OSError:
