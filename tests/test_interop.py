@@ -375,15 +375,20 @@ async def _sources() -> tuple[MemorySessionStore, dict[str, Any]]:
             session.append(
                 "user/message", {"content": [text("after")], "source": {"kind": "user"}}, surface_op="append"
             )
+    return store, await rc8_snapshots(store, list(specs))
+
+
+async def rc8_snapshots(store: MemorySessionStore, ids: list[str]) -> dict[str, Any]:
+    """The sessions' surfaces as rc.8's session query serves them (for dsh's ``prepare``)."""
     snapshots = {}
-    for session_id in specs:
+    for session_id in ids:
         snapshot = await store.read_surface(session_id)
         snapshots[session_id] = {
             "session": snapshot.session.to_wire(),
             "capturedThroughSeq": snapshot.captured_through_seq,
             "events": [_rc8_event(event.to_wire()) for event in snapshot.events],
         }
-    return store, snapshots
+    return snapshots
 
 
 @pytest.mark.parametrize("budget", [65_536, 4_000, 1_500, 400, 120])

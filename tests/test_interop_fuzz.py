@@ -25,7 +25,7 @@ from core import (
 from core.sessions.jsonl_codec import load_log
 from fuzz.targets import HOSTILE
 from tests.conftest import text
-from tests.test_interop import NODE, _rc8_event, conversation, dsh, wires
+from tests.test_interop import NODE, conversation, dsh, rc8_snapshots, wires
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="the dsh packages are not installed (make interop)")
 
@@ -115,14 +115,7 @@ async def _case(seed: int) -> tuple[dict[str, Any], Any]:
     if rng.random() < 0.05:
         references.append({"sessionId": "target"})
     budget = rng.choice([1, 50, 120, 300, 1_000, 4_096, 65_536])
-    snapshots = {}
-    for session_id in ids:
-        snapshot = await store.read_surface(session_id)
-        snapshots[session_id] = {
-            "session": snapshot.session.to_wire(),
-            "capturedThroughSeq": snapshot.captured_through_seq,
-            "events": [_rc8_event(event.to_wire()) for event in snapshot.events],
-        }
+    snapshots = await rc8_snapshots(store, ids)
     request = {
         "op": "prepare",
         "target": "target",
