@@ -16,7 +16,7 @@ import random
 import shutil
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -632,7 +632,3 @@ SELF_CHECKS: dict[str, Target] = {
     "self_check_crash": Target(_self_check_crash, lambda: [b"cras", b"ok"], [b"crash"]),
 }
 """Targets with a planted hang and a planted crash: the harness must report both."""
-
-
-def seeds_of(target: Target) -> Iterator[bytes]:
-    yield from target.seeds()

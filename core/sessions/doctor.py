@@ -18,7 +18,7 @@ from typing import Any, Literal
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.jsonl_codec import load_log
-from core.sessions.jsonl_layout import _FILE_NAMES, Compression, encode_session_segment, project_key
+from core.sessions.jsonl_layout import _FILE_NAMES, Compression, session_file
 
 Severity = Literal["error", "warning", "info"]
 """``error`` and ``warning`` need attention (``doctor`` exits 1); ``info`` is only reported."""
@@ -36,7 +36,7 @@ class Finding:
     severity: Severity
     kind: str
     """``corrupt``, ``misplaced``, ``duplicate_id``, ``torn_tail``, ``loose_permissions``,
-    ``stale_lock``, ``locked``, ``stale_temporary``, ``unreadable``, ``missing_root``."""
+    ``stale_lock``, ``locked``, ``stale_temporary``, ``creating``, ``unreadable``, ``missing_root``."""
     path: str
     message: str
     offset: int | None = None
@@ -188,9 +188,7 @@ def _check_session(path: str, compression: Compression, raw: bytes, root: str) -
     findings = []
     header = log.header
     try:
-        expected = os.path.join(
-            root, project_key(header.cwd), encode_session_segment(header.id), _FILE_NAMES[compression]
-        )
+        expected = session_file(root, header.id, header.cwd, compression)
     except SessionQueryError as error:
         return [Finding("error", "misplaced", path, error.message, code=error.code)], None
     if expected != path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Literal
 
@@ -58,3 +59,12 @@ def project_key(cwd: str | None) -> str:
         return _NO_CWD
     slug = _UNSAFE_OR_SEPARATORS.sub(_slug_match, cwd).lstrip("-") or "root"
     return f"--{slug[:251]}--"
+
+
+def session_file(root: str | os.PathLike[str], session_id: str, cwd: str | None, compression: Compression) -> str:
+    """Where the session with this id and cwd belongs: ``<root>/<project>/<id segment>/<file>``.
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_INVALID_ID`` (from ``encode_session_segment``).
+    """
+    return os.path.join(root, project_key(cwd), encode_session_segment(session_id), _FILE_NAMES[compression])

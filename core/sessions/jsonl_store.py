@@ -28,6 +28,7 @@ from core.sessions.jsonl_layout import (
     Compression,
     encode_session_segment,
     project_key,
+    session_file,
 )
 from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
 from core.sessions.models import (
@@ -311,7 +312,7 @@ class JsonlSessionStore:
         if cached is not None and cached[0] == revision:
             return cached[1]
         header = _read_header(path, self.compression)
-        expected = os.path.join(self.root, project_key(header.cwd), encode_session_segment(header.id), self._file_name)
+        expected = session_file(self.root, header.id, header.cwd, self.compression)
         if expected != path:
             raise SessionQueryError(f"{path}: its header (id and cwd) belongs at {expected}", SESSION_QUERY_CORRUPT)
         record = SessionRecord.model_construct(header=header, live=False, persisted=True)
