@@ -261,7 +261,7 @@ async def test_openai_stream_carries_baked_content_and_assembles_the_reply(store
     assert request["_auth"].lower() == "authorization: bearer sk-test"
     message = next(e for e in session.events if e.type == "assistant/message")
     assert message.data["content"] == [text("Hi you")]
-    assert message.data["usage"] == {"prompt_tokens": 12, "completion_tokens": 2}
+    assert message.data["usage"] == {"inputTokens": 12, "outputTokens": 2}  # dsh TokenUsage
     assert message.data["provenance"] == {"provider": "openai-compatible", "model": "deepseek-chat"}
 
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 
 from core.abort import AbortSignal
+from core.agent.tokens import context_limit_in, is_context_overflow
 from core.agent.wire import wire_messages
 from core.constants import PROMPT_REQUEST_DELIMITER
 from core.reference.retention import OMISSION_NOTICE_HEAD
@@ -21,25 +22,42 @@ from core.serialization import stringify_tag_safe_json, utf8_length
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEEPSEEK_MODEL = "deepseek-chat"
 
+MODEL_CONTEXT_LENGTH = "MODEL_CONTEXT_LENGTH"
+"""The request was larger than the model's context window (the server said so)."""
+
 
 class ModelError(Exception):
-    """A model call failed; ``code`` is stable (``MODEL_*``) and the message says what to do."""
+    """A model call failed; ``code`` is stable (``MODEL_*``) and the message says what to do.
 
-    def __init__(self, code: str, message: str, *, retry_after: float | None = None) -> None:
+    ``context_limit`` is the window a ``MODEL_CONTEXT_LENGTH`` error stated, when it stated one.
+    """
+
+    def __init__(
+        self, code: str, message: str, *, retry_after: float | None = None, context_limit: int | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.retry_after = retry_after
+        self.context_limit = context_limit
 
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """A streaming chat model: ``stream`` yields ``{"type": "text-delta", "index": 0, "text": ...}``."""
+    """A streaming chat model.
+
+    ``stream`` yields ``{"type": "text-delta", "index": 0, "text": ...}`` pieces, and may yield
+    ``{"type": "reasoning-delta", "index": 0, "text": ...}`` (a reasoning model's thinking, before
+    its answer) and one ``{"type": "usage", "usage": {inputTokens, outputTokens, ...}}`` in dsh's
+    ``TokenUsage`` shape. ``max_tokens`` caps the reply (compaction's summaries use it).
+    """
 
     name: str
     provider: str
 
-    def stream(self, messages: list[dict[str, Any]], *, signal: AbortSignal) -> AsyncIterator[dict[str, Any]]:
+    def stream(
+        self, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
         """Stream the reply to ``messages`` (``derive_messages()`` of the target)."""
         ...
 
@@ -95,7 +113,9 @@ class EchoModel:
             pieces.append(line)
         return pieces
 
-    async def stream(self, messages: list[dict[str, Any]], *, signal: AbortSignal) -> AsyncIterator[dict[str, Any]]:
+    async def stream(
+        self, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
         """Yield the reply piece by piece (stops early when ``signal`` aborts)."""
         for piece in self.reply_for(messages):
             if signal.aborted:
@@ -122,6 +142,14 @@ def _error_for_status(response: httpx.Response, body: str) -> ModelError:
         return ModelError(
             "MODEL_RATE_LIMITED", f"the model API is rate limiting requests (HTTP 429).{wait}", retry_after=after
         )
+    if status in (400, 413, 422) and is_context_overflow(detail):
+        limit = context_limit_in(detail)
+        stated = f" The server's window is {limit:,} tokens." if limit is not None else ""
+        return ModelError(
+            MODEL_CONTEXT_LENGTH,
+            f"the request is larger than the model's context window (HTTP {status}): {detail}.{stated}",
+            context_limit=limit,
+        )
     if status >= 500:
         return ModelError("MODEL_SERVER_ERROR", f"the model API failed (HTTP {status}): {detail}. Try again later.")
     return ModelError("MODEL_HTTP_ERROR", f"the model API rejected the request (HTTP {status}): {detail}")
@@ -141,17 +169,28 @@ class OpenAICompatibleModel:
 
     def __init__(self, *, base_url: str, api_key: str | None, model: str, timeout: float = 60.0) -> None:
         self.base_url = base_url.rstrip("/")
+        self.key_source: str | None = None
+        """The name of the environment variable the key came from (never the key), when known."""
         self.api_key = api_key
         self.name = model
         self.timeout = timeout
 
     @classmethod
-    def from_environment(cls, *, base_url: str | None = None, model: str | None = None) -> OpenAICompatibleModel:
-        """DeepSeek defaults; the key comes from ``DEEPSEEK_API_KEY``, else ``OPENAI_API_KEY``."""
-        key = os.environ.get("DEEPSEEK_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        return cls(base_url=base_url or DEEPSEEK_BASE_URL, api_key=key, model=model or DEEPSEEK_MODEL)
+    def from_environment(
+        cls, *, base_url: str | None = None, model: str | None = None, key_env: str | None = None
+    ) -> OpenAICompatibleModel:
+        """DeepSeek defaults; the key comes from ``key_env`` when given (a profile names the variable),
+        else ``DEEPSEEK_API_KEY``, else ``OPENAI_API_KEY``."""
+        names = (key_env,) if key_env else ("DEEPSEEK_API_KEY", "OPENAI_API_KEY")
+        source = next((name for name in names if os.environ.get(name)), None)
+        key = os.environ.get(source) if source is not None else None
+        built = cls(base_url=base_url or DEEPSEEK_BASE_URL, api_key=key, model=model or DEEPSEEK_MODEL)
+        built.key_source = source or names[0]
+        return built
 
-    async def _stream(self, messages: list[dict[str, Any]], *, signal: AbortSignal) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(
+        self, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
         """Yield text deltas (and a final ``{"type": "usage"}`` chunk when the server reports usage).
 
         Raises:
@@ -160,7 +199,8 @@ class OpenAICompatibleModel:
         if not self.api_key:
             raise ModelError(
                 "MODEL_MISSING_API_KEY",
-                "no API key: set DEEPSEEK_API_KEY (or OPENAI_API_KEY), or run with --model echo",
+                f"no API key: set {self.key_source or 'DEEPSEEK_API_KEY (or OPENAI_API_KEY)'}, "
+                "or run with --model echo",
             )
         body = {
             "model": self.name,
@@ -168,6 +208,8 @@ class OpenAICompatibleModel:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
         headers = {"Authorization": f"Bearer {self.api_key}", "Accept": "text/event-stream"}
         timeout = httpx.Timeout(self.timeout)
         try:
@@ -196,8 +238,10 @@ class OpenAICompatibleModel:
         except httpx.HTTPError as error:
             raise ModelError("MODEL_MALFORMED_STREAM", f"the model stream broke off: {error}") from error
 
-    async def stream(self, messages: list[dict[str, Any]], *, signal: AbortSignal) -> AsyncIterator[dict[str, Any]]:
-        """Yield text deltas (and a final ``{"type": "usage"}`` chunk when the server reports usage).
+    async def stream(
+        self, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yield reasoning and text deltas (and a final ``{"type": "usage"}`` chunk when the server reports usage).
 
         The key never reaches an error: a server that echoes it (in an error body or a stream
         event) has it replaced by ``***`` in the message, and the traceback holds no copy.
@@ -206,16 +250,52 @@ class OpenAICompatibleModel:
             ModelError: with a ``MODEL_*`` code for every failure class.
         """
         try:
-            async for piece in self._stream(messages, signal=signal):
+            async for piece in self._stream(messages, signal=signal, max_tokens=max_tokens):
                 yield piece
         except ModelError as error:
             key = self.api_key
             if not key or key not in error.message:
                 raise
-            clean = ModelError(error.code, error.message.replace(key, "***"), retry_after=error.retry_after)
+            clean = ModelError(
+                error.code,
+                error.message.replace(key, "***"),
+                retry_after=error.retry_after,
+                context_limit=error.context_limit,
+            )
             clean.__cause__ = error.__cause__
             clean.__suppress_context__ = True
             raise clean  # noqa: B904 - the cause is kept above; the context (with the key) is not
+
+
+def _count(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def dsh_usage(wire: Any) -> dict[str, int] | None:
+    """A chat-completions ``usage`` object in dsh's ``TokenUsage`` shape, or ``None`` when it has no counts.
+
+    As dsh's DeepSeek adapter maps it: ``prompt_tokens`` includes cache hits, dsh's counts are
+    disjoint, so ``inputTokens`` is the prompt without the cache reads, which are
+    ``cacheReadTokens`` (``prompt_tokens_details.cached_tokens``, else DeepSeek's
+    ``prompt_cache_hit_tokens``); ``reasoningTokens`` when the server reports them.
+    """
+    if not isinstance(wire, dict):
+        return None
+    prompt, completion = _count(wire.get("prompt_tokens")), _count(wire.get("completion_tokens"))
+    if prompt is None or completion is None:
+        return None
+    details = wire.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    if cached is None:
+        cached = _count(wire.get("prompt_cache_hit_tokens"))
+    completion_details = wire.get("completion_tokens_details")
+    reasoning = _count(completion_details.get("reasoning_tokens")) if isinstance(completion_details, dict) else None
+    usage = {"inputTokens": prompt - min(cached or 0, prompt), "outputTokens": completion}
+    if cached is not None:
+        usage["cacheReadTokens"] = cached
+    if reasoning is not None:
+        usage["reasoningTokens"] = reasoning
+    return usage
 
 
 def _parse_chunk(payload: str) -> list[dict[str, Any]]:
@@ -223,13 +303,21 @@ def _parse_chunk(payload: str) -> list[dict[str, Any]]:
         data = json.loads(payload)
         chunks: list[dict[str, Any]] = []
         for choice in data.get("choices") or []:
-            delta = (choice.get("delta") or {}).get("content")
-            if delta:
-                if not isinstance(delta, str):
+            delta = choice.get("delta") or {}
+            # A reasoning model thinks first: its reasoning precedes the answer in the same stream.
+            reasoning = delta.get("reasoning_content")
+            if reasoning:
+                if not isinstance(reasoning, str):
+                    raise TypeError("delta reasoning_content is not a string")
+                chunks.append({"type": "reasoning-delta", "index": 0, "text": reasoning})
+            content = delta.get("content")
+            if content:
+                if not isinstance(content, str):
                     raise TypeError("delta content is not a string")
-                chunks.append({"type": "text-delta", "index": 0, "text": delta})
-        if isinstance(data.get("usage"), dict):
-            chunks.append({"type": "usage", "usage": data["usage"]})
+                chunks.append({"type": "text-delta", "index": 0, "text": content})
+        usage = dsh_usage(data.get("usage"))
+        if usage is not None:
+            chunks.append({"type": "usage", "usage": usage})
         return chunks
     except (ValueError, TypeError, AttributeError) as error:
         raise ModelError(

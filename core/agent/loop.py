@@ -1,4 +1,12 @@
-"""``AgentLoop``: turns over a session: baked prompts, streamed replies, steering, titles (CONTRACT §8)."""
+"""``AgentLoop``: turns over a session: baked prompts, streamed replies, steering, titles (CONTRACT §8),
+and the session's context: accounting before every send and compaction when it is needed.
+
+Compaction (``core.agent.compaction``) runs on demand (``compact_now``), before a send whose request
+would pass the policy's threshold (between turns, so a cancel or a failure leaves nothing written
+and the prompt unsent), before a later step of a turn under the same pressure, and once after the
+server refuses a request as too long (the window it states is remembered), then that step is
+retried once. A prompt that cannot fit even after compaction is refused before anything is written.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +14,23 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.abort import AbortController, race_abort
-from core.agent.chat_models import ChatModel, ModelError
+from core.agent.chat_models import MODEL_CONTEXT_LENGTH, ChatModel, ModelError
+from core.agent.compaction import (
+    COMPACTION_CANCELLED,
+    CONTEXT_PROMPT_TOO_LARGE,
+    CompactionError,
+    CompactionPolicy,
+    CompactionProgress,
+    CompactionResult,
+    checkpoint_allowance,
+    compact,
+)
+from core.agent.context import ContextMeter, ContextReading
+from core.agent.tokens import ContextWindow, WindowMemory, estimate_history, resolve_window
 from core.errors import SessionQueryError, SessionReferenceError
 from core.reference.baking import bake_prompt_message
 from core.sessions.models import HookContext, SessionEvent
@@ -25,6 +46,24 @@ FLUSH_INTERVAL = 0.2
 Prompt = tuple[list[dict[str, Any]], Sequence[HookContext]]
 
 
+@dataclass(frozen=True, slots=True)
+class ContextSettings:
+    """A loop's context configuration: the configured window (``None``: built in or assumed), where
+    learned windows are remembered, and the compaction policy."""
+
+    window: int | None = None
+    memory: WindowMemory | None = None
+    policy: CompactionPolicy = field(default_factory=CompactionPolicy)
+
+
+def prompt_estimate(content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> float:
+    """Estimated tokens a prompt adds to a request once baked (its references included)."""
+    baked = bake_prompt_message(content, contexts)
+    messages = [{"role": "user", "content": baked.data["content"]}]
+    messages.extend({"role": "user", "content": context.content} for context in baked.separate_contexts)
+    return estimate_history(messages)
+
+
 def fallback_title(display_content: list[dict[str, Any]]) -> str:
     """A title from the user's own words: first non-empty line, trimmed, at most ``TITLE_LIMIT`` characters."""
     text = text_of_blocks(display_content)
@@ -37,10 +76,26 @@ def fallback_title(display_content: list[dict[str, Any]]) -> str:
 class AgentLoop:
     """Runs turns on one session with one model; writes every event of CONTRACT §8 to the log."""
 
-    def __init__(self, session: Session, model: ChatModel, *, flush_interval: float = FLUSH_INTERVAL) -> None:
+    def __init__(
+        self,
+        session: Session,
+        model: ChatModel,
+        *,
+        flush_interval: float = FLUSH_INTERVAL,
+        context: ContextSettings | None = None,
+    ) -> None:
         self.session = session
         self.model = model
         self.flush_interval = flush_interval
+        self.settings = context if context is not None else ContextSettings()
+        self.meter = ContextMeter(session)
+        self.compacting: CompactionProgress | None = None
+        """Where a running compaction is (``None`` when none runs); the app shows it."""
+        self.last_compaction: CompactionResult | None = None
+        self.compaction_error: CompactionError | None = None
+        """The latest automatic compaction that failed while the send went ahead anyway."""
+        self._compaction_task: asyncio.Task[CompactionResult] | None = None
+        self._pressure_checked = False
         self._flush_timer: asyncio.TimerHandle | None = None
         self._queue: deque[Prompt] = deque()
         self._steering: list[Prompt] = []
@@ -51,15 +106,129 @@ class AgentLoop:
         self.last_error: ModelError | None = None
 
     @property
-    def status(self) -> Literal["idle", "running"]:
-        """``running`` while a turn is in progress."""
-        return "running" if self._task is not None and not self._task.done() else "idle"
+    def status(self) -> Literal["idle", "running", "compacting"]:
+        """``running`` while a turn is in progress, ``compacting`` while compaction runs between turns."""
+        if self._task is not None and not self._task.done():
+            return "running"
+        if self._compaction_task is not None and not self._compaction_task.done():
+            return "compacting"
+        return "idle"
+
+    # -- context ----------------------------------------------------------------------------------
+
+    @property
+    def window(self) -> ContextWindow:
+        """The model's context window: learned from its server, else configured, else built in."""
+        return resolve_window(
+            self.model.name,
+            base_url=getattr(self.model, "base_url", None),
+            configured=self.settings.window,
+            memory=self.settings.memory,
+        )
+
+    def context(self) -> ContextReading:
+        """The context the next request starts from (``core.agent.context``)."""
+        return self.meter.read(self.window, self.settings.policy.threshold_ratio)
+
+    def fit(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> tuple[int, int]:
+        """``(request, floor)``: the tokens of the next request with this prompt, and the least it can
+        take after compacting everything before it (checkpoint + prompt + the reply's reserve)."""
+        reading = self.context()
+        added = prompt_estimate(content, contexts)
+        checkpoint = checkpoint_allowance(self.settings.policy, reading.window) if reading.messages else 0
+        return reading.request(added), reading.calibrated(added) + checkpoint + reading.reserve
+
+    def check_fits(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
+        """Refuse a prompt that cannot fit the window even with the whole history compacted.
+
+        Raises:
+            CompactionError: ``CONTEXT_PROMPT_TOO_LARGE``, saying how large and what to do.
+        """
+        _, floor = self.fit(content, contexts)
+        window = self.window
+        if floor > window.tokens:
+            raise CompactionError(
+                CONTEXT_PROMPT_TOO_LARGE,
+                f"this message needs about {floor:,} tokens (with room for the reply), more than "
+                f"{self.model.name}'s window of {window.tokens:,} tokens ({window.source}), even with the "
+                "history compacted: reference fewer sessions, lower the reference budget "
+                "(--max-reference-bytes), or use a model with a larger window",
+            )
+
+    def _progress(self, progress: CompactionProgress) -> None:
+        self.compacting = progress
+
+    async def _compact(
+        self, controller: AbortController, *, turn: int | None, keep_from_seq: int | None, incoming: float = 0.0
+    ) -> CompactionResult:
+        self.compacting = CompactionProgress(0, 0, 0)
+        try:
+            result = await compact(
+                self.session,
+                self.model,
+                self.context(),
+                self.settings.policy,
+                signal=controller.signal,
+                turn=turn,
+                keep_from_seq=keep_from_seq,
+                incoming=incoming,
+                progress=self._progress,
+            )
+        finally:
+            self.compacting = None
+        self.last_compaction = result
+        return result
+
+    async def compact_now(self) -> CompactionResult:
+        """Compact the session's history now (between turns); the log is unchanged on failure.
+
+        Raises:
+            CompactionError: busy (``COMPACTION_FAILED`` while a turn runs), nothing to compact,
+                failed or cancelled (``cancel()``).
+        """
+        if self.status != "idle":
+            raise CompactionError("COMPACTION_BUSY", "wait for the reply to finish, then compact")
+        controller = AbortController()
+        self._abort = controller
+        self._compaction_task = asyncio.create_task(self._compact(controller, turn=None, keep_from_seq=None))
+        try:
+            return await self._compaction_task
+        finally:
+            self._abort = None
 
     async def followup(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
-        """Start a turn with this prompt, or queue it for the next turn while one runs."""
-        if self.status == "running":
+        """Start a turn with this prompt, or queue it for the next turn while one runs.
+
+        When the request would pass the compaction threshold, the history is compacted first
+        (``status`` is ``compacting`` meanwhile; ``cancel()`` stops it and nothing is sent).
+
+        Raises:
+            CompactionError: ``CONTEXT_PROMPT_TOO_LARGE`` (nothing written), or a compaction that
+                was cancelled or failed while the request would not fit the window without it.
+        """
+        if self.status != "idle":
             self._queue.append((content, contexts))
             return
+        self.check_fits(content, contexts)
+        request, _ = self.fit(content, contexts)
+        reading = self.context()
+        policy = self.settings.policy
+        if policy.auto and reading.messages and request + reading.reserve > reading.threshold:
+            controller = AbortController()
+            self._abort = controller
+            self._compaction_task = asyncio.create_task(
+                self._compact(controller, turn=None, keep_from_seq=None, incoming=prompt_estimate(content, contexts))
+            )
+            try:
+                await self._compaction_task
+            except CompactionError as error:
+                request, _ = self.fit(content, contexts)
+                if error.code == COMPACTION_CANCELLED or request + reading.reserve > reading.window:
+                    raise
+                self.compaction_error = error  # it still fits: send it anyway, and say so
+            finally:
+                self._abort = None
+            self._pressure_checked = True
         self._start(content, contexts)
 
     async def steer(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
@@ -70,7 +239,8 @@ class AgentLoop:
         self._start(content, contexts)
 
     def cancel(self) -> None:
-        """Abort the running turn: the stream closes, what arrived is kept, the turn ends ``aborted``."""
+        """Abort the running turn (the stream closes, what arrived is kept, the turn ends ``aborted``)
+        or the running compaction (nothing is written)."""
         if self._abort is not None:
             self._abort.abort("cancelled by the user")
 
@@ -78,6 +248,9 @@ class AgentLoop:
         """Wait until no turn runs and nothing is queued."""
         while self._task is not None and not self._task.done():
             await asyncio.shield(self._task)
+        if self._compaction_task is not None and not self._compaction_task.done():
+            with contextlib.suppress(CompactionError, SessionQueryError):
+                await asyncio.shield(self._compaction_task)
 
     # -- the turn ---------------------------------------------------------------------------------
 
@@ -102,12 +275,50 @@ class AgentLoop:
             batch.append(("user/message", extra, "append", None))
         return self.session.append_batch(batch)[0]
 
+    async def _pressure(self, turn: int, prompt: SessionEvent, controller: AbortController) -> None:
+        """Compact inside the turn when its next request would pass the threshold (best effort)."""
+        if self._pressure_checked:
+            self._pressure_checked = False  # the send compacted (or tried to) just before this step
+            return
+        reading = self.context()
+        if not self.settings.policy.auto or reading.used + reading.reserve <= reading.threshold:
+            return
+        try:
+            await self._compact(controller, turn=turn, keep_from_seq=prompt.seq)
+        except CompactionError as error:
+            if error.code == COMPACTION_CANCELLED:
+                raise SessionReferenceError(error.message, "SESSION_REFERENCE_CANCELLED") from error
+            self.compaction_error = error
+
+    def _learn(self, error: ModelError) -> None:
+        base_url = getattr(self.model, "base_url", None)
+        if error.context_limit is not None and self.settings.memory is not None and isinstance(base_url, str):
+            self.settings.memory.learn(base_url, self.model.name, error.context_limit)
+
     async def _run(self, turn: int, prompt: SessionEvent, controller: AbortController) -> None:
         reason, error = "completed", None
         step = 1
+        retried = False
         try:
             while True:
-                outcome = await self._step(turn, step, controller)
+                try:
+                    await self._pressure(turn, prompt, controller)
+                    outcome = await self._step(turn, step, controller)
+                except ModelError as failure:
+                    if failure.code != MODEL_CONTEXT_LENGTH or retried:
+                        raise
+                    # The server says the request was too long: learn its window, compact, retry once.
+                    retried = True
+                    self._learn(failure)
+                    step += 1
+                    try:
+                        await self._compact(controller, turn=turn, keep_from_seq=prompt.seq)
+                    except CompactionError as compaction:
+                        if compaction.code == COMPACTION_CANCELLED:
+                            reason = "aborted"
+                            break
+                        raise failure from compaction
+                    continue
                 step += 1
                 if outcome != "completed":
                     reason = outcome
@@ -119,6 +330,8 @@ class AgentLoop:
                     self._record_prompt("steering/message", turn, content, contexts)
         except ModelError as failure:
             reason, error = "error", failure
+        except SessionReferenceError:
+            reason = "aborted"
         # dsh's turn/end: {turn, reason: {kind}}; a failure also names its step, message and code.
         ending: dict[str, Any] = {"kind": reason}
         if error is not None:
@@ -160,6 +373,9 @@ class AgentLoop:
         signal = controller.signal
         self.session.append("step/start", {"turn": turn, "step": step})
         texts: list[str] = []
+        reasoning: list[str] = []
+        # dsh numbers a step's blocks in the order they open: a reasoning model's thinking is block 0.
+        blocks: dict[str, int] = {}
         usage: dict[str, Any] | None = None
         outcome = "completed"
         failure: ModelError | None = None
@@ -170,13 +386,15 @@ class AgentLoop:
                     chunk = await race_abort(stream.__anext__(), signal)
                 except StopAsyncIteration:
                     break
-                if chunk.get("type") == "usage":
+                kind = chunk.get("type")
+                if kind == "usage":
                     usage = chunk.get("usage")
                     continue
-                if chunk.get("type") != "text-delta" or not chunk.get("text"):
+                if kind not in ("text-delta", "reasoning-delta") or not chunk.get("text"):
                     continue
-                texts.append(chunk["text"])
-                self._append_chunk({"turn": turn, "step": step, "chunk": chunk})
+                (texts if kind == "text-delta" else reasoning).append(chunk["text"])
+                index = blocks.setdefault(kind, len(blocks))
+                self._append_chunk({"turn": turn, "step": step, "chunk": {**chunk, "index": index}})
             if signal.aborted:
                 outcome = "aborted"
         except SessionReferenceError:
@@ -189,10 +407,16 @@ class AgentLoop:
                 # The stream may already be finished or broken; closing it is best effort.
                 with contextlib.suppress(RuntimeError, ModelError):
                     await aclose()
+        content: list[dict[str, Any]] = []
+        for kind in blocks:
+            if kind == "reasoning-delta":
+                content.append({"type": "reasoning", "text": "".join(reasoning)})
+            else:
+                content.append({"type": "text", "text": "".join(texts)})
         message: dict[str, Any] = {
             "turn": turn,
             "step": step,
-            "content": [{"type": "text", "text": "".join(texts)}] if texts else [],
+            "content": content,
             "provenance": {"provider": self.model.provider, "model": self.model.name},
         }
         if usage is not None:

@@ -170,6 +170,33 @@ def _copy(value: Any) -> Any:
     return value
 
 
+def event_message(event: SessionEvent) -> dict[str, Any] | None:
+    """The model message of one surface event (CONTRACT §1), or ``None`` when it contributes none.
+
+    ``user/message`` / ``steering/message`` give their baked ``content``; ``assistant/message``
+    its content (``None`` when empty); ``tool/result`` a user message holding one tool-result block.
+    """
+    data = event.data
+    if event.type in ("user/message", "steering/message"):
+        return {"role": "user", "content": _copy(data.get("content", []))}
+    if event.type == "assistant/message":
+        content = message_content(data)
+        return {"role": "assistant", "content": _copy(content)} if content else None
+    if event.type == "tool/result":
+        message = message_payload(data)
+        if message is not data:
+            # A newer dsh tool result already is a user message holding its tool-result block.
+            return {"role": "user", "content": _copy(message_content(data))}
+        block = {
+            "type": "tool-result",
+            "toolCallId": data.get("callId"),
+            "content": _copy(data.get("content")),
+            "isError": bool(data.get("isError", False)),
+        }
+        return {"role": "user", "content": [block]}
+    return None
+
+
 def derive_messages(events: Sequence[SessionEvent], *, allow_gaps: bool = False) -> list[dict[str, Any]]:
     """The model history of a log (CONTRACT §1): baked prompt content, assistant replies, tool results.
 
@@ -178,24 +205,7 @@ def derive_messages(events: Sequence[SessionEvent], *, allow_gaps: bool = False)
     """
     messages: list[dict[str, Any]] = []
     for event in fold_surface(events, allow_gaps=allow_gaps):
-        data = event.data
-        if event.type in ("user/message", "steering/message"):
-            messages.append({"role": "user", "content": _copy(data.get("content", []))})
-        elif event.type == "assistant/message":
-            content = message_content(data)
-            if content:
-                messages.append({"role": "assistant", "content": _copy(content)})
-        elif event.type == "tool/result":
-            message = message_payload(data)
-            if message is not data:
-                # A newer dsh tool result already is a user message holding its tool-result block.
-                messages.append({"role": "user", "content": _copy(message_content(data))})
-                continue
-            block = {
-                "type": "tool-result",
-                "toolCallId": data.get("callId"),
-                "content": _copy(data.get("content")),
-                "isError": bool(data.get("isError", False)),
-            }
-            messages.append({"role": "user", "content": [block]})
+        message = event_message(event)
+        if message is not None:
+            messages.append(message)
     return messages
