@@ -32,7 +32,10 @@ from core import (
 )
 from core.abort import AbortController
 from core.agent.wire import wire_messages
+from core.agent.loop import ContextSettings
+from core.agent.tokens import WindowMemory
 from tests.conftest import compact, frame_offsets, text
+from tests.fake_deepseek import FakeDeepSeek
 from tests.test_dsh_real import FIXTURES, place
 
 INTEROP = Path(__file__).parent / "interop"
@@ -228,6 +231,40 @@ async def test_sessions_written_here_list_and_load_identically_in_dsh(tmp_path: 
     inspected = loaded["agent-loop"]["inspect"]
     assert inspected["ok"], inspected
     assert inspected["types"] == [event["type"] for event in written["agent-loop"]]
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+async def test_a_log_we_compacted_loads_in_dsh_with_the_same_surface(tmp_path: Path, compression: str) -> None:
+    """Compaction between turns (pressure), inside a turn (a context-length error), reasoning replies."""
+    store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+    chat = store.create("compacted", cwd="/work/alpha")
+    # The app thinks the window is 12,000 tokens; the server's is 8,000, which it learns from the refusal.
+    with FakeDeepSeek(window=8_000) as server:
+        model = OpenAICompatibleModel(base_url=server.base_url, api_key="sk-x", model="deepseek-reasoner")
+        loop = AgentLoop(
+            chat, model, flush_interval=0.01, context=ContextSettings(window=12_000, memory=WindowMemory(None))
+        )
+        for index in range(12):
+            await loop.followup([text(f"turn {index} " + "lorem ipsum dolor " * 300)])
+            await loop.when_idle()
+            assert loop.last_error is None
+    types = [event.type for event in chat.events]
+    assert types.count("compaction/start") >= 2 and "reasoning-delta" in json.dumps(wires(chat.events))
+    turns = {event.data["turn"] for event in chat.events if event.type == "compaction/start"}
+    assert None in turns and turns - {None}, turns  # one between turns, one inside a turn
+    ours = [event.seq for event in chat.surface()]
+    history = [
+        (message["role"], "".join(b["text"] for b in message["content"] if b["type"] == "text"))
+        for message in chat.derive_messages()
+    ]
+    written = wires(chat.events)
+    store.close()
+    loaded = dsh("load", root=str(tmp_path), compression=compression, ids=["compacted"])["compacted"]
+    assert loaded["events"] == written
+    assert loaded["inspect"]["ok"], loaded["inspect"]
+    surface = dsh("surface", root=str(tmp_path), compression=compression, id="compacted")
+    assert surface["nodes"] == ours
+    assert [(message["role"], message["text"]) for message in surface["messages"]] == history
 
 
 # --- torn tails: one side writes and crashes, the other reads --------------------------------------

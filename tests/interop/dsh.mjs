@@ -8,6 +8,8 @@
 //   load       {root, compression, ids}            -> per id: loadStored() {meta, events, torn}
 //                                                     and inspect() (dsh's validated, migrated view)
 //   raw        {root, compression, id}             -> readRaw().content (the stored JSONL text)
+//   surface    {root, compression, id}             -> dsh's session layer on the inspected log: the
+//                                                     surface nodes and deriveMessages() (role + text)
 //   uri        {ids, texts}                        -> encode / parse with dsh-session-reference
 //   prepare    {target, references, snapshots, config} -> SessionReferenceResolver.prepare
 //   batch      {requests: [{op, ...}, ...]}          -> every request's result, in order, in one process
@@ -77,6 +79,29 @@ const operations = {
           : { meta: stored.meta, events: stored.events, torn: stored.tornMarker ?? null, inspect: inspected };
     }
     return out;
+  },
+  async surface({ root, compression, id }) {
+    const backend = await persistence(root, compression);
+    const view = await backend.inspect(id);
+    const ctx = new Context();
+    ctx.plugin(SessionStore);
+    for (let tries = 0; ctx.sessions === undefined && tries < 200; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const session = ctx.sessions.prepare(id, {
+      seedSource: 'persistence',
+      seed: structuredClone(view.events),
+      meta: structuredClone(view.meta),
+    });
+    const text = (content) =>
+      content
+        .filter((block) => block.type === 'text')
+        .map((block) => block.text)
+        .join('');
+    return {
+      nodes: [...session.surface.nodes],
+      messages: session.deriveMessages().map((message) => ({ role: message.role, text: text(message.content) })),
+    };
   },
   async raw({ root, compression, id }) {
     return (await (await persistence(root, compression)).readRaw(id)).content;
