@@ -37,6 +37,7 @@ from core import (
     SessionSearch,
     index_path_beside,
 )
+from core.agent.loop import ContextSettings
 from core.search.finder import FULL_BUDGET
 from core.sessions.external import ExternalSource
 from core.sessions.session import not_found, system_clock
@@ -76,10 +77,12 @@ class SessionRefApp(App[None]):
         search_config: SearchConfig | None = None,
         index_path: str | os.PathLike[str] | None = None,
         external: tuple[ExternalSource, ...] = (),
+        context: ContextSettings | None = None,
     ) -> None:
         super().__init__()
         self.store = store
         self.model = model
+        self.context_settings = context if context is not None else ContextSettings()
         self.cwd = cwd
         self.clock = clock
         self.home = home
@@ -140,7 +143,7 @@ class SessionRefApp(App[None]):
     def _agent_for(self, session: Session) -> AgentLoop:
         agent = self.agents.get(session.id)
         if agent is None:
-            agent = self.agents[session.id] = AgentLoop(session, self.model)
+            agent = self.agents[session.id] = AgentLoop(session, self.model, context=self.context_settings)
         return agent
 
     # -- sessions ---------------------------------------------------------------------------------
@@ -167,7 +170,7 @@ class SessionRefApp(App[None]):
         # Stop writing the previous target unless a reply is still streaming into it.
         previous = self.session
         agent = self.agents.get(previous.id)
-        if agent is not None and agent.status == "running":
+        if agent is not None and agent.status != "idle":
             return
         self.agents.pop(previous.id, None)
         if isinstance(self.store, JsonlSessionStore) and previous.events:
@@ -320,6 +323,11 @@ class SessionRefApp(App[None]):
             "The exact text the model received for the latest message",
             chat.action_show_last_received,
         )
+        yield SystemCommand(
+            "Compact history",
+            "Summarize the older messages of this session into a checkpoint (frees context)",
+            chat.action_compact,
+        )
         yield SystemCommand("Toggle sessions sidebar", "Show or hide the session list", chat.action_toggle_sidebar)
         yield SystemCommand("Toggle preview", "Show or hide the reference preview", chat.action_toggle_preview)
 
@@ -357,12 +365,14 @@ def make_app(
     search_config: SearchConfig | None = None,
     index_path: str | os.PathLike[str] | None = None,
     external: tuple[ExternalSource, ...] = (),
+    context: ContextSettings | None = None,
 ) -> SessionRefApp:
     """Build the app on ``store``: open ``session_id`` (or start a new session in ``cwd``).
 
     ``search_config`` turns message search off (``SearchConfig(body_search=False)``); the body
     index lives at ``index_path`` (default: beside the store's root; in memory for a memory store).
     ``external`` adds other agents' sessions (Claude Code, Codex) to the listing, read-only.
+    ``context`` sets the model's window, where learned windows are kept and the compaction policy.
 
     Raises:
         SessionQueryError: the session is missing, locked or corrupt.
@@ -381,4 +391,5 @@ def make_app(
         search_config=search_config,
         index_path=index_path,
         external=external,
+        context=context,
     )

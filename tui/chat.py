@@ -28,9 +28,11 @@ from core import (
     format_session_reference_mention,
     parse_session_reference_text,
 )
+from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
 from core.errors import CANCELLED
 from core.search.finder import FIRST_BUDGET, FULL_BUDGET
 
+from .context_view import DraftContext, context_summary, draft_context, tokens
 from .mentions import PickerQuery
 from .preview_report import PreviewReport, build_preview, problem_of
 from .screens import RenameScreen, ViewerScreen
@@ -50,6 +52,7 @@ STREAM_TICK = 1 / 20
 """How often the transcript repaints a streaming reply."""
 VISIBLE_HITS = 24
 """Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""
+PROMPT_TITLE = "Prompt · Enter sends · Ctrl+J newline · @ references a session"
 
 
 class ChatScreen(Screen[None]):
@@ -69,6 +72,7 @@ class ChatScreen(Screen[None]):
         Binding("f4", "rename_session", "Rename"),
         Binding("ctrl+b", "toggle_sidebar", "Sessions"),
         Binding("f5", "toggle_preview", "Preview"),
+        Binding("f6", "compact", "Compact"),
     ]
 
     def __init__(self, host: SessionRefApp) -> None:
@@ -87,6 +91,7 @@ class ChatScreen(Screen[None]):
         self._preview_shown = -1
         self._send_abort: AbortController | None = None
         self._stream_timer: Timer | None = None
+        self._compaction_timer: Timer | None = None
         self.preparing = False
         self._shown_for_key: float | None = None
         self._key_unanswered = False
@@ -106,7 +111,7 @@ class ChatScreen(Screen[None]):
 
     def on_mount(self) -> None:
         prompt = self.query_one(PromptArea)
-        prompt.border_title = "Prompt · Enter sends · Ctrl+J newline · @ references a session"
+        prompt.border_title = PROMPT_TITLE
         prompt.focus()
         self.query_one(SessionSidebar).border_subtitle = "loading…"
         self._show_target()
@@ -127,7 +132,8 @@ class ChatScreen(Screen[None]):
         host = self.host
         session = host.session
         title = session.title.title if session.title is not None else "New session"
-        host.sub_title = f"{visible(title)} · {short_cwd(session.cwd, 48, host.home)}"
+        usage = context_summary(draft_context(host.agent, [], ()))
+        host.sub_title = f"{visible(title)} · {short_cwd(session.cwd, 48, host.home)} · {usage}"
         self.query_one(Transcript).sync(session, host.model.name)
         self.show_sessions()
 
@@ -170,7 +176,7 @@ class ChatScreen(Screen[None]):
         if action in ("picker_move", "picker_accept"):
             return self.picker.is_open
         if action == "escape":
-            return self.picker.is_open or self.preparing or self.host.agent.status == "running"
+            return self.picker.is_open or self.preparing or self.host.agent.status != "idle"
         return True
 
     def action_picker_move(self, step: int) -> None:
@@ -187,6 +193,8 @@ class ChatScreen(Screen[None]):
             if self._query is not None:
                 self._dismissed = (self._query_row, self._query.start, self.prompt.text)
             self._close_picker()
+        elif self.host.agent.status == "compacting":
+            self.host.agent.cancel()
         elif self.preparing and self._send_abort is not None:
             self._send_abort.abort("cancelled by the user")
         elif self.host.agent.status == "running":
@@ -306,7 +314,9 @@ class ChatScreen(Screen[None]):
         draft = self.prompt.text
         if "@[" not in draft and "dsh-session:" not in draft:
             self._preview_shown = self._preview_generation
-            pane.show(PreviewReport(draft=draft, max_references=self.host.service.config.max_references))
+            report = PreviewReport(draft=draft, max_references=self.host.service.config.max_references)
+            report.context = self._draft_context(report)
+            pane.show(report)
             return
         pane.show(None, busy=True)
         self._run_preview(draft, controller, self._preview_generation)
@@ -320,10 +330,15 @@ class ChatScreen(Screen[None]):
             return  # cancelled: a newer draft is being previewed
         self.app.call_from_thread(self._show_preview, report, generation)
 
+    def _draft_context(self, report: PreviewReport) -> DraftContext:
+        content = report.content or ([{"type": "text", "text": report.draft}] if report.draft.strip() else [])
+        return draft_context(self.host.agent, content, report.contexts)
+
     def _show_preview(self, report: PreviewReport, generation: int) -> None:
         if generation != self._preview_generation:
             return
         self._preview_shown = generation
+        report.context = self._draft_context(report)
         self.query_one(PreviewPane).show(report)
 
     def on_preview_body_painted(self, event: PreviewBody.Painted) -> None:
@@ -345,9 +360,16 @@ class ChatScreen(Screen[None]):
             self.notify(report.problem.describe(), severity="error", title="Nothing would be sent")
             return
         text = report.model_visible_text()
-        self.app.push_screen(
-            ViewerScreen("What the model will receive", text, f"{len(text.encode('utf-8', 'surrogatepass')):,} bytes")
-        )
+        size = f"{len(text.encode('utf-8', 'surrogatepass')):,} bytes"
+        context = report.context
+        if context is not None:
+            size += (
+                f" · this message ≈{tokens(context.draft)} tokens · request ≈{tokens(context.total)} of "
+                f"{tokens(context.window)} ({context.window_source}) · history {tokens(context.used)}"
+            )
+            if context.reported is not None:
+                size += f" (last reported {context.reported:,})"
+        self.app.push_screen(ViewerScreen("What the model will receive", text, size))
 
     # -- sending ----------------------------------------------------------------------------------
 
@@ -364,11 +386,7 @@ class ChatScreen(Screen[None]):
         self.preparing = preparing
         prompt = self.prompt
         prompt.set_class(preparing, "-preparing")
-        prompt.border_title = (
-            "Preparing referenced sessions… · Esc cancels"
-            if preparing
-            else "Prompt · Enter sends · Ctrl+J newline · @ references a session"
-        )
+        prompt.border_title = "Preparing referenced sessions… · Esc cancels" if preparing else PROMPT_TITLE
 
     @work(exclusive=True, group="send")
     async def _send(self, text: str) -> None:
@@ -399,17 +417,97 @@ class ChatScreen(Screen[None]):
             if agent.status == "running":
                 await agent.steer(prepared.content, prepared.contexts)
             else:
-                await agent.followup(prepared.content, prepared.contexts)
+                self._watch_compaction(True)
+                try:
+                    await agent.followup(prepared.content, prepared.contexts)
+                finally:
+                    self._watch_compaction(False)
         except SessionQueryError as error:
             self.notify(
                 f"{error.message} ({error.code})\nYour draft is kept.", severity="error", title="Could not save"
             )
             self._restore(text)
             return
+        except CompactionError as error:
+            cancelled = error.code == COMPACTION_CANCELLED
+            self.notify(
+                f"{error.message} ({error.code})\nNothing was sent; your draft is kept.",
+                severity="information" if cancelled else "error",
+                title="Cancelled" if cancelled else "Not sent",
+            )
+            self._restore(text)
+            self._show_target()
+            return
+        if agent.compaction_error is not None:
+            failed, agent.compaction_error = agent.compaction_error, None
+            self.notify(
+                f"{failed.message} ({failed.code})\nThe message was sent anyway: it fits the window.",
+                severity="warning",
+                title="Compaction failed",
+            )
         if self.prompt.text == text:
             self.prompt.clear()
         host.sent += 1
         self._follow_stream()
+
+    # -- compaction -------------------------------------------------------------------------------
+
+    def _watch_compaction(self, on: bool) -> None:
+        """Show a running compaction's progress in the prompt's title (polled: it runs in core)."""
+        if on and self._compaction_timer is None:
+            self._compaction_timer = self.set_interval(0.1, self._compaction_tick)
+        elif not on and self._compaction_timer is not None:
+            self._compaction_timer.stop()
+            self._compaction_timer = None
+            self._compaction_tick()
+
+    def _compaction_tick(self) -> None:
+        progress = self.host.agent.compacting
+        prompt = self.prompt
+        prompt.set_class(progress is not None, "-compacting")
+        if progress is None:
+            prompt.border_title = "Preparing referenced sessions… · Esc cancels" if self.preparing else PROMPT_TITLE
+            return
+        part = f" · part {progress.part} of {progress.parts}" if progress.parts > 1 else ""
+        messages = f" {progress.messages} messages" if progress.messages else ""
+        prompt.border_title = f"Compacting{messages} into a checkpoint{part}… · Esc cancels"
+
+    def action_compact(self) -> None:
+        """Compact the session's older history into a checkpoint now."""
+        agent = self.host.agent
+        if agent.status != "idle":
+            self.notify("Wait for the reply to finish, then compact.", title="Compact history")
+            return
+        self._compact_now()
+
+    @work(exclusive=True, group="compact")
+    async def _compact_now(self) -> None:
+        host = self.host
+        agent = host.agent
+        before = draft_context(agent, [], ()).used
+        self._watch_compaction(True)
+        try:
+            result = await agent.compact_now()
+        except CompactionError as error:
+            cancelled = error.code == COMPACTION_CANCELLED
+            self.notify(
+                f"{error.message} ({error.code})",
+                severity="information" if cancelled else "error",
+                title="Compaction cancelled" if cancelled else "Could not compact",
+            )
+            return
+        except SessionQueryError as error:
+            self.notify(f"{error.message} ({error.code})", severity="error", title="Could not compact")
+            return
+        finally:
+            self._watch_compaction(False)
+        after = draft_context(agent, [], ()).used
+        self.notify(
+            f"{len(result.shadowed_seqs)} messages are now one checkpoint: context {tokens(before)} → {tokens(after)}.",
+            title="Compacted",
+        )
+        self._show_target()
+        self.schedule_preview(0)
 
     def _restore(self, text: str) -> None:
         if not self.prompt.text:
@@ -424,10 +522,12 @@ class ChatScreen(Screen[None]):
     def _stream_tick(self) -> None:
         host = self.host
         self.query_one(Transcript).sync(host.session, host.model.name)
+        self._compaction_tick()
         if host.agent.status == "idle" and self._stream_timer is not None:
             self._stream_timer.stop()
             self._stream_timer = None
             self._show_target()
+            self.schedule_preview(0)
             error = host.agent.last_error
             if error is not None and error is not host.reported_error:
                 host.reported_error = error
@@ -474,7 +574,7 @@ class ChatScreen(Screen[None]):
             self._stream_timer.stop()
             self._stream_timer = None
         self._show_target()
-        if host.agent.status == "running":
+        if host.agent.status != "idle":
             self._follow_stream()
         self.schedule_preview(0)
         self.prompt.focus()

@@ -30,8 +30,23 @@ from core import (
     SessionReferenceError,
 )
 from core.agent.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
+from core.agent.compaction import CompactionPolicy
+from core.agent.loop import ContextSettings
+from core.agent.tokens import WindowMemory
 from core.sessions.doctor import diagnose, format_diagnosis
 from core.sessions.external import ClaudeCodeSource, CodexSource, ExternalSource, claude_root, codex_root
+
+from .settings import (
+    ConfigError,
+    Effective,
+    LoadedConfig,
+    default_config_path,
+    effective_settings,
+    format_effective,
+    load_config,
+    window_memory_path,
+)
+from .text import visible
 
 BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
 """Environment switch for message search: 0/false/off/no turns it off, 1/true/on/yes on."""
@@ -50,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (its ``--help`` is the reference for every option)."""
     parser = argparse.ArgumentParser(
         prog="sessionref",
-        epilog="sessionref doctor [--root DIR] [--json] checks a store without changing it (see its --help).",
+        epilog="sessionref doctor [--root DIR] [--json] checks a store without changing it (see its --help); "
+        "sessionref config [options] prints the effective settings and where each came from.",
         description=(
             "A terminal chat in which typing @ references another chat session: the model receives a bounded, "
             "read-only snapshot of it with your request, and the preview shows exactly what before you send."
@@ -79,17 +95,43 @@ def build_parser() -> argparse.ArgumentParser:
         "text-chunks row as dsh does (reading is the same either way)",
     )
     parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help=f"the config file (default: {default_config_path()}, used when it exists); flags override it",
+    )
+    parser.add_argument("--profile", metavar="NAME", help="the model profile of the config file to use")
+    parser.add_argument(
         "--model",
+        dest="backend",
         choices=("echo", "openai"),
-        default="echo",
-        help="echo: offline model that describes what it received (default); "
-        "openai: any OpenAI-compatible chat API (key from DEEPSEEK_API_KEY or OPENAI_API_KEY)",
+        help="echo: offline model that describes what it received (default without a profile); "
+        "openai: any OpenAI-compatible chat API (key from the profile's api_key_env, else DEEPSEEK_API_KEY "
+        "or OPENAI_API_KEY)",
     )
     parser.add_argument(
         "--base-url", metavar="URL", help=f"API base URL for --model openai (default: {DEEPSEEK_BASE_URL})"
     )
     parser.add_argument(
         "--model-name", metavar="NAME", help=f"model name for --model openai (default: {DEEPSEEK_MODEL})"
+    )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        metavar="TOKENS",
+        help="the model's context window (default: built in for DeepSeek's models, else learned from the server)",
+    )
+    parser.add_argument(
+        "--compaction-threshold",
+        type=float,
+        metavar="RATIO",
+        help="compact the history before a send whose request would pass this share of the window (default 0.8)",
+    )
+    parser.add_argument(
+        "--no-auto-compact",
+        dest="auto_compact",
+        action="store_false",
+        default=None,
+        help="compact only on demand (F6 or the command palette), not before sends or after a context error",
     )
     parser.add_argument(
         "--max-reference-bytes",
@@ -209,10 +251,62 @@ def _external_sources(args: argparse.Namespace) -> tuple[ExternalSource, ...]:
     return tuple(sources)
 
 
-def _model(args: argparse.Namespace) -> ChatModel:
-    if args.model == "openai":
-        return OpenAICompatibleModel.from_environment(base_url=args.base_url, model=args.model_name)
+def _model(settings: Effective) -> ChatModel:
+    if settings["backend"] == "openai":
+        return OpenAICompatibleModel.from_environment(
+            base_url=settings["base_url"], model=settings["model"], key_env=settings["api_key_env"]
+        )
     return EchoModel(delay=0.02)
+
+
+FLAG_NAMES = (
+    "profile",
+    "backend",
+    "model_name",
+    "base_url",
+    "context_window",
+    "compaction_threshold",
+    "auto_compact",
+    "max_reference_bytes",
+    "max_references",
+    "candidate_limit",
+    "body_search",
+)
+
+
+def _settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[LoadedConfig, Effective]:
+    """The config file and the effective settings (flags > file > defaults); a bad one exits 2."""
+    try:
+        config = load_config(args.config)
+        flags = {name: getattr(args, name) for name in FLAG_NAMES if getattr(args, name) is not None}
+        settings = effective_settings(config, flags, dict(os.environ))
+    except ConfigError as error:
+        parser.exit(EXIT_USAGE, f"sessionref: {visible(str(error))}\n")
+    if settings["context_window"] is not None and settings["context_window"] <= 0:
+        parser.error(f"--context-window must be a positive number of tokens, not {settings['context_window']}")
+    threshold = settings["compaction_threshold"]
+    if not 0 < threshold <= 1:
+        parser.error(f"--compaction-threshold must be a ratio in (0, 1], not {threshold}")
+    return config, settings
+
+
+def _context(settings: Effective) -> ContextSettings:
+    policy = CompactionPolicy(
+        threshold_ratio=settings["compaction_threshold"],
+        retain_ratio=min(settings["compaction_retain"], settings["compaction_threshold"] / 2),
+        auto=settings["auto_compact"],
+    )
+    return ContextSettings(window=settings["context_window"], memory=WindowMemory(window_memory_path()), policy=policy)
+
+
+def config_command(argv: Sequence[str]) -> int:
+    """``sessionref config [options]``: print the effective settings and where each came from."""
+    parser = build_parser()
+    parser.prog = "sessionref config"
+    args = parser.parse_args(argv)
+    config, settings = _settings(parser, args)
+    print(format_effective(config, settings))
+    return 0
 
 
 def doctor(argv: Sequence[str]) -> int:
@@ -242,9 +336,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["doctor"]:
         return doctor(arguments[1:])
+    if arguments[:1] == ["config"]:
+        return config_command(arguments[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.model != "openai" and (args.base_url or args.model_name):
+    _, settings = _settings(parser, args)
+    if settings["backend"] != "openai" and (args.base_url or args.model_name):
         parser.error("--base-url and --model-name only apply to --model openai")
     cwd = args.cwd if args.cwd is not None else os.getcwd()
     if not os.path.isabs(cwd):
@@ -254,26 +351,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.serve:
         return _serve(parser, args, list(sys.argv[1:] if argv is None else argv))
 
-    options = {
-        "max_reference_bytes": args.max_reference_bytes,
-        "max_references": args.max_references,
-        "candidate_limit": args.candidate_limit,
-    }
+    options = {key: settings[key] for key in ("max_reference_bytes", "max_references", "candidate_limit")}
     try:
-        config = ReferenceConfig.model_validate({key: value for key, value in options.items() if value is not None})
+        config = ReferenceConfig.model_validate(options)
     except SessionReferenceError as error:
         parser.error(f"{error.message} ({error.code})")
-
-    body_search = args.body_search
-    if body_search is None:
-        switch = os.environ.get(BODY_SEARCH_ENV, "").strip().lower()
-        if switch in ("0", "false", "off", "no"):
-            body_search = False
-        elif switch in ("", "1", "true", "on", "yes"):
-            body_search = True
-        else:
-            parser.error(f"{BODY_SEARCH_ENV} must be 0 or 1 (or true/false, on/off, yes/no), not {switch!r}")
-    search_config = SearchConfig(body_search=body_search)
+    search_config = SearchConfig(body_search=settings["body_search"])
 
     root = args.root
     if args.demo and root is None:
@@ -310,12 +393,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         app = make_app(
             store,
-            _model(args),
+            _model(settings),
             cwd=cwd,
             session_id=session_id,
             config=config,
             search_config=search_config,
             external=_external_sources(args),
+            context=_context(settings),
         )
     except SessionQueryError as error:
         return _fail(f"cannot open session: {error.message} ({error.code})", EXIT_SESSION)

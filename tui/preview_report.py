@@ -100,6 +100,8 @@ class PreviewReport:
     problem: Problem | None = None
     contexts: list[HookContext] = field(default_factory=list)
     content: list[dict[str, Any]] = field(default_factory=list)
+    context: Any = None
+    """The context meter's figures for this draft (``tui.context_view.DraftContext``), set on the UI thread."""
 
     @property
     def prefix_text(self) -> str:

@@ -11,6 +11,8 @@ import re
 
 from rich.cells import cell_len, get_character_cell_size
 
+from core.agent.tokens import ESTIMATOR, estimate_tokens  # noqa: F401 - the app's one estimate
+
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _UNSAFE_KEEP_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -105,15 +107,6 @@ def bar(used: int, total: int, width: int = 10) -> str:
         return ""
     filled = min(width, math.ceil(width * used / total)) if used > 0 else 0
     return "█" * filled + "░" * (width - filled)
-
-
-ESTIMATOR = "0.3 per ASCII char, 0.6 per other (DeepSeek's rule)"
-
-
-def estimate_tokens(text: str) -> int:
-    """Estimated model tokens of ``text`` (see ``ESTIMATOR``), rounded up."""
-    ascii_count = len(text.encode("ascii", "ignore"))
-    return math.ceil(0.3 * ascii_count + 0.6 * (len(text) - ascii_count))
 
 
 TOOL_BADGES = {"claude:": "CC", "codex:": "CX"}

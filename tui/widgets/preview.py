@@ -14,8 +14,9 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import Static
 
+from ..context_view import context_lines
 from ..preview_report import PreviewReport, ReferenceCard
-from ..text import ESTIMATOR, bar, kib, short_cwd, visible, visible_lines
+from ..text import bar, kib, short_cwd, visible, visible_lines
 
 MESSAGE_CHARS = 160
 """Each projected message shows at most this many characters here; the viewer (F2) shows everything."""
@@ -79,11 +80,14 @@ def _card(card: ReferenceCard, home: str | None) -> list[RenderableType]:
 
 def render_report(report: PreviewReport | None, home: str | None = None, busy: bool = False) -> RenderableType:
     """The preview pane's content for ``report`` (``None``: nothing typed yet)."""
+    meter: list[RenderableType] = []
+    if report is not None and report.context is not None:
+        meter = [*context_lines(report.context), Text("")]
     if report is None or (not report.references and report.problem is None):
         hint = Text("Type @ to reference another session.\n", style="dim")
         hint.append("What the model will see of it, and what it costs, appears here before you send.", style="dim")
-        return hint
-    parts: list[RenderableType] = []
+        return Group(*meter, hint)
+    parts: list[RenderableType] = [*meter]
     total = Text()
     total.append(f"{len(report.cards) if report.problem is None else len(report.references)}", style="bold")
     total.append(f"/{report.max_references} references")
@@ -92,8 +96,6 @@ def render_report(report: PreviewReport | None, home: str | None = None, busy: b
     if busy:
         total.append(" · updating…", style="dim italic")
     parts.append(total)
-    if report.contexts:
-        parts.append(Text(f"≈ tokens: {ESTIMATOR}", style="dim italic"))
     if report.problem is not None:
         parts.append(Text(f"✖ {report.problem.describe()}", style="bold red"))
         parts.append(Text("Nothing will be sent until this is fixed.", style="dim"))

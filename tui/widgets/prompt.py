@@ -37,6 +37,7 @@ class PromptArea(TextArea):
         padding: 0 1;
         &:focus { border: round $primary; }
         &.-preparing { border: round $warning; border-title-color: $warning; }
+        &.-compacting { border: round $accent; border-title-color: $accent; }
     }
     """
 

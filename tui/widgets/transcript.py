@@ -7,10 +7,12 @@ from typing import Any
 
 from rich.markdown import Markdown
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Static
+from textual.widget import Widget
+from textual.widgets import Collapsible, Static
 
 from core import Session, SessionEvent, display_prompt_content
 from core.agent.wire import wire_text
@@ -84,50 +86,204 @@ class UserBlock(Static, can_focus=True):
         self.post_message(self.ShowReceived(self.event))
 
 
-class AssistantBlock(Static):
-    """An assistant message (or the one streaming in), rendered as Markdown."""
+def usage_line(usage: Any) -> str | None:
+    """``↑ 62,104 prompt (31,000 cached) · ↓ 245 completion (120 reasoning)`` from dsh's ``TokenUsage``
+    (or a raw chat-completions usage), ``None`` without counts."""
+    if not isinstance(usage, dict):
+        return None
+    cached = usage.get("cacheReadTokens")
+    if type(usage.get("inputTokens")) is int:
+        prompt = usage["inputTokens"] + (cached if type(cached) is int else 0)
+    elif type(usage.get("prompt_tokens")) is int:
+        prompt = usage["prompt_tokens"]
+    else:
+        return None
+    completion = usage.get("outputTokens", usage.get("completion_tokens"))
+    line = f"↑ {prompt:,} prompt"
+    if type(cached) is int and cached:
+        line += f" ({cached:,} cached)"
+    if type(completion) is int:
+        line += f" · ↓ {completion:,} completion"
+        reasoning = usage.get("reasoningTokens")
+        if type(reasoning) is int and reasoning:
+            line += f" ({reasoning:,} reasoning)"
+    return line
+
+
+def reasoning_of(blocks: list[Any]) -> str:
+    """The reasoning text of an assistant message's blocks ("" without any)."""
+    return "".join(
+        str(block.get("text", "")) for block in blocks if isinstance(block, dict) and block.get("type") == "reasoning"
+    )
+
+
+def thinking_seconds(session: Session, event: SessionEvent) -> float | None:
+    """How long the model thought before answering: its step's first reasoning chunk to its last one
+    (or to the first text chunk), from the chunks' times; ``None`` without reasoning chunks."""
+    events = session.events
+    index = event.seq if event.seq < len(events) and events[event.seq] is event else events.index(event)
+    first = last = None
+    for earlier in reversed(events[:index]):
+        if earlier.type == "step/start":
+            break
+        if earlier.type != "assistant/chunk":
+            continue
+        kind = (earlier.data.get("chunk") or {}).get("type")
+        if kind == "reasoning-delta":
+            first = earlier.time
+            if last is None:
+                last = earlier.time
+        elif kind == "text-delta" and first is None:
+            last = earlier.time  # the answer's first words end the thinking
+    if first is None or last is None:
+        return None
+    return max(0.0, (last - first) / 1000)
+
+
+def _thought(seconds: float | None, done: bool) -> str:
+    if not done:
+        return "Thinking…" if seconds is None else f"Thinking… {seconds:.0f} s"
+    return "Thought" if seconds is None else f"Thought for {max(1, round(seconds))} s"
+
+
+class AssistantBlock(Vertical):
+    """An assistant message (or the one streaming in): its reasoning collapsed, the reply as Markdown,
+    and the token usage dim below."""
 
     DEFAULT_CSS = """
-    AssistantBlock { padding: 0 1; margin: 1 0 0 0; }
+    AssistantBlock {
+        height: auto;
+        padding: 0 1;
+        margin: 1 0 0 0;
+        & > Collapsible { border: none; padding: 0; background: transparent; }
+        & > Collapsible > Contents { padding: 0 0 0 2; }
+        & .reasoning { color: $text-muted; }
+        & > .usage { color: $text-muted; }
+    }
     """
 
-    def __init__(self, text: str, model: str | None = None, streaming: bool = False) -> None:
-        super().__init__(self._body(text, model, streaming))
+    def __init__(
+        self,
+        text: str,
+        model: str | None = None,
+        streaming: bool = False,
+        *,
+        reasoning: str = "",
+        seconds: float | None = None,
+        usage: Any = None,
+    ) -> None:
+        super().__init__()
         self.text = text
+        self.reasoning = reasoning
+        self.model = model
+        self.streaming = streaming
+        self.seconds = seconds
+        self.usage = usage
+        self._body = Static(self._markdown(text, streaming), markup=False)
+        self._thoughts = Static(Text(reasoning), classes="reasoning", markup=False)
+        self._fold = Collapsible(self._thoughts, title=_thought(seconds, not streaming), collapsed=True)
+        self._fold.display = bool(reasoning)
+
+    def compose(self) -> ComposeResult:
+        header = Text("Assistant", style="bold #d787ff")
+        if self.model:
+            header.append(f" · {visible(self.model)}", style="dim")
+        if self.streaming:
+            header.append(" · streaming…", style="dim italic")
+        yield Static(header, markup=False)
+        yield self._fold
+        yield self._body
+        line = usage_line(self.usage)
+        if line is not None:
+            yield Static(Text(line), classes="usage", markup=False)
 
     @staticmethod
-    def _body(text: str, model: str | None, streaming: bool) -> Any:
-        from rich.console import Group
+    def _markdown(text: str, streaming: bool) -> Any:
+        if not text and streaming:
+            return Text("…", style="dim")
+        return Markdown(visible_lines(text) or "…")
 
-        header = Text("Assistant", style="bold #d787ff")
-        if model:
-            header.append(f" · {visible(model)}", style="dim")
-        if streaming:
-            header.append(" · streaming…", style="dim italic")
-        return Group(header, Markdown(visible_lines(text) or "…"))
-
-    def stream(self, text: str, model: str | None) -> None:
-        """Show ``text`` so far."""
+    def stream(self, text: str, model: str | None, reasoning: str = "", seconds: float | None = None) -> None:
+        """Show the reply and the reasoning so far."""
+        if reasoning != self.reasoning or seconds != self.seconds:
+            self.reasoning, self.seconds = reasoning, seconds
+            self._thoughts.update(Text(reasoning))
+            self._fold.title = _thought(seconds, bool(text))
+            self._fold.display = bool(reasoning)
         if text != self.text:
             self.text = text
-            self.update(self._body(text, model, True))
+            self._body.update(self._markdown(text, True))
 
 
-class CheckpointBlock(Static):
-    """A compaction checkpoint: the summary that stands for the shadowed history."""
+def compacted_messages(session: Session, checkpoint: SessionEvent) -> list[SessionEvent]:
+    """The messages a checkpoint stands for, oldest first (earlier checkpoints expanded)."""
+    events = session.events
+    contiguous = not events or events[-1].seq == len(events) - 1
+    by_seq = None if contiguous else {event.seq: event for event in events}
+    found: list[SessionEvent] = []
+    for seq in checkpoint.source_event_seqs or ():
+        event = events[seq] if by_seq is None else by_seq.get(seq)
+        if event is None or event.type not in ("user/message", "steering/message", "assistant/message", "tool/result"):
+            continue
+        if event.type == "user/message" and is_compact_checkpoint_source(event.data.get("source")):
+            found.extend(compacted_messages(session, event))
+        else:
+            found.append(event)
+    return found
+
+
+SHOWN_COMPACTED = 400
+"""The collapsed history under a checkpoint shows at most this many of the newest compacted messages."""
+
+
+def _compacted_text(messages: list[SessionEvent]) -> Text:
+    text = Text()
+    hidden = len(messages) - SHOWN_COMPACTED
+    if hidden > 0:
+        text.append(f"… {hidden:,} older messages are in the log\n", style="italic")
+    for event in messages[-SHOWN_COMPACTED:]:
+        if event.type == "assistant/message":
+            who, words = "Assistant", text_of_blocks(message_content(event.data))
+        elif event.type == "tool/result":
+            who, words = "Tool", "(result)"
+        else:
+            who, words = "You", text_of_blocks(display_prompt_content(event.data))
+        words = words if len(words) <= 300 else words[:300] + "…"
+        text.append(f"{who}: ", style="bold")
+        text.append(visible_lines(words) + "\n")
+    return text
+
+
+class CheckpointBlock(Vertical):
+    """A compaction checkpoint: the summary that stands for the shadowed history, and that history
+    itself, collapsed and dim (it is still in the log)."""
 
     DEFAULT_CSS = """
     CheckpointBlock {
+        height: auto;
         border: round #5fafff 60%;
         border-title-color: #5fafff;
         padding: 0 1;
         margin: 1 0 0 0;
+        & > Collapsible { border: none; padding: 0; background: transparent; }
+        & > Collapsible > Contents { padding: 0 0 0 2; color: $text-muted; }
     }
     """
 
-    def __init__(self, event: SessionEvent) -> None:
-        super().__init__(visible_lines(text_of_blocks(display_prompt_content(event.data))), markup=False)
-        self.border_title = "Checkpoint · compacted summary"
+    def __init__(self, event: SessionEvent, session: Session | None = None) -> None:
+        super().__init__()
+        self.event = event
+        self.compacted = compacted_messages(session, event) if session is not None else []
+        count = len(self.compacted)
+        self.border_title = f"Checkpoint · {count} messages compacted" if count else "Checkpoint · compacted summary"
+
+    def compose(self) -> ComposeResult:
+        if self.compacted:
+            earlier = Static(_compacted_text(self.compacted), markup=False)
+            yield Collapsible(earlier, title=f"{len(self.compacted)} earlier messages (still in the log)")
+        content = display_prompt_content(self.event.data)
+        summary = content[1:-1] if len(content) > 2 else content
+        yield Static(Markdown(visible_lines(text_of_blocks(summary)) or "…"), markup=False)
 
 
 class NoteLine(Static):
@@ -138,12 +294,12 @@ class NoteLine(Static):
     """
 
 
-def _block_for(event: SessionEvent) -> Static | None:
+def _block_for(event: SessionEvent, session: Session) -> Widget | None:
     data = event.data
     if event.type == "user/message":
         source = data.get("source")
         if is_compact_checkpoint_source(source):
-            return CheckpointBlock(event)
+            return CheckpointBlock(event, session)
         if isinstance(source, dict) and source.get("kind") not in (None, "user"):
             plugin = visible(str(source.get("plugin") or source.get("kind")))
             return NoteLine(Text(f"· context from {plugin}", style="dim"))
@@ -153,7 +309,15 @@ def _block_for(event: SessionEvent) -> Static | None:
     if event.type == "assistant/message":
         message = message_payload(data)
         provenance = data.get("provenance") or message.get("source") or {}
-        return AssistantBlock(text_of_blocks(message_content(data)), provenance.get("model"))
+        blocks = message_content(data)
+        reasoning = reasoning_of(blocks)
+        return AssistantBlock(
+            text_of_blocks(blocks),
+            provenance.get("model"),
+            reasoning=reasoning,
+            seconds=thinking_seconds(session, event) if reasoning else None,
+            usage=data.get("usage"),
+        )
     if event.type == "tool/result":
         message = message_payload(data)
         blocks = message_content(data)
@@ -169,19 +333,42 @@ def _block_for(event: SessionEvent) -> Static | None:
     return None
 
 
-def streaming_text(session: Session) -> str | None:
-    """The text of the assistant step in progress (its chunks so far), or ``None`` when none runs."""
+@dataclass(frozen=True, slots=True)
+class Streaming:
+    """The assistant step in progress: its reply and reasoning so far, and how long it has thought."""
+
+    text: str
+    reasoning: str
+    seconds: float | None
+
+
+def streaming_reply(session: Session) -> Streaming | None:
+    """The step in progress (its chunks so far), or ``None`` when none runs."""
     events = session.events
     texts: list[str] = []
+    thoughts: list[str] = []
+    first = last = None
     for event in reversed(events):
         if event.type == "assistant/chunk":
             chunk = event.data.get("chunk") or {}
-            texts.append(str(chunk.get("text", "")))
+            if chunk.get("type") == "reasoning-delta":
+                thoughts.append(str(chunk.get("text", "")))
+                first = event.time
+                last = last if last is not None else event.time
+            else:
+                texts.append(str(chunk.get("text", "")))
         elif event.type == "step/start":
-            return "".join(reversed(texts))
+            seconds = None if first is None or last is None else (last - first) / 1000
+            return Streaming("".join(reversed(texts)), "".join(reversed(thoughts)), seconds)
         elif event.type in ("assistant/message", "step/end", "turn/end"):
             return None
     return None
+
+
+def streaming_text(session: Session) -> str | None:
+    """The reply text of the step in progress, or ``None`` when none runs."""
+    reply = streaming_reply(session)
+    return None if reply is None else reply.text
 
 
 class Transcript(VerticalScroll):
@@ -215,11 +402,11 @@ class Transcript(VerticalScroll):
             self._stream = None
             self.remove_children()
         fresh = surface[len(self._seqs) :]
-        streaming = streaming_text(session)
+        streaming = streaming_reply(session)
         if fresh and self._stream is not None:
             self._stream.remove()
             self._stream = None
-        blocks = [block for block in map(_block_for, fresh) if block is not None]
+        blocks = [block for block in (_block_for(event, session) for event in fresh) if block is not None]
         if not seqs and not self.children:
             blocks.append(
                 Static("Nothing here yet. Write below; type @ to reference another session.", id="transcript-empty")
@@ -233,10 +420,12 @@ class Transcript(VerticalScroll):
             self.mount_all(blocks)
         if streaming is not None:
             if self._stream is None:
-                self._stream = AssistantBlock(streaming, model, streaming=True)
+                self._stream = AssistantBlock(
+                    streaming.text, model, streaming=True, reasoning=streaming.reasoning, seconds=streaming.seconds
+                )
                 self.mount(self._stream)
             else:
-                self._stream.stream(streaming, model)
+                self._stream.stream(streaming.text, model, streaming.reasoning, streaming.seconds)
         elif self._stream is not None:
             self._stream.remove()
             self._stream = None
