@@ -113,6 +113,12 @@ class FakeDeepSeek:
                 pass
 
             def do_POST(self) -> None:
+                try:
+                    self._answer()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client went away (a cancelled stream)
+
+            def _answer(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length))
                 messages = body.get("messages") or []

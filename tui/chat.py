@@ -72,7 +72,7 @@ class ChatScreen(Screen[None]):
         Binding("f4", "rename_session", "Rename"),
         Binding("ctrl+b", "toggle_sidebar", "Sessions"),
         Binding("f5", "toggle_preview", "Preview"),
-        Binding("f6", "compact", "Compact"),
+        Binding("f8", "compact", "Compact"),
     ]
 
     def __init__(self, host: SessionRefApp) -> None:

@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="auto_compact",
         action="store_false",
         default=None,
-        help="compact only on demand (F6 or the command palette), not before sends or after a context error",
+        help="compact only on demand (F8 or the command palette), not before sends or after a context error",
     )
     parser.add_argument(
         "--max-reference-bytes",
