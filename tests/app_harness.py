@@ -11,6 +11,7 @@ from typing import Any
 from textual.pilot import Pilot
 
 from core import ChatModel, EchoModel, JsonlSessionStore, ReferenceConfig
+from core.agent.loop import ContextSettings
 from core.sessions.external import ExternalSource
 from tui.app import SessionRefApp, make_app
 from tui.demo import DEMO_PROJECT, DEMO_START, seed_demo
@@ -46,6 +47,7 @@ def open_app(
     setup: Callable[[JsonlSessionStore], None] | None = None,
     refresh_interval: float = 3600,
     external: tuple[ExternalSource, ...] = (),
+    context: ContextSettings | None = None,
 ) -> tuple[SessionRefApp, JsonlSessionStore]:
     """A copy of the demo store in ``folder`` and the app on it (no cursor blink, no auto refresh
     unless ``refresh_interval`` asks for it).
@@ -70,6 +72,7 @@ def open_app(
         cursor_blink=False,
         refresh_interval=refresh_interval,
         external=external,
+        context=context,
     )
     return app, store
 

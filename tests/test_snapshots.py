@@ -6,17 +6,20 @@ Update with ``pytest tests/test_snapshots.py --snapshot-update`` and look at eve
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core import format_session_reference_mention
+from core.agent.loop import ContextSettings
+from core.agent.wire import wire_text
 from tests.app_harness import SIZE, open_app, settle, until
 from tui.app import SessionRefApp
 from tui.screens import ViewerScreen
 from tui.widgets.preview import PreviewPane
-from tui.widgets.transcript import AssistantBlock
+from tui.widgets.transcript import AssistantBlock, CheckpointBlock
 
 
 @pytest.fixture
@@ -177,3 +180,95 @@ def test_narrow_terminal_80x24(snap_compare: Any, app: SessionRefApp) -> None:
     the load test (budget bar, kept counts, badges) and the highlighted mention in the prompt."""
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=_mention_the_load_test)
+
+
+class ThinkingModel:
+    """An in-process reasoning model: it thinks, answers with usage, and writes checkpoints when asked
+    (``gate`` holds a summary back until set, so a compaction in progress can be pictured)."""
+
+    name = "deepseek-reasoner"
+    provider = "test"
+
+    def __init__(self, gate: asyncio.Event | None = None) -> None:
+        self.gate = gate
+
+    async def stream(self, messages: list[dict[str, Any]], *, signal: Any, max_tokens: int | None = None) -> Any:
+        last = wire_text(messages[-1]["content"]) if messages else ""
+        if "write a checkpoint of everything ABOVE" in last:
+            if self.gate is not None:
+                await self.gate.wait()
+            yield {"type": "text-delta", "index": 0, "text": "## What the user wants\n- a plan for the **release**"}
+            yield {"type": "text-delta", "index": 0, "text": "\n\n## Decisions\n- ship on Friday"}
+            return
+        for piece in ["The user asks about ", "the release; check the notes."]:
+            yield {"type": "reasoning-delta", "index": 0, "text": piece}
+        yield {"type": "text-delta", "index": 0, "text": "Ship it on **Friday**, after the notes are reviewed."}
+        usage = {"inputTokens": 1200, "outputTokens": 86, "cacheReadTokens": 1024, "reasoningTokens": 31}
+        yield {"type": "usage", "usage": usage}
+
+
+def _thinking_app(demo_template: Path, tmp_path: Path, gate: asyncio.Event | None = None) -> SessionRefApp:
+    built, _ = open_app(demo_template, tmp_path / "store", model=ThinkingModel(gate))
+    return built
+
+
+async def _two_turns(pilot: Any) -> None:
+    await settle(pilot)
+    app = pilot.app
+    background = " The release notes list the parser rewrite, the new store and the picker." * 12
+    for words in ["when do we release?" + background, "and the notes?" + background]:
+        sent = app.sent
+        app.chat.prompt.load_text(words)
+        await pilot.press("enter")
+        await until(pilot, lambda sent=sent: app.sent == sent + 1 and app.agent.status == "idle")
+        await until(pilot, lambda: not app.chat._stream_timer)
+    await _preview_ready(pilot)
+
+
+def test_collapsed_reasoning_and_usage_under_replies(snap_compare: Any, demo_template: Path, tmp_path: Path) -> None:
+    """Two replies of a reasoning model: each shows `▶ Thought for 1 s` collapsed above its Markdown
+    answer and a dim usage line under it (`↑ 2,224 prompt (1,024 cached) · ↓ 86 completion (31
+    reasoning)`); the header says how much of the window the session uses."""
+    assert snap_compare(_thinking_app(demo_template, tmp_path), terminal_size=SIZE, run_before=_two_turns)
+
+
+def test_context_meter_for_a_draft_with_a_big_reference(snap_compare: Any, app: SessionRefApp) -> None:
+    """The preview's context meter above the load test's card: `Context` bar with used / window
+    (assumed for the echo model), `This draft +… (request … + references …) → …` and the estimator."""
+    assert snap_compare(app, terminal_size=SIZE, run_before=_mention_the_load_test)
+
+
+def test_a_draft_that_cannot_fit(snap_compare: Any, demo_template: Path, tmp_path: Path) -> None:
+    """With an 8,000-token window, mentioning the 64 KiB load test: the meter turns red and says in
+    words that the draft cannot fit even after compaction, what to do, and CONTEXT_PROMPT_TOO_LARGE."""
+    built, _ = open_app(demo_template, tmp_path / "store", context=ContextSettings(window=8_000))
+    assert snap_compare(built, terminal_size=SIZE, run_before=_mention_the_load_test)
+
+
+def test_compaction_in_progress(snap_compare: Any, demo_template: Path, tmp_path: Path) -> None:
+    """F8 after two turns, while the summary is still being written: the prompt's title reads
+    `Compacting 2 messages into a checkpoint… · Esc cancels`."""
+    gate = asyncio.Event()
+
+    async def run_before(pilot: Any) -> None:
+        await _two_turns(pilot)
+        await pilot.press("f8")
+        await until(pilot, lambda: "Compacting" in str(pilot.app.chat.prompt.border_title))
+        await pilot.pause()
+
+    assert snap_compare(_thinking_app(demo_template, tmp_path, gate), terminal_size=SIZE, run_before=run_before)
+    gate.set()
+
+
+def test_a_checkpoint_in_the_transcript(snap_compare: Any, demo_template: Path, tmp_path: Path) -> None:
+    """After F8: the framed `Checkpoint · 2 messages compacted` block holds the collapsed
+    `2 earlier messages (still in the log)` and the summary as Markdown; the kept exchange follows."""
+
+    async def run_before(pilot: Any) -> None:
+        await _two_turns(pilot)
+        await pilot.press("f8")
+        await until(pilot, lambda: pilot.app.chat.query(CheckpointBlock))
+        await until(pilot, lambda: pilot.app.agent.status == "idle")
+        await pilot.pause()
+
+    assert snap_compare(_thinking_app(demo_template, tmp_path), terminal_size=SIZE, run_before=run_before)

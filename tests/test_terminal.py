@@ -175,3 +175,52 @@ def test_the_demo_shows_ages_relative_to_now(tmp_path: Path) -> None:
     storage = next(row for row in rows if row.startswith("Storage design"))
     website = next(row for row in rows if row.startswith("Website redesign"))
     assert storage.split()[-1] in ("2m", "3m") and website.split()[-1] in ("7m", "8m")  # not "48w"
+
+
+def test_compact_on_demand_in_a_real_terminal(demo_template: Path, tmp_path: Path) -> None:
+    """A profile from config.toml points at a local DeepSeek-like server; two long turns, then F8: the
+    checkpoint replaces the older exchange on screen and in the store, in dsh's shape."""
+    from tests.fake_deepseek import FakeDeepSeek
+
+    with FakeDeepSeek() as server:
+        config = tmp_path / "config.toml"
+        config.write_text(
+            'default_profile = "local"\n\n[profiles.local]\n'
+            f'model = "deepseek-chat"\nbase_url = "{server.base_url}"\napi_key_env = "LOCAL_TEST_KEY"\n'
+        )
+        root, terminal = open_demo_copy(demo_template, tmp_path, "--config", str(config))
+        terminal_env_key = "sk-terminal-test"
+        try:
+            terminal.close()
+            command = [
+                sys.executable,
+                "-m",
+                "tui.cli",
+                "--root",
+                str(root),
+                "--cwd",
+                DEMO_PROJECT,
+                "--session",
+                "today",
+                "--config",
+                str(config),
+            ]
+            terminal = Terminal(command, {**app_env(tmp_path), "LOCAL_TEST_KEY": terminal_env_key})
+            terminal.wait_for(lambda s: "Prompt" in s and "context 0% of 131k" in s)
+            for words in ("first long question about the release plan " * 20, "second question " * 30):
+                terminal.send(words, literal=True)
+                terminal.send("Enter")
+                terminal.wait_for(lambda s: "Noted. Here is my answer." in s and "completion" in s)
+                time.sleep(0.3)
+            terminal.send("F8")
+            # The checkpoint's summary on screen (the transcript follows its end), the context smaller.
+            terminal.wait_for(lambda s: "What the user wants" in s and "Decisions" in s and "Compacted" in s)
+            terminal.quit()
+        finally:
+            terminal.close()
+        assert server.keys and all(key == f"Bearer {terminal_env_key}" for key in server.keys)
+    events = JsonlSessionStore(root).get("today").events
+    types = [event.type for event in events]
+    assert types[-4:] == ["compaction/start", "compaction/summary", "user/message", "compaction/end"]
+    assert events[-2].data["source"]["plugin"] == "compact" and events[-4].data["turn"] is None
+    assert terminal_env_key not in "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*.json"))

@@ -117,6 +117,7 @@ class ChatScreen(Screen[None]):
         self._show_target()
         self.host.start_catalog()
         self.set_interval(self.host.refresh_interval, self.host.refresh_catalog)
+        self.schedule_preview(0)  # the context meter shows before anything is typed
 
     @property
     def prompt(self) -> PromptArea:

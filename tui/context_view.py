@@ -24,8 +24,10 @@ def tokens(count: int) -> str:
     """A token count for people: ``950``, ``62.1k``, ``1.2M``."""
     if count < 1000:
         return f"{count}"
-    if count < 1_000_000:
+    if count < 100_000:
         return f"{count / 1000:.1f}k".replace(".0k", "k")
+    if count < 1_000_000:
+        return f"{count // 1000}k"
     return f"{count / 1_000_000:.1f}M"
 
 
@@ -78,8 +80,11 @@ class DraftContext:
 def draft_context(agent: AgentLoop, content: list[dict[str, Any]], contexts: Sequence[HookContext]) -> DraftContext:
     """The context figures of sending ``content`` with ``contexts`` on ``agent``'s session."""
     reading = agent.context()
-    request = reading.calibrated(prompt_estimate(content))
-    whole, floor = agent.fit(content, contexts)
+    if not content and not contexts:
+        request, whole, floor = 0, reading.used, reading.used
+    else:
+        request = reading.calibrated(prompt_estimate(content))
+        whole, floor = agent.fit(content, contexts)
     return DraftContext(
         used=reading.used,
         window=reading.window,
