@@ -15,6 +15,7 @@ It runs in a thread (``ThreadingHTTPServer``), so the app in the same process, o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -113,10 +114,8 @@ class FakeDeepSeek:
                 pass
 
             def do_POST(self) -> None:
-                try:
-                    self._answer()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client went away (a cancelled stream)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._answer()  # a client that went away (a cancelled stream) is not an error
 
             def _answer(self) -> None:
                 length = int(self.headers.get("content-length") or 0)

@@ -251,7 +251,9 @@ async def test_a_failed_or_cancelled_compaction_leaves_the_log_exactly_as_it_was
     with FakeDeepSeek(delay=0.2) as server:
         loop = AgentLoop(session, model_for(server), context=ContextSettings(window=20_000))
         task = asyncio.create_task(loop.compact_now())
-        while loop.compacting is None or loop.compacting.parts == 0:
+        for _ in range(500):  # the summary request is under way
+            if loop.compacting is not None and loop.compacting.parts:
+                break
             await asyncio.sleep(0.01)
         assert loop.status == "compacting"
         loop.cancel()

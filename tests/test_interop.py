@@ -31,9 +31,9 @@ from core import (
     SessionReferenceService,
 )
 from core.abort import AbortController
-from core.agent.wire import wire_messages
 from core.agent.loop import ContextSettings
 from core.agent.tokens import WindowMemory
+from core.agent.wire import wire_messages
 from tests.conftest import compact, frame_offsets, text
 from tests.fake_deepseek import FakeDeepSeek
 from tests.test_dsh_real import FIXTURES, place
