@@ -119,7 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="sessionref benchmarks")
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median is reported)")
     parser.add_argument(
-        "--only", choices=["engine", "store", "search", "external", "app"], help="run one group of benchmarks"
+        "--only", choices=["engine", "store", "search", "external", "app", "context"], help="run one group of benchmarks"
     )
     args = parser.parse_args()
     if args.only in (None, "engine"):
@@ -140,6 +140,10 @@ def main() -> None:
         from bench.external import main as bench_external
 
         bench_external(args.repeats)
+    if args.only in (None, "context"):
+        from bench.context import main as bench_context
+
+        bench_context(args.repeats)
     if args.only in (None, "app"):
         from bench.app import bench_app
 

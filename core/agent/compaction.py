@@ -239,12 +239,15 @@ def _shorten(message: dict[str, Any], budget: float) -> dict[str, Any]:
     return {"role": message["role"], "content": [{"type": "text", "text": cut}]}
 
 
-def plan_parts(messages: Sequence[dict[str, Any]], budget: float) -> list[list[dict[str, Any]]]:
-    """Pack ``messages`` in order into parts of at most ``budget`` estimated tokens each."""
+def plan_parts(
+    messages: Sequence[dict[str, Any]], budget: float, sizes: Sequence[float] | None = None
+) -> list[list[dict[str, Any]]]:
+    """Pack ``messages`` in order into parts of at most ``budget`` estimated tokens each
+    (``sizes``: their estimates when already known)."""
     parts: list[list[dict[str, Any]]] = [[]]
     used = 0.0
-    for message in messages:
-        size = estimate_history([message])
+    for index, message in enumerate(messages):
+        size = sizes[index] if sizes is not None else estimate_history([message])
         if size > budget:
             message = _shorten(message, budget)
             size = estimate_history([message])
@@ -334,6 +337,7 @@ async def compact(
     keep_from_seq: int | None = None,
     incoming: float = 0.0,
     progress: Progress | None = None,
+    estimates: Callable[[SessionEvent], float] = estimate_event,
 ) -> CompactionResult:
     """Summarize the older history of ``session`` with ``model`` and write the checkpoint.
 
@@ -343,6 +347,7 @@ async def compact(
         keep_from_seq: the prompt being answered: it and everything after it are kept.
         incoming: estimated tokens of a prompt about to be added (pressure compaction before a send).
         progress: called before each summary request.
+        estimates: the estimate of a surface event (the loop passes its meter's, computed once).
 
     Raises:
         CompactionError: ``COMPACTION_NOTHING_TO_COMPACT``, ``COMPACTION_FAILED`` (the model
@@ -359,22 +364,28 @@ async def compact(
     room = (reading.threshold - reading.reserve - allowance) / ratio - incoming
     shadowed = select_range(
         surface,
-        estimate_event,
+        estimates,
         keep_from=keep_from,
         retain_tokens=window * policy.retain_ratio / ratio,
         room_tokens=room,
     )
     if not shadowed:
         raise CompactionError(COMPACTION_NOTHING, "there is no older history to compact yet")
-    messages = [message for message in map(event_message, shadowed) if message is not None]
-    shadowed_tokens = sum(estimate_event(event) for event in shadowed)
+    messages: list[dict[str, Any]] = []
+    sizes: list[float] = []
+    for event in shadowed:
+        message = event_message(event)
+        if message is not None:
+            messages.append(message)
+            sizes.append(estimates(event))
+    shadowed_tokens = sum(sizes)
     instruction = estimate_text(SUMMARY_INSTRUCTION) + 16
     budget = ((window - reading.reserve - cap) / ratio - instruction - allowance) * SPLIT_MARGIN
     if budget < 256:
         raise CompactionError(
             COMPACTION_FAILED, f"the model's window ({window:,} tokens) is too small to summarize anything in"
         )
-    parts = plan_parts(messages, budget)
+    parts = plan_parts(messages, budget, sizes)
     summary: str | None = None
     raw: list[dict[str, Any]] = []
     usage: dict[str, int] | None = None

@@ -173,6 +173,7 @@ class AgentLoop:
                 keep_from_seq=keep_from_seq,
                 incoming=incoming,
                 progress=self._progress,
+                estimates=lambda event: self.meter.estimate_of(event.seq),
             )
         finally:
             self.compacting = None
