@@ -119,7 +119,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="sessionref benchmarks")
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median is reported)")
     parser.add_argument(
-        "--only", choices=["engine", "store", "search", "external", "app", "context"], help="run one group of benchmarks"
+        "--only",
+        choices=["engine", "store", "search", "external", "app", "context"],
+        help="run one group of benchmarks",
     )
     args = parser.parse_args()
     if args.only in (None, "engine"):

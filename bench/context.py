@@ -88,7 +88,8 @@ class InstantModel:
     provider = "bench"
 
     async def stream(self, messages: list[dict[str, Any]], *, signal: Any, max_tokens: int | None = None) -> Any:
-        yield {"type": "text-delta", "index": 0, "text": "## What the user wants\n- the benchmark\n## Decisions\n- none"}
+        summary = "## What the user wants\n- the benchmark\n## Decisions\n- none"
+        yield {"type": "text-delta", "index": 0, "text": summary}
 
 
 def compaction_overhead(messages: int, repeats: int) -> None:
@@ -124,7 +125,7 @@ def compaction_overhead(messages: int, repeats: int) -> None:
                     loop.meter.read(ContextWindow(131_072, "config"), 0.8),
                     CompactionPolicy(),
                     signal=_never(),
-                    estimates=lambda event: loop.meter.estimate_of(event.seq),
+                    estimates=lambda event, meter=loop.meter: meter.estimate_of(event.seq),
                 )
             )
             samples.append(time.perf_counter() - started)
