@@ -1,0 +1,84 @@
+"""config.toml: precedence (flags > file > defaults), origins, and one-line errors with file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tui.cli import main
+from tui.settings import ConfigError, effective_settings, load_config
+
+CONFIG = """default_profile = "local"
+
+[profiles.local]
+model = "qwen"
+base_url = "http://127.0.0.1:8080/v1"
+api_key_env = "LOCAL_KEY"
+context_window = 32768
+
+[reference]
+max_reference_bytes = 32768
+
+[compaction]
+threshold = 0.7
+"""
+
+
+def test_flags_override_the_file_which_overrides_the_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(CONFIG)
+    config = load_config(str(path))
+    settings = effective_settings(config, {"max_references": 2, "context_window": 65536}, {})
+    assert settings["model"] == "qwen" and settings.origins["model"] == f"{path}:4"
+    assert settings["context_window"] == 65536 and settings.origins["context_window"] == "--context-window"
+    assert settings["max_reference_bytes"] == 32768 and settings.origins["max_reference_bytes"] == f"{path}:10"
+    assert settings["compaction_threshold"] == 0.7 and settings.origins["compaction_threshold"] == f"{path}:13"
+    assert settings["candidate_limit"] == 50 and settings.origins["candidate_limit"] == "default"
+    assert settings["api_key_env"] == "LOCAL_KEY"
+
+
+def test_a_missing_explicit_file_is_an_error_and_no_file_is_the_offline_default(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(str(tmp_path / "absent.toml"))
+    empty = load_config(str((tmp_path / "empty.toml").resolve())) if (tmp_path / "empty.toml").touch() is None else None
+    assert empty is not None and not empty.data.profiles
+    settings = effective_settings(empty, {}, {})
+    assert settings["backend"] == "echo" and settings.origins["backend"] == "default"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[profiles.x]\ncontext_window = -5\n", "line 2: profiles.x.context_window"),
+        ('[profiles.x]\napi_key = "sk-123"\n', "line 2: profiles.x.api_key: keys are never stored here"),
+        ("[reference]\nmax_references = 9\n", "line 2: reference.max_references"),
+        ("[search]\nbody_serch = true\n", "line 2: search.body_serch: unknown key"),
+        ('default_profile = "nope"\n', "line 1: default_profile: no profile named 'nope'"),
+        ("x = [\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_value_is_one_line_with_file_line_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as exited:
+        main(["config", "--config", str(path)])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and str(path) in err and "SESSIONREF_CONFIG_INVALID" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "sk-123" not in err
+
+
+def test_sessionref_config_prints_every_setting_with_its_origin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(CONFIG)
+    assert main(["config", "--config", str(path), "--max-references", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"config file: {path}" in out
+    assert "max_references        2" in out and "--max-references" in out
+    assert "qwen" in out and f"{path}:4" in out
