@@ -16,6 +16,7 @@ from core.agent.tokens import WindowMemory
 from tests.app_harness import SIZE, open_app, settle, until
 from tests.conftest import say_assistant, say_user
 from tests.fake_deepseek import FakeDeepSeek
+from tests.test_interop import NODE, dsh
 from tui.app import SessionRefApp
 from tui.widgets.preview import PreviewPane
 from tui.widgets.transcript import AssistantBlock, CheckpointBlock
@@ -95,6 +96,21 @@ async def test_fifty_turns_with_three_64_kib_references_each_in_a_128k_window(ap
             assert "messages compacted" in str(app.chat.query(CheckpointBlock).last().border_title)
             # Usage is shown under the replies.
             assert app.chat.query(AssistantBlock).last().usage is not None
+            surface = [event.seq for event in app.session.surface()]
+            history = [
+                (message["role"], "".join(b["text"] for b in message["content"] if b["type"] == "text"))
+                for message in app.session.derive_messages()
+            ]
+        app.store.close()
+    # dsh rc.8 loads the log of those 50 turns: its session layer accepts it and folds the same surface.
+    if NODE is not None:
+        root = str(tmp_path / "store")
+        loaded = dsh("load", root=root, compression="zstd", ids=["today"])["today"]
+        assert loaded["inspect"]["ok"], loaded["inspect"]
+        assert loaded["inspect"]["types"].count("compaction/summary") == len(checkpoints(app))
+        folded = dsh("surface", root=root, compression="zstd", id="today")
+        assert folded["nodes"] == surface
+        assert [(message["role"], message["text"]) for message in folded["messages"]] == history
 
 
 async def test_the_same_when_the_app_learns_the_window_only_from_the_400(app_on: Any, tmp_path: Path) -> None:

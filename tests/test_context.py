@@ -384,3 +384,16 @@ def test_policy_rejects_impossible_ratios() -> None:
         CompactionPolicy(threshold_ratio=1.5)
     with pytest.raises(ValueError, match="retain_ratio"):
         CompactionPolicy(threshold_ratio=0.5, retain_ratio=0.6)
+
+
+async def test_the_offline_echo_model_compacts_too(store) -> None:
+    from core import EchoModel
+    from core.agent.chat_models import SUMMARY_REQUEST_MARK
+    from core.agent.compaction import SUMMARY_INSTRUCTION
+
+    assert SUMMARY_REQUEST_MARK in SUMMARY_INSTRUCTION
+    session = store.create("s")
+    chat(session, 4, 2000)
+    result = await AgentLoop(session, EchoModel(), context=ContextSettings(window=4_000)).compact_now()
+    assert result.summary.startswith("## What the user wants\n- question 0:")
+    assert session.derive_messages()[0]["content"][0]["text"].startswith(CHECKPOINT_PREAMBLE)

@@ -14,6 +14,7 @@ import pytest
 
 from core import format_session_reference_mention
 from core.agent.loop import ContextSettings
+from core.agent.tokens import estimate_history
 from core.agent.wire import wire_text
 from tests.app_harness import SIZE, open_app, settle, until
 from tui.app import SessionRefApp
@@ -203,8 +204,10 @@ class ThinkingModel:
         for piece in ["The user asks about ", "the release; check the notes."]:
             yield {"type": "reasoning-delta", "index": 0, "text": piece}
         yield {"type": "text-delta", "index": 0, "text": "Ship it on **Friday**, after the notes are reviewed."}
-        usage = {"inputTokens": 1200, "outputTokens": 86, "cacheReadTokens": 1024, "reasoningTokens": 31}
-        yield {"type": "usage", "usage": usage}
+        # A server's count: the bare rule plus a tenth, a third of it read from the cache.
+        prompt = round(estimate_history(messages) * 1.1)
+        usage = {"inputTokens": prompt - prompt // 3, "outputTokens": 86, "cacheReadTokens": prompt // 3}
+        yield {"type": "usage", "usage": {**usage, "reasoningTokens": 31}}
 
 
 def _thinking_app(demo_template: Path, tmp_path: Path, gate: asyncio.Event | None = None) -> SessionRefApp:
@@ -227,8 +230,8 @@ async def _two_turns(pilot: Any) -> None:
 
 def test_collapsed_reasoning_and_usage_under_replies(snap_compare: Any, demo_template: Path, tmp_path: Path) -> None:
     """Two replies of a reasoning model: each shows `▶ Thought for 1 s` collapsed above its Markdown
-    answer and a dim usage line under it (`↑ 2,224 prompt (1,024 cached) · ↓ 86 completion (31
-    reasoning)`); the header says how much of the window the session uses."""
+    answer and a dim usage line under it (`↑ N prompt (M cached) · ↓ 86 completion (31 reasoning)`);
+    the header says how much of the window the session uses."""
     assert snap_compare(_thinking_app(demo_template, tmp_path), terminal_size=SIZE, run_before=_two_turns)
 
 

@@ -32,10 +32,12 @@ from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
 from core.errors import CANCELLED
 from core.search.finder import FIRST_BUDGET, FULL_BUDGET
 
+from .compacting import PROMPT_TITLE, CompactionControls
 from .context_view import DraftContext, context_summary, draft_context, tokens
 from .mentions import PickerQuery
 from .preview_report import PreviewReport, build_preview, problem_of
-from .screens import RenameScreen, ViewerScreen
+from .screens import ViewerScreen
+from .session_controls import SessionControls
 from .text import short_cwd, visible
 from .widgets.picker import MentionPicker
 from .widgets.preview import PreviewBody, PreviewPane
@@ -52,10 +54,9 @@ STREAM_TICK = 1 / 20
 """How often the transcript repaints a streaming reply."""
 VISIBLE_HITS = 24
 """Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""
-PROMPT_TITLE = "Prompt · Enter sends · Ctrl+J newline · @ references a session"
 
 
-class ChatScreen(Screen[None]):
+class ChatScreen(CompactionControls, SessionControls, Screen[None]):
     """Sessions | transcript | preview, with the prompt and its `@` picker below."""
 
     BINDINGS = [
@@ -91,7 +92,6 @@ class ChatScreen(Screen[None]):
         self._preview_shown = -1
         self._send_abort: AbortController | None = None
         self._stream_timer: Timer | None = None
-        self._compaction_timer: Timer | None = None
         self.preparing = False
         self._shown_for_key: float | None = None
         self._key_unanswered = False
@@ -385,9 +385,7 @@ class ChatScreen(Screen[None]):
 
     def _set_preparing(self, preparing: bool) -> None:
         self.preparing = preparing
-        prompt = self.prompt
-        prompt.set_class(preparing, "-preparing")
-        prompt.border_title = "Preparing referenced sessions… · Esc cancels" if preparing else PROMPT_TITLE
+        self.prompt_title()
 
     @work(exclusive=True, group="send")
     async def _send(self, text: str) -> None:
@@ -401,6 +399,8 @@ class ChatScreen(Screen[None]):
             content = [{"type": "text", "text": parsed.text}]
             prepared = await host.service.prepare(session, content, parsed.references, controller.signal)
         except SessionReferenceError as error:
+            self._set_preparing(False)
+            self._send_abort = None
             if error.code == CANCELLED:
                 self.notify(f"Nothing was sent; your draft is kept. ({error.code})", title="Cancelled")
             else:
@@ -411,21 +411,28 @@ class ChatScreen(Screen[None]):
                 )
             self._restore(text)
             return
-        finally:
+        except BaseException:
             self._set_preparing(False)
             self._send_abort = None
+            raise
+        self._send_abort = None
         try:
             if agent.status == "running":
                 await agent.steer(prepared.content, prepared.contexts)
             else:
-                self._watch_compaction(True)
+                # Still "preparing" while a compaction runs before the send: a second Enter is
+                # refused, Escape cancels the compaction, and its progress is in the prompt's title.
+                self.watch_compaction(True)
                 try:
                     await agent.followup(prepared.content, prepared.contexts)
                 finally:
-                    self._watch_compaction(False)
+                    self.watch_compaction(False)
         except SessionQueryError as error:
             self.notify(
-                f"{error.message} ({error.code})\nYour draft is kept.", severity="error", title="Could not save"
+                f"{error.message} ({error.code})\nYour draft is kept.",
+                severity="error",
+                title="Could not save",
+                markup=False,
             )
             self._restore(text)
             return
@@ -435,80 +442,25 @@ class ChatScreen(Screen[None]):
                 f"{error.message} ({error.code})\nNothing was sent; your draft is kept.",
                 severity="information" if cancelled else "error",
                 title="Cancelled" if cancelled else "Not sent",
+                markup=False,
             )
             self._restore(text)
             self._show_target()
             return
+        finally:
+            self._set_preparing(False)
         if agent.compaction_error is not None:
             failed, agent.compaction_error = agent.compaction_error, None
             self.notify(
                 f"{failed.message} ({failed.code})\nThe message was sent anyway: it fits the window.",
                 severity="warning",
                 title="Compaction failed",
+                markup=False,
             )
         if self.prompt.text == text:
             self.prompt.clear()
         host.sent += 1
         self._follow_stream()
-
-    # -- compaction -------------------------------------------------------------------------------
-
-    def _watch_compaction(self, on: bool) -> None:
-        """Show a running compaction's progress in the prompt's title (polled: it runs in core)."""
-        if on and self._compaction_timer is None:
-            self._compaction_timer = self.set_interval(0.1, self._compaction_tick)
-        elif not on and self._compaction_timer is not None:
-            self._compaction_timer.stop()
-            self._compaction_timer = None
-            self._compaction_tick()
-
-    def _compaction_tick(self) -> None:
-        progress = self.host.agent.compacting
-        prompt = self.prompt
-        prompt.set_class(progress is not None, "-compacting")
-        if progress is None:
-            prompt.border_title = "Preparing referenced sessions… · Esc cancels" if self.preparing else PROMPT_TITLE
-            return
-        part = f" · part {progress.part} of {progress.parts}" if progress.parts > 1 else ""
-        messages = f" {progress.messages} messages" if progress.messages else ""
-        prompt.border_title = f"Compacting{messages} into a checkpoint{part}… · Esc cancels"
-
-    def action_compact(self) -> None:
-        """Compact the session's older history into a checkpoint now."""
-        agent = self.host.agent
-        if agent.status != "idle":
-            self.notify("Wait for the reply to finish, then compact.", title="Compact history")
-            return
-        self._compact_now()
-
-    @work(exclusive=True, group="compact")
-    async def _compact_now(self) -> None:
-        host = self.host
-        agent = host.agent
-        before = draft_context(agent, [], ()).used
-        self._watch_compaction(True)
-        try:
-            result = await agent.compact_now()
-        except CompactionError as error:
-            cancelled = error.code == COMPACTION_CANCELLED
-            self.notify(
-                f"{error.message} ({error.code})",
-                severity="information" if cancelled else "error",
-                title="Compaction cancelled" if cancelled else "Could not compact",
-            )
-            return
-        except SessionQueryError as error:
-            self.notify(f"{error.message} ({error.code})", severity="error", title="Could not compact")
-            return
-        finally:
-            self._watch_compaction(False)
-        after = draft_context(agent, [], ()).used
-        self.notify(
-            f"{len(result.shadowed_seqs)} messages are now one checkpoint: context {tokens(before)} → {tokens(after)}.",
-            title="Compacted",
-        )
-        self._show_target()
-        self.schedule_preview(0)
 
     def _restore(self, text: str) -> None:
         if not self.prompt.text:
@@ -523,7 +475,7 @@ class ChatScreen(Screen[None]):
     def _stream_tick(self) -> None:
         host = self.host
         self.query_one(Transcript).sync(host.session, host.model.name)
-        self._compaction_tick()
+        self.prompt_title()
         if host.agent.status == "idle" and self._stream_timer is not None:
             self._stream_timer.stop()
             self._stream_timer = None
@@ -547,71 +499,3 @@ class ChatScreen(Screen[None]):
             self.notify("No message has been sent in this session yet.", title="What the model received")
             return
         blocks[-1].action_show_received()
-
-    # -- sessions ---------------------------------------------------------------------------------
-
-    def on_session_sidebar_chosen(self, event: SessionSidebar.Chosen) -> None:
-        self.switch_to(event.session_id)
-
-    def switch_to(self, session_id: str) -> None:
-        """Make ``session_id`` the target (keeps the draft)."""
-        host = self.host
-        if session_id == host.session.id:
-            return
-        source = host.catalog.source_of(session_id)
-        if source is not None:
-            # Another agent's session is never written here: it can only be referenced.
-            self.notify(
-                f"{source.name} sessions are read-only here: type @ in the prompt to reference it.",
-                title="Cannot open session",
-            )
-            return
-        try:
-            host.open_session(session_id)
-        except SessionQueryError as error:
-            self.notify(f"{error.message} ({error.code})", severity="error", title="Cannot open session")
-            return
-        if self._stream_timer is not None:
-            self._stream_timer.stop()
-            self._stream_timer = None
-        self._show_target()
-        if host.agent.status != "idle":
-            self._follow_stream()
-        self.schedule_preview(0)
-        self.prompt.focus()
-
-    def action_new_session(self) -> None:
-        """Start a new session in the launch cwd and make it the target."""
-        host = self.host
-        host.new_session()
-        self._show_target()
-        self.schedule_preview(0)
-        self.prompt.focus()
-        self.notify("New session started.", title="Sessions")
-
-    def action_rename_session(self) -> None:
-        """Ask for a new title and write it as a ``session/title`` event."""
-        session = self.host.session
-        current = session.title.title if session.title is not None else ""
-
-        def rename(title: str | None) -> None:
-            if title is None:
-                return
-            try:
-                self.host.rename(title)
-            except SessionQueryError as error:
-                self.notify(f"{error.message} ({error.code})", severity="error", title="Cannot rename")
-                return
-            self._show_target()
-
-        self.app.push_screen(RenameScreen(current), rename)
-
-    def action_toggle_sidebar(self) -> None:
-        """Show or hide the sessions sidebar."""
-        sidebar = self.query_one(SessionSidebar)
-        sidebar.display = not sidebar.display
-
-    def action_toggle_preview(self) -> None:
-        """Show or hide the preview pane."""
-        pane = self.query_one(PreviewPane)
-        pane.display = not pane.display

@@ -235,6 +235,8 @@ def effective_settings(config: LoadedConfig, flags: dict[str, Any], environ: dic
 
     where = ("profiles", name or "")
     pick("backend", "backend", (*where, "backend"), from_profile("backend"), "echo" if profile is None else "openai")
+    if out.origins["backend"] == "default" and profile is not None:
+        out.origins["backend"] = f"profile {name} (openai unless it says backend)"
     pick("model", "model_name", (*where, "model"), from_profile("model"), DEEPSEEK_MODEL)
     pick("base_url", "base_url", (*where, "base_url"), from_profile("base_url"), DEEPSEEK_BASE_URL)
     pick("api_key_env", None, (*where, "api_key_env"), from_profile("api_key_env"), None)

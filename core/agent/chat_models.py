@@ -84,6 +84,24 @@ def describe_prompt(text: str) -> tuple[str, list[dict[str, Any]]]:
     return request, sources
 
 
+SUMMARY_REQUEST_MARK = "write a checkpoint of everything ABOVE"
+"""Words of compaction's summary instruction (``core.agent.compaction``) that mark a summary request."""
+
+
+def summarize_offline(wire: list[dict[str, Any]]) -> list[str]:
+    """An extractive checkpoint of a summary request's history: each user request's first line."""
+    asked: list[str] = []
+    for message in wire[:-1]:
+        if message["role"] != "user":
+            continue
+        request, _ = describe_prompt(message["content"])
+        line = next((line.strip() for line in request.splitlines() if line.strip()), "")
+        if line and "<compacted-summary>" not in line and not line.startswith("This is an automatically"):
+            asked.append(line[:160])
+    bullets = "\n".join(f"- {line}" for line in asked[-30:]) or "- (none)"
+    return [f"## What the user wants\n{bullets}\n\n", "## Decisions\n- (none recorded offline)\n"]
+
+
 class EchoModel:
     """Offline, deterministic model: it describes what it received, in a few streamed pieces."""
 
@@ -94,8 +112,15 @@ class EchoModel:
         self.delay = delay
 
     def reply_for(self, messages: list[dict[str, Any]]) -> list[str]:
-        """The pieces of the reply to ``messages``."""
-        last = next((m for m in reversed(wire_messages(messages)) if m["role"] == "user"), None)
+        """The pieces of the reply to ``messages``.
+
+        A compaction's summary request gets an extractive checkpoint: the first line of every
+        request it condenses (so compacting works offline, in the demo, in the same format).
+        """
+        wire = wire_messages(messages)
+        last = next((m for m in reversed(wire) if m["role"] == "user"), None)
+        if last is not None and SUMMARY_REQUEST_MARK in last["content"]:
+            return summarize_offline(wire)
         request, sources = describe_prompt(last["content"] if last is not None else "")
         pieces = [f"You asked: {request.strip() or '(nothing)'}\n"]
         if not sources:

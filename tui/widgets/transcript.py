@@ -180,7 +180,7 @@ class AssistantBlock(Vertical):
         self.seconds = seconds
         self.usage = usage
         self._body = Static(self._markdown(text, streaming), markup=False)
-        self._thoughts = Static(Text(reasoning), classes="reasoning", markup=False)
+        self._thoughts = Static(Text(visible_lines(reasoning)), classes="reasoning", markup=False)
         self._fold = Collapsible(self._thoughts, title=_thought(seconds, not streaming), collapsed=True)
         self._fold.display = bool(reasoning)
 
@@ -207,7 +207,7 @@ class AssistantBlock(Vertical):
         """Show the reply and the reasoning so far."""
         if reasoning != self.reasoning or seconds != self.seconds:
             self.reasoning, self.seconds = reasoning, seconds
-            self._thoughts.update(Text(reasoning))
+            self._thoughts.update(Text(visible_lines(reasoning)))
             self._fold.title = _thought(seconds, bool(text))
             self._fold.display = bool(reasoning)
         if text != self.text:
