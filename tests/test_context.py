@@ -97,6 +97,10 @@ def test_windows_are_learned_then_configured_then_built_in(tmp_path: Path) -> No
     assert resolve_window("llama3", base_url="http://localhost:8080/v1", configured=8192, memory=memory) == (
         ContextWindow(4096, "learned")
     )
+    # A configured window below what the server takes is a choice, and is kept.
+    assert resolve_window("llama3", base_url="http://localhost:8080/v1", configured=2048, memory=memory) == (
+        ContextWindow(2048, "config")
+    )
     # The next session (a new memory on the same file) knows it; the file holds no credentials.
     again = WindowMemory(tmp_path / "state" / "windows.json")
     assert again.get("http://localhost:8080/v1", "llama3") == 4096

@@ -190,11 +190,12 @@ class ContextWindow:
 def resolve_window(
     model: str, *, base_url: str | None = None, configured: int | None = None, memory: WindowMemory | None = None
 ) -> ContextWindow:
-    """The window of ``model``: learned from its server (newest knowledge), else configured, else built in."""
-    if memory is not None and base_url is not None:
-        learned = memory.get(base_url, model)
-        if learned is not None:
-            return ContextWindow(learned, "learned")
+    """The window of ``model``: the configured one, unless its server said it is smaller (learned);
+    else learned; else built in; else assumed. A configured window smaller than the server's is kept
+    (people set one to spend less)."""
+    learned = memory.get(base_url, model) if memory is not None and base_url is not None else None
+    if learned is not None and (configured is None or learned < configured):
+        return ContextWindow(learned, "learned")
     if configured is not None:
         return ContextWindow(configured, "config")
     if model in BUILTIN_WINDOWS:
