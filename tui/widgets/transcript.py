@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,7 +122,9 @@ def thinking_seconds(session: Session, event: SessionEvent) -> float | None:
     """How long the model thought before answering: its step's first reasoning chunk to its last one
     (or to the first text chunk), from the chunks' times; ``None`` without reasoning chunks."""
     events = session.events
-    index = event.seq if event.seq < len(events) and events[event.seq] is event else events.index(event)
+    index = event.seq
+    if not (index < len(events) and events[index] is event):
+        index = bisect.bisect_left(events, event.seq, key=lambda item: item.seq)  # a log with seq gaps
     first = last = None
     for earlier in reversed(events[:index]):
         if earlier.type == "step/start":
