@@ -401,3 +401,15 @@ async def test_the_offline_echo_model_compacts_too(store) -> None:
     result = await AgentLoop(session, EchoModel(), context=ContextSettings(window=4_000)).compact_now()
     assert result.summary.startswith("## What the user wants\n- question 0:")
     assert session.derive_messages()[0]["content"][0]["text"].startswith(CHECKPOINT_PREAMBLE)
+
+
+async def test_a_summary_request_too_long_for_the_server_teaches_the_window_and_is_split(store) -> None:
+    session = store.create("s")
+    chat(session, 12, 8000)
+    with FakeDeepSeek(window=6_000) as server:
+        settings = ContextSettings(window=50_000, memory=WindowMemory(None))
+        loop = AgentLoop(session, model_for(server, "local"), context=settings)
+        result = await loop.compact_now()
+        refused = [request for request in server.requests if request.refused]
+    assert len(refused) == 1 and result.parts > 1
+    assert loop.window == ContextWindow(6_000, "learned")

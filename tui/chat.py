@@ -481,6 +481,12 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
             self._stream_timer = None
             self._show_target()
             self.schedule_preview(0)
+            failed = host.agent.compaction_error
+            if failed is not None:
+                host.agent.compaction_error = None
+                self.notify(
+                    f"{failed.message} ({failed.code})", severity="warning", title="Compaction failed", markup=False
+                )
             error = host.agent.last_error
             if error is not None and error is not host.reported_error:
                 host.reported_error = error

@@ -98,12 +98,16 @@ CONTEXT_PROMPT_TOO_LARGE = "CONTEXT_PROMPT_TOO_LARGE"
 
 
 class CompactionError(Exception):
-    """Compaction or a context check failed; ``code`` is stable and the message says what to do."""
+    """Compaction or a context check failed; ``code`` is stable and the message says what to do.
 
-    def __init__(self, code: str, message: str) -> None:
+    ``context_limit`` is the window a summary request's context-length error stated, if any.
+    """
+
+    def __init__(self, code: str, message: str, *, context_limit: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.context_limit = context_limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +408,9 @@ async def compact(
         if signal.aborted:
             raise CompactionError(COMPACTION_CANCELLED, "compaction was cancelled; nothing changed") from error
         raise CompactionError(
-            COMPACTION_FAILED, f"the summary request failed: {error.message} ({error.code}); nothing changed"
+            COMPACTION_FAILED,
+            f"the summary request failed: {error.message} ({error.code}); nothing changed",
+            context_limit=error.context_limit,
         ) from error
     if signal.aborted:
         raise CompactionError(COMPACTION_CANCELLED, "compaction was cancelled; nothing changed")

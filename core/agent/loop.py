@@ -163,20 +163,35 @@ class AgentLoop:
     ) -> CompactionResult:
         self.compacting = CompactionProgress(0, 0, 0)
         try:
-            result = await compact(
-                self.session,
-                self.model,
-                self.context(),
-                self.settings.policy,
-                signal=controller.signal,
-                turn=turn,
-                keep_from_seq=keep_from_seq,
-                incoming=incoming,
-                progress=self._progress,
-                estimates=lambda event: self.meter.estimate_of(event.seq),
-            )
+            return await self._compact_once(controller, turn=turn, keep_from_seq=keep_from_seq, incoming=incoming)
+        except CompactionError as error:
+            window = self.window.tokens
+            if error.context_limit is None or error.context_limit >= window:
+                raise
+            # The summary request itself was too long for the server: learn its window and try again
+            # once with parts sized for it.
+            self._learn_limit(error.context_limit)
+            if self.window.tokens >= window:
+                raise
+            return await self._compact_once(controller, turn=turn, keep_from_seq=keep_from_seq, incoming=incoming)
         finally:
             self.compacting = None
+
+    async def _compact_once(
+        self, controller: AbortController, *, turn: int | None, keep_from_seq: int | None, incoming: float
+    ) -> CompactionResult:
+        result = await compact(
+            self.session,
+            self.model,
+            self.context(),
+            self.settings.policy,
+            signal=controller.signal,
+            turn=turn,
+            keep_from_seq=keep_from_seq,
+            incoming=incoming,
+            progress=self._progress,
+            estimates=lambda event: self.meter.estimate_of(event.seq),
+        )
         self.last_compaction = result
         return result
 
@@ -292,9 +307,13 @@ class AgentLoop:
             self.compaction_error = error
 
     def _learn(self, error: ModelError) -> None:
+        if error.context_limit is not None:
+            self._learn_limit(error.context_limit)
+
+    def _learn_limit(self, limit: int) -> None:
         base_url = getattr(self.model, "base_url", None)
-        if error.context_limit is not None and self.settings.memory is not None and isinstance(base_url, str):
-            self.settings.memory.learn(base_url, self.model.name, error.context_limit)
+        if self.settings.memory is not None and isinstance(base_url, str):
+            self.settings.memory.learn(base_url, self.model.name, limit)
 
     async def _run(self, turn: int, prompt: SessionEvent, controller: AbortController) -> None:
         reason, error = "completed", None
