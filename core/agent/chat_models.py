@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import httpx
 
-from core.abort import AbortSignal
+from core.abort import AbortSignal, race_abort
 from core.agent.tokens import context_limit_in, is_context_overflow
 from core.agent.wire import wire_messages
 from core.constants import PROMPT_REQUEST_DELIMITER
@@ -60,6 +60,32 @@ class ChatModel(Protocol):
     ) -> AsyncIterator[dict[str, Any]]:
         """Stream the reply to ``messages`` (``derive_messages()`` of the target)."""
         ...
+
+
+async def model_chunks(
+    model: ChatModel, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
+) -> AsyncIterator[dict[str, Any]]:
+    """The chunks of ``model.stream(messages)``, each awaited against ``signal``; the stream is closed
+    at the end, whatever ended it (best effort: it may be finished or broken already).
+
+    Raises:
+        SessionReferenceError: ``CANCELLED`` at once when ``signal`` aborts.
+        ModelError: the model's failure.
+    """
+    options: dict[str, Any] = {} if max_tokens is None else {"max_tokens": max_tokens}
+    stream = model.stream(messages, signal=signal, **options).__aiter__()
+    try:
+        while True:
+            try:
+                chunk = await race_abort(stream.__anext__(), signal)
+            except StopAsyncIteration:
+                return
+            yield chunk
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(RuntimeError, ModelError):
+                await aclose()
 
 
 _FRAME = re.compile(r"<referenced-sessions>\n(.*?)\n</referenced-sessions>", re.S)

@@ -20,15 +20,14 @@ too large for any request is cut in the middle for the summary (never in the log
 
 from __future__ import annotations
 
-import contextlib
 import math
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.abort import AbortSignal, race_abort
-from core.agent.chat_models import ChatModel, ModelError
+from core.abort import AbortSignal
+from core.agent.chat_models import ChatModel, ModelError, model_chunks
 from core.agent.context import ContextReading, estimate_event
 from core.agent.tokens import estimate_history, estimate_text
 from core.constants import COMPACT_CHECKPOINT_SOURCE
@@ -299,25 +298,14 @@ async def _summarize_part(
     texts: list[str] = []
     reasoning: list[str] = []
     usage: dict[str, Any] | None = None
-    stream = model.stream(messages, signal=signal, max_tokens=cap).__aiter__()
-    try:
-        while True:
-            try:
-                chunk = await race_abort(stream.__anext__(), signal)
-            except StopAsyncIteration:
-                break
-            kind = chunk.get("type")
-            if kind == "text-delta":
-                texts.append(str(chunk.get("text", "")))
-            elif kind == "reasoning-delta":
-                reasoning.append(str(chunk.get("text", "")))
-            elif kind == "usage":
-                usage = chunk.get("usage")
-    finally:
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            with contextlib.suppress(RuntimeError, ModelError):
-                await aclose()  # closing a finished or broken stream is best effort
+    async for chunk in model_chunks(model, messages, signal=signal, max_tokens=cap):
+        kind = chunk.get("type")
+        if kind == "text-delta":
+            texts.append(str(chunk.get("text", "")))
+        elif kind == "reasoning-delta":
+            reasoning.append(str(chunk.get("text", "")))
+        elif kind == "usage":
+            usage = chunk.get("usage")
     raw: list[dict[str, Any]] = []
     if reasoning:
         raw.append({"type": "reasoning", "text": "".join(reasoning)})

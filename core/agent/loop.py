@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.abort import AbortController, race_abort
-from core.agent.chat_models import MODEL_CONTEXT_LENGTH, ChatModel, ModelError
+from core.abort import AbortController
+from core.agent.chat_models import MODEL_CONTEXT_LENGTH, ChatModel, ModelError, model_chunks
 from core.agent.compaction import (
     COMPACTION_CANCELLED,
     CONTEXT_PROMPT_TOO_LARGE,
@@ -399,13 +399,8 @@ class AgentLoop:
         usage: dict[str, Any] | None = None
         outcome = "completed"
         failure: ModelError | None = None
-        stream = self.model.stream(self.session.derive_messages(), signal=signal).__aiter__()
         try:
-            while True:
-                try:
-                    chunk = await race_abort(stream.__anext__(), signal)
-                except StopAsyncIteration:
-                    break
+            async for chunk in model_chunks(self.model, self.session.derive_messages(), signal=signal):
                 kind = chunk.get("type")
                 if kind == "usage":
                     usage = chunk.get("usage")
@@ -421,12 +416,6 @@ class AgentLoop:
             outcome = "aborted"
         except ModelError as error:
             failure = error
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                # The stream may already be finished or broken; closing it is best effort.
-                with contextlib.suppress(RuntimeError, ModelError):
-                    await aclose()
         content: list[dict[str, Any]] = []
         for kind in blocks:
             if kind == "reasoning-delta":
