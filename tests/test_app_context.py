@@ -88,6 +88,7 @@ async def test_fifty_turns_with_three_64_kib_references_each_in_a_128k_window(ap
             assert not [request for request in server.requests if request.refused]
             assert max(request.prompt_tokens for request in server.requests) <= 131_072
             assert checkpoints(app)
+            assert any(note.title == "Compacted" for note in app._notifications)  # said, not silent
             # Each referenced source really was ~64 KiB (the point of the test).
             last = next(e for e in reversed(app.session.events) if e.type == "user/message" and "envelope" in e.data)
             stats = last.data["envelope"]["prefixContexts"][0]["meta"]["references"]

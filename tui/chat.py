@@ -370,6 +370,8 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
             )
             if context.reported is not None:
                 size += f" (last reported {context.reported:,})"
+            if context.compacts:
+                size += " · compacts first"
         self.app.push_screen(ViewerScreen("What the model will receive", text, size))
 
     # -- sending ----------------------------------------------------------------------------------
@@ -423,10 +425,18 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
                 # Still "preparing" while a compaction runs before the send: a second Enter is
                 # refused, Escape cancels the compaction, and its progress is in the prompt's title.
                 self.watch_compaction(True)
+                compacted = agent.last_compaction
                 try:
                     await agent.followup(prepared.content, prepared.contexts)
                 finally:
                     self.watch_compaction(False)
+                if agent.last_compaction is not compacted and agent.last_compaction is not None:
+                    count = len(agent.last_compaction.shadowed_seqs)
+                    self.notify(
+                        f"{count} earlier messages became one checkpoint before sending, to stay within the window.",
+                        title="Compacted",
+                        markup=False,
+                    )
         except SessionQueryError as error:
             self.notify(
                 f"{error.message} ({error.code})\nYour draft is kept.",
