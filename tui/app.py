@@ -19,6 +19,7 @@ from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from core import (
@@ -46,6 +47,7 @@ from .catalog import SessionCatalog
 from .chat import ChatScreen
 from .commands import SessionCommands
 from .indexing import TYPING_PAUSE, MessageIndexer
+from .text import visible, visible_lines
 
 Store = JsonlSessionStore | MemorySessionStore
 Clock = Callable[[], int]
@@ -114,6 +116,19 @@ class SessionRefApp(App[None]):
         self.sent = 0
         self.catalog_loaded = asyncio.Event()
         self._titles_loading = False
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification is plain text: ids, titles and servers' errors in it are never parsed as
+        markup (``markup`` is ignored), and control or reordering characters are shown escaped."""
+        super().notify(visible_lines(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
     def on_unmount(self) -> None:
         self.indexer.shutdown()

@@ -235,7 +235,7 @@ def loose_permissions(root: str | os.PathLike[str]) -> str | None:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"sessionref: {message}", file=sys.stderr)
+    print(f"sessionref: {visible(message)}", file=sys.stderr)
     return code
 
 
@@ -323,7 +323,8 @@ def doctor(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     diagnosis = diagnose(args.root or default_root())
     if args.json:
-        print(json.dumps(diagnosis.to_json(), ensure_ascii=False, indent=2))
+        # ASCII JSON: every control, reordering or non-ASCII character of a file name is a \u escape.
+        print(json.dumps(diagnosis.to_json(), ensure_ascii=True, indent=2))
     else:
         print(format_diagnosis(diagnosis))
     if any(finding.kind == "missing_root" for finding in diagnosis.findings):
@@ -371,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _fail(f"cannot read and write the store folder {root}", EXIT_ROOT)
         warning = loose_permissions(root)
         if warning is not None:
-            print(f"sessionref: warning: {warning}", file=sys.stderr)
+            print(f"sessionref: warning: {visible(warning)}", file=sys.stderr)
     except OSError as error:
         return _fail(f"cannot use the store folder {root}: {error.strerror or error}", EXIT_ROOT)
 
@@ -409,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         app.close_index()
         store.close()
     if args.demo:
-        print(f"sessionref: the demo store is in {root}", file=sys.stderr)
+        print(f"sessionref: the demo store is in {visible(root)}", file=sys.stderr)
     return 0
 
 

@@ -6,8 +6,9 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
 
-from .text import visible
+from .text import markup_escape, visible
 
 if TYPE_CHECKING:
     from .app import SessionRefApp
@@ -33,9 +34,14 @@ class SessionCommands(Provider):
         app: SessionRefApp = self.app  # type: ignore[assignment]
         app.chat.switch_to(session_id)
 
+    # Titles and ids are data: the hit is a ``Content`` (never parsed as markup) and the help line, which
+    # the palette always parses as markup, is escaped.
+
     async def discover(self) -> Hits:
         for session_id, text in self._entries()[:10]:
-            yield DiscoveryHit(text, partial(self._switch, session_id), help=visible(session_id))
+            yield DiscoveryHit(
+                Content(text), partial(self._switch, session_id), text=text, help=markup_escape(session_id)
+            )
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
@@ -43,7 +49,12 @@ class SessionCommands(Provider):
         for session_id, text in self._entries():
             score = matcher.match(f"{text} {session_id}")
             if score > 0:
-                yield Hit(score, matcher.highlight(text), partial(self._switch, session_id), help=visible(session_id))
+                display = Content(text)
+                _, offsets = matcher.fuzzy_search.match(query, text)
+                for offset in offsets:
+                    display = display.stylize(matcher.match_style, offset, offset + 1)
+                switch = partial(self._switch, session_id)
+                yield Hit(score, display, switch, text=text, help=markup_escape(session_id))
                 found += 1
                 if found >= MAX_HITS:
                     return

@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, TextArea
 
-from .text import visible_lines
+from .text import visible, visible_lines
 
 
 class ViewerScreen(ModalScreen[None]):
@@ -81,15 +81,19 @@ class RenameScreen(ModalScreen[str | None]):
     def __init__(self, current: str) -> None:
         super().__init__()
         self.current = current
+        # The field shows the title as the app shows it everywhere: control and reordering
+        # characters escaped, so pre-filling it never sends an escape sequence to the terminal.
+        self.shown = visible(current)
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Rename this session (Enter saves, Esc cancels)")
-            yield Input(value=self.current, id="rename-input")
+            yield Label("Rename this session (Enter saves, Esc cancels)", markup=False)
+            yield Input(value=self.shown, id="rename-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         title = event.value.strip()
-        self.dismiss(title or None)
+        # Unchanged (as shown) keeps the title as it is, raw characters and all.
+        self.dismiss(title if title and title != self.shown.strip() else None)
 
     def action_cancel(self) -> None:
         """Close without renaming."""

@@ -19,6 +19,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.agent.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
+from core.display import visible
 
 CONFIG_INVALID = "SESSIONREF_CONFIG_INVALID"
 
@@ -287,7 +288,6 @@ def format_effective(config: LoadedConfig, settings: Effective) -> str:
         shown = "-" if value is None else str(value)
         if key == "api_key_env" and value is None:
             shown = "DEEPSEEK_API_KEY, else OPENAI_API_KEY"
-        shown = shown.encode("unicode_escape").decode("ascii") if not shown.isprintable() else shown
         lines.append(f"  {key.ljust(width)}  {shown:<40}  {settings.origins[key]}")
     lines.append(f"learned windows: {window_memory_path()}")
-    return "\n".join(lines)
+    return "\n".join(map(visible, lines))

@@ -7,33 +7,17 @@ from __future__ import annotations
 
 import math
 import os
-import re
 
 from rich.cells import cell_len, get_character_cell_size
 
 from core.agent.tokens import ESTIMATOR, estimate_tokens  # noqa: F401 - the app's one estimate
-
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_UNSAFE_KEEP_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+from core.display import visible, visible_lines  # noqa: F401 - the app's one way to show data text
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def visible(text: str) -> str:
-    """``text`` with every control character as ``\\xNN`` (and a lone surrogate as ``\\uXXXX``).
-
-    Ids, titles and cwds come from other programs; this keeps a bell, an escape sequence or a
-    carriage return from ever reaching the terminal raw.
-    """
-    return _UNSAFE.sub(_escape, text)
-
-
-def visible_lines(text: str) -> str:
-    """Like ``visible`` but keeps line breaks (for message bodies)."""
-    return _UNSAFE_KEEP_LINES.sub(_escape, text)
+def markup_escape(text: str) -> str:
+    """Data text for the few places Textual insists on a markup string (the palette's help line):
+    control characters escaped (``visible``) and every ``[`` escaped, so no tag can open."""
+    return visible(text).replace("[", "\\[")
 
 
 def elide_middle(text: str, width: int) -> str:

@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import AsyncIterator
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import quote
 
 import httpx
 
@@ -16,6 +17,7 @@ from core.abort import AbortSignal, race_abort
 from core.agent.tokens import context_limit_in, is_context_overflow
 from core.agent.wire import wire_messages
 from core.constants import PROMPT_REQUEST_DELIMITER
+from core.errors import SessionReferenceError
 from core.reference.retention import OMISSION_NOTICE_HEAD
 from core.serialization import stringify_tag_safe_json, utf8_length
 
@@ -62,6 +64,10 @@ class ChatModel(Protocol):
         ...
 
 
+def _backend_failure(model: ChatModel, error: Exception) -> ModelError:
+    return ModelError("MODEL_FAILED", f"the model {model.name!r} failed: {type(error).__name__}: {error}")
+
+
 async def model_chunks(
     model: ChatModel, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
 ) -> AsyncIterator[dict[str, Any]]:
@@ -73,13 +79,21 @@ async def model_chunks(
         ModelError: the model's failure.
     """
     options: dict[str, Any] = {} if max_tokens is None else {"max_tokens": max_tokens}
-    stream = model.stream(messages, signal=signal, **options).__aiter__()
+    try:
+        stream = model.stream(messages, signal=signal, **options).__aiter__()
+    except Exception as error:
+        raise _backend_failure(model, error) from error
     try:
         while True:
             try:
                 chunk = await race_abort(stream.__anext__(), signal)
             except StopAsyncIteration:
                 return
+            except (ModelError, SessionReferenceError):
+                raise
+            except Exception as error:
+                # Whatever a backend raises, the turn ends cleanly with a MODEL_* code.
+                raise _backend_failure(model, error) from error
             yield chunk
     finally:
         aclose = getattr(stream, "aclose", None)
@@ -206,6 +220,48 @@ def _error_for_status(response: httpx.Response, body: str) -> ModelError:
     return ModelError("MODEL_HTTP_ERROR", f"the model API rejected the request (HTTP {status}): {detail}")
 
 
+MODEL_INVALID_API_KEY = "MODEL_INVALID_API_KEY"
+"""The key cannot be sent as an HTTP header value (a line break, a control or non-ASCII character)."""
+
+
+def key_problem(key: str) -> str | None:
+    """Why ``key`` cannot go in an ``Authorization`` header, in words that do not quote it (``None``: it can)."""
+    if "\r" in key or "\n" in key:
+        return "it contains a line break (a key file saved with Windows line endings?)"
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in key):
+        return "it contains a control character"
+    if not key.isascii():
+        return "it contains a character that is not ASCII"
+    if key != key.strip():
+        return "it starts or ends with a space"
+    return None
+
+
+def secret_forms(key: str) -> list[str]:
+    """Every spelling of ``key`` an error text could carry: raw, trimmed, repr'd, JSON-escaped,
+    ``unicode_escape``d, percent-encoded; longest first (so masking replaces whole spellings)."""
+    forms = {
+        key,
+        key.strip(),
+        repr(key)[1:-1],
+        json.dumps(key)[1:-1],
+        json.dumps(key, ensure_ascii=False)[1:-1],
+        key.encode("unicode_escape").decode("ascii"),
+        repr(key.encode("utf-8", "surrogatepass"))[2:-1],
+        quote(key, safe=""),
+    }
+    return sorted((form for form in forms if len(form) >= 4), key=len, reverse=True)
+
+
+def mask_secret(text: str, key: str | None) -> str:
+    """``text`` with every spelling of ``key`` replaced by ``***``."""
+    if not key:
+        return text
+    for form in secret_forms(key):
+        text = text.replace(form, "***")
+    return text
+
+
 class OpenAICompatibleModel:
     """Streaming Chat Completions over HTTP (DeepSeek by default).
 
@@ -252,6 +308,12 @@ class OpenAICompatibleModel:
                 "MODEL_MISSING_API_KEY",
                 f"no API key: set {self.key_source or 'DEEPSEEK_API_KEY (or OPENAI_API_KEY)'}, "
                 "or run with --model echo",
+            )
+        problem = key_problem(self.api_key)
+        if problem is not None:
+            where = self.key_source or "the key variable"
+            raise ModelError(
+                MODEL_INVALID_API_KEY, f"the API key in {where} cannot be sent: {problem}. Fix the variable's value."
             )
         body = {
             "model": self.name,
@@ -300,22 +362,27 @@ class OpenAICompatibleModel:
         Raises:
             ModelError: with a ``MODEL_*`` code for every failure class.
         """
+        key = self.api_key
         try:
             async for piece in self._stream(messages, signal=signal, max_tokens=max_tokens):
                 yield piece
         except ModelError as error:
-            key = self.api_key
-            if not key or key not in error.message:
+            message = mask_secret(error.message, key)
+            cause = error.__cause__
+            if message == error.message and (cause is None or mask_secret(str(cause), key) == str(cause)):
                 raise
-            clean = ModelError(
-                error.code,
-                error.message.replace(key, "***"),
-                retry_after=error.retry_after,
-                context_limit=error.context_limit,
-            )
-            clean.__cause__ = error.__cause__
+            clean = ModelError(error.code, message, retry_after=error.retry_after, context_limit=error.context_limit)
+            # The cause is kept only when it does not spell the key; the context never is.
+            clean.__cause__ = cause if cause is not None and mask_secret(str(cause), key) == str(cause) else None
             clean.__suppress_context__ = True
-            raise clean  # noqa: B904 - the cause is kept above; the context (with the key) is not
+            raise clean  # noqa: B904 - chained by hand above
+        except Exception as error:
+            failure = ModelError(
+                "MODEL_REQUEST_FAILED",
+                f"the request to the model API failed: {type(error).__name__}: {mask_secret(str(error), key)}",
+            )
+            failure.__suppress_context__ = True
+            raise failure from None
 
 
 def _count(value: Any) -> int | None:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from core.display import visible
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.jsonl_codec import load_log
@@ -323,4 +324,5 @@ def format_diagnosis(diagnosis: Diagnosis) -> str:
         lines.append(f"needs attention: {counts['error']} errors, {counts['warning']} warnings")
     else:
         lines.append("healthy" + (f" ({len(diagnosis.findings)} notes)" if diagnosis.findings else ""))
-    return "\n".join(lines)
+    # File names and messages come from the disk: no control or reordering character reaches the terminal.
+    return "\n".join(map(visible, lines))
