@@ -44,6 +44,7 @@ from typing import Any, Literal, Protocol
 
 import zstandard
 
+from core.files import describe, kind_of
 from core.reference.projection import project_conversation
 from core.sessions.jsonl_writer import PRIVATE_FILE, make_private_dirs
 from core.sessions.models import ProjectedItem, SurfaceSnapshot, TitleSnapshot
@@ -76,6 +77,8 @@ INDEX_CORRUPT = "SEARCH_INDEX_CORRUPT"
 INDEX_DISK_FULL = "SEARCH_INDEX_DISK_FULL"
 INDEX_FAILED = "SEARCH_INDEX_FAILED"
 INDEX_READ_ONLY = "SEARCH_INDEX_READ_ONLY"
+INDEX_UNSAFE = "SEARCH_INDEX_UNSAFE_PATH"
+"""The index folder or one of its files is a symlink or a special file: never followed or opened."""
 
 IndexState = Literal["empty", "building", "ready", "read-only", "failed", "closed"]
 
@@ -435,15 +438,19 @@ class _Shard:
             except (sqlite3.Error, OSError) as error:
                 raise _classify(error) from error
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, *, wal: bool = False) -> sqlite3.Connection:
         if self.path is not None:
             # Owner-only from the start, whatever the umask: SQLite gives -wal and -shm its mode.
             with contextlib.suppress(FileExistsError):
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                os.close(os.open(self.path, flags, PRIVATE_FILE))
         target = ":memory:" if self.path is None else str(self.path)
         connection = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=5.0)
         if self.path is not None:
-            connection.execute("PRAGMA journal_mode=WAL")
+            if wal:
+                # Only on a file known to be ours (checked by _fresh_writer first): a foreign SQLite file
+                # is never switched to WAL.
+                connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
@@ -463,6 +470,7 @@ class _Shard:
                 self._remove_files()
         self._damaged = None
         if self.path is not None:
+            self._check_files()
             make_private_dirs(self.path.parent)
             self._try_lock()
         if self._lock_fd is not None or self.path is None:
@@ -483,11 +491,38 @@ class _Shard:
             return True
         return False
 
+    def _check_files(self) -> None:
+        """The index folder is a real folder and every file of this shard a regular file (or absent):
+        SQLite follows symlinks and would write through them, and opens a FIFO blocking.
+
+        Raises:
+            IndexUnavailable: ``SEARCH_INDEX_UNSAFE_PATH`` naming the file (doctor reports it too).
+        """
+        assert self.path is not None
+        base = str(self.path)
+        checks = [(self.path.parent, "directory")]
+        checks += [(Path(base + suffix), "regular") for suffix in ("", "-wal", "-shm", "-journal", ".lock")]
+        for path, expected in checks:
+            try:
+                kind = kind_of(os.lstat(path).st_mode)
+            except FileNotFoundError:
+                continue
+            if kind == "regular" and os.lstat(path).st_nlink > 1:
+                kind = "a hard link to another file"  # writing it would change that file too
+            if kind != expected:
+                raise IndexUnavailable(
+                    f"{path} is {describe(kind)}: the index never follows or opens it; remove it and the index "
+                    "is rebuilt",
+                    INDEX_UNSAFE,
+                )
+
     def _try_lock(self) -> None:
         assert self.path is not None
         if self._lock_fd is not None:
             return
-        fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        # O_NOFOLLOW: a dangling symlink here would otherwise create its target, anywhere.
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(str(self.path) + ".lock", flags, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -523,6 +558,8 @@ class _Shard:
                 connection.close()
                 self._remove_files()
                 connection = self._connect()
+            if self.path is not None:
+                connection.execute("PRAGMA journal_mode=WAL")
             connection.executescript(_SCHEMA)
             with _transaction(connection):
                 for key, value in _fingerprint().items():

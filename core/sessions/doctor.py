@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from core.display import visible
 from core.errors import SessionQueryError
+from core.files import UNSAFE_PATH, UnsafeFile, describe, kind_of, read_regular
 from core.serialization import js_json_stringify
 from core.sessions.jsonl_codec import load_log
 from core.sessions.jsonl_layout import _FILE_NAMES, Compression, session_file
@@ -37,7 +38,8 @@ class Finding:
     severity: Severity
     kind: str
     """``corrupt``, ``misplaced``, ``duplicate_id``, ``torn_tail``, ``loose_permissions``,
-    ``stale_lock``, ``locked``, ``stale_temporary``, ``creating``, ``unreadable``, ``missing_root``."""
+    ``stale_lock``, ``locked``, ``stale_temporary``, ``creating``, ``unreadable``, ``unsafe_path``
+    (a symlink, FIFO, device or socket inside the store), ``missing_root``."""
     path: str
     message: str
     offset: int | None = None
@@ -244,7 +246,10 @@ def diagnose(root: str | os.PathLike[str]) -> Diagnosis:
         for name in sorted(dirs):
             path = os.path.join(folder, name)
             try:
-                if (finding := _loose(path, os.lstat(path).st_mode, "folder")) is not None:
+                mode = os.lstat(path).st_mode
+                if stat.S_ISLNK(mode):
+                    add(_unsafe(path, "symlink"))  # os.walk does not enter it; neither does the store
+                elif (finding := _loose(path, mode, "folder")) is not None:
                     add(finding)
             except OSError as error:
                 add(_unreadable(error))
@@ -254,6 +259,10 @@ def diagnose(root: str | os.PathLike[str]) -> Diagnosis:
                 st = os.lstat(path)
             except OSError as error:
                 add(_unreadable(error))
+                continue
+            kind = kind_of(st.st_mode)
+            if kind != "regular":
+                add(_unsafe(path, kind))  # never opened: a FIFO would block, a device never end
                 continue
             if (finding := _loose(path, st.st_mode, "file")) is not None:
                 add(finding)
@@ -271,8 +280,10 @@ def diagnose(root: str | os.PathLike[str]) -> Diagnosis:
                 add(Finding("error", "misplaced", path, "a session file outside <project>/<id>/; it is not listed"))
                 continue
             try:
-                with open(path, "rb") as handle:
-                    raw = handle.read()
+                raw, _ = read_regular(path)
+            except UnsafeFile as error:
+                add(_unsafe(path, error.kind))
+                continue
             except OSError as error:
                 add(_unreadable(error))
                 continue
@@ -294,6 +305,17 @@ def diagnose(root: str | os.PathLike[str]) -> Diagnosis:
             owners[session_id] = path
             diagnosis.sessions += 1
     return diagnosis
+
+
+def _unsafe(path: str, kind: str) -> Finding:
+    return Finding(
+        "error",
+        "unsafe_path",
+        path,
+        f"{describe(kind)} inside the store: sessionref never follows or opens it (remove it, or put the "
+        "real file in its place)",
+        code=UNSAFE_PATH,
+    )
 
 
 def _unreadable(error: OSError) -> Finding:

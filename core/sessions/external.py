@@ -25,6 +25,7 @@ instructions}`` line, then response items).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import re
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from core.collector import collector_paused
+from core.files import open_regular
 from core.sessions.jsonl_store import Revision, StoreProblem, file_revision
 from core.sessions.models import (
     SessionEvent,
@@ -107,11 +109,17 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, Any]]:
     Only bytes present when the file was opened are read, and a last line without its newline
     (being written) is left out, so a file another program appends to reads as a consistent prefix.
     """
-    with path.open("rb") as handle:
+    # Another tool's files may be symlinks (people link ~/.claude), but only a regular file is opened:
+    # a FIFO would block the listing, a device never end.
+    with os.fdopen(open_regular(path, follow=True), "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         budget = size if limit is None else min(size, limit)
         read = 0
-        for number, raw in enumerate(handle):
+        for number in itertools.count():
+            # A line is read up to what is left of the budget: one endless line cannot be read whole.
+            raw = handle.readline(budget - read + 1)
+            if not raw:
+                return
             read += len(raw)
             if read > budget or not raw.endswith(b"\n"):
                 return
@@ -210,7 +218,7 @@ class _FileSource:
         changed = self._records is None
         for path in self._files():
             try:
-                revision = file_revision(path)
+                revision = file_revision(path, follow=True)
             except OSError:
                 changed = True
                 continue  # gone meanwhile
@@ -254,7 +262,7 @@ class _FileSource:
         if entry is None or entry.header is None:
             raise not_found(session_id)
         try:
-            revision = file_revision(entry.path)
+            revision = file_revision(entry.path, follow=True)
             if entry.session is None or revision != entry.revision:
                 entry.revision = revision
                 with collector_paused():  # tens of thousands of small acyclic containers

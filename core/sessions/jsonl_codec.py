@@ -4,6 +4,7 @@ torn-tail recovery (STORE.md). Pure functions over bytes; no locks, no writes.""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ import zstandard
 
 from core.collector import collector_paused
 from core.errors import SessionQueryError
+from core.files import open_regular, read_head
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import ROW_TYPES, MalformedRowError, expand_chunk_row
 from core.sessions.jsonl_layout import Compression
@@ -28,7 +30,11 @@ from core.sessions.session import (
 from core.sessions.surface import SurfaceFolder
 
 SESSION_QUERY_CORRUPT = "SESSION_QUERY_CORRUPT_SESSION"
+HEADER_LIMIT = 256 * 1024
+"""The most a listing reads of one session file to find its header."""
 _HEADER_PROBE = 4096
+_BOMB_STEP = 64
+"""Compressed bytes fed at a time while looking for the header (at most ~2 MiB of output each)."""
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _FHD_RESERVED = 0x18
 
@@ -249,8 +255,16 @@ def _header_bytes(probe: bytes, path: Path, compression: Compression) -> bytes |
     """The header line inside ``probe`` (the start of the file), or ``None`` if it needs more bytes."""
     if compression == "zstd":
         decompressor = zstandard.ZstdDecompressor().decompressobj()
+        content = b""
         try:
-            content = decompressor.decompress(probe)
+            # Small pieces, so a frame that decompresses to gigabytes (a "zip bomb" of RLE blocks)
+            # is stopped once its output passes the header limit.
+            for start in range(0, len(probe), _BOMB_STEP):
+                content += decompressor.decompress(probe[start : start + _BOMB_STEP])
+                if b"\n" in content or decompressor.eof:
+                    break
+                if len(content) > HEADER_LIMIT:
+                    raise _corrupt(path, 0, f"no header line within its first {HEADER_LIMIT // 1024} KiB")
         except zstandard.ZstdError as error:
             raise _corrupt(path, 0, f"damaged header frame ({error})") from error
         line, newline, _ = content.partition(b"\n")
@@ -262,17 +276,28 @@ def _header_bytes(probe: bytes, path: Path, compression: Compression) -> bytes |
 
 
 def _read_header(path: str, compression: Compression) -> SessionHeader:
-    """Read only the header frame/line of a session file (growing the read only if it is long)."""
+    """Read only the header frame/line of a session file, growing the read while the header is
+    longer, up to ``HEADER_LIMIT`` (a header is a few hundred bytes; a file whose first line runs on
+    for megabytes is damaged, and reading it whole to find out would be the attack).
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` for a damaged or oversized header.
+        UnsafeFile: the path is a symlink or not a regular file (never opened for reading then).
+    """
     size = _HEADER_PROBE
     where = Path(path)
-    with open(path, "rb") as handle:
-        probe = handle.read(size)
+    fd = open_regular(path)
+    try:
+        probe = read_head(fd, size)
         while (line := _header_bytes(probe, where, compression)) is None:
-            more = handle.read(size)
-            if not more:
+            if len(probe) < size:
                 raise _corrupt(where, 0, "the header is incomplete")
-            probe += more
-            size *= 2
+            if size >= HEADER_LIMIT:
+                raise _corrupt(where, 0, f"no header line within its first {HEADER_LIMIT // 1024} KiB")
+            size = min(size * 2, HEADER_LIMIT)
+            probe = read_head(fd, size)
+    finally:
+        os.close(fd)
     try:
         row = _json_line(line)
     except ValueError as error:

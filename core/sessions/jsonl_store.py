@@ -13,6 +13,7 @@ from typing import Any
 import zstandard
 
 from core.errors import SessionQueryError
+from core.files import UNSAFE_PATH, UnsafeFile, check_folders, describe, kind_of, read_regular
 from core.serialization import js_json_stringify
 from core.sessions import jsonl_writer as writer
 from core.sessions.chunk_rows import pack_chunk_runs
@@ -59,13 +60,15 @@ every session once (a preview walk, a reader beside a writer) must not keep them
 grows with the store, and every full collection walks it."""
 
 
-def file_revision(path: str | os.PathLike[str]) -> Revision:
+def file_revision(path: str | os.PathLike[str], *, follow: bool = False) -> Revision:
     """A file's revision (device, inode, size, mtime): another one means the file changed.
+
+    The store's own files are never symlinks (``lstat``); other tools' may be (``follow``).
 
     Raises:
         OSError: the file cannot be stat'ed (gone, say).
     """
-    stat = os.stat(path)
+    stat = os.stat(path) if follow else os.lstat(path)
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
@@ -75,6 +78,19 @@ class StoreProblem:
 
     path: Path
     message: str
+
+
+SESSION_QUERY_READ_FAILED = "SESSION_QUERY_READ_FAILED"
+"""A session file exists but cannot be opened (permissions, or a folder where the file belongs)."""
+
+
+def unsafe(error: UnsafeFile) -> SessionQueryError:
+    """The store's refusal of a symlink or special file (``SESSION_QUERY_UNSAFE_PATH``)."""
+    return SessionQueryError(str(error.strerror), UNSAFE_PATH)
+
+
+def _unsafe_problem(path: str, kind: str) -> StoreProblem:
+    return StoreProblem(Path(path), f"{path} is {describe(kind)}: never followed or opened ({UNSAFE_PATH})")
 
 
 @dataclass
@@ -137,12 +153,13 @@ class JsonlSessionStore:
         return self.root / project_key(cwd) / encode_session_segment(session_id) / self._file_name
 
     def _find(self, session_id: str) -> Path | None:
+        """Where the session's file is: whatever is there (a symlink or a FIFO too, refused on open)."""
         segment = encode_session_segment(session_id)
         for project in self._project_dirs():
             candidate = project / segment / self._file_name
-            if candidate.exists():
+            if os.path.lexists(candidate):
                 return candidate
-            if (project / segment / self._other_name).exists():
+            if os.path.lexists(project / segment / self._other_name):
                 raise self._wrong_encoding(project / segment / self._other_name)
         return None
 
@@ -155,8 +172,9 @@ class JsonlSessionStore:
         )
 
     def _project_dirs(self) -> list[Path]:
+        # A symlinked project folder is never entered (the listing reports it).
         try:
-            return [entry for entry in self.root.iterdir() if entry.is_dir()]
+            return [Path(entry.path) for entry in os.scandir(self.root) if entry.is_dir(follow_symlinks=False)]
         except FileNotFoundError:
             return []
 
@@ -194,9 +212,18 @@ class JsonlSessionStore:
         path = self._find(session_id)
         if path is None:
             return None
-        fd, log = writer.open_for_append(
-            path, session_id, lambda raw: load_log(raw, path, self.compression), self._encode
-        )
+        try:
+            check_folders(self.root, path.parent)
+            fd, log = writer.open_for_append(
+                path, session_id, lambda raw: load_log(raw, path, self.compression), self._encode
+            )
+        except UnsafeFile as error:
+            raise unsafe(error) from None
+        except OSError as error:
+            raise SessionQueryError(
+                f"cannot open session {js_json_stringify(session_id)} at {path}: {error.strerror or error}",
+                SESSION_QUERY_READ_FAILED,
+            ) from None
         session = Session(log.header, log.events, clock=self._clock, sink=self)
         self._owned[session_id] = _Owned(session=session, path=path, fd=fd)
         return session
@@ -221,6 +248,11 @@ class JsonlSessionStore:
         path = owned.path if owned is not None else self._find(session_id)
         if owned is not None and owned.fd is not None:
             os.close(owned.fd)
+        if path is not None:
+            try:
+                check_folders(self.root, path.parent)
+            except UnsafeFile as error:
+                raise unsafe(error) from None
         if path is not None and path.parent.exists():
             shutil.rmtree(path.parent)
             self._cache.pop(path, None)
@@ -249,6 +281,10 @@ class JsonlSessionStore:
         writer.append(owned.fd, self._encode(batch), session.id)
 
     def _materialise(self, owned: _Owned, batch: str) -> None:
+        try:
+            check_folders(self.root, owned.path.parent)
+        except UnsafeFile as error:
+            raise unsafe(error) from None
         header = header_line(owned.session.header)
         if self.compression == "zstd":
             payload = self._encode(header) + self._encode(batch)  # the header is a frame of its own
@@ -262,9 +298,15 @@ class JsonlSessionStore:
         """Every ``<project>/<session>/<file>`` with its revision; misplaced files go to ``problems``."""
         files: list[tuple[str, Revision]] = []
         try:
-            projects = [entry for entry in os.scandir(self.root) if entry.is_dir()]
+            entries_of_root = list(os.scandir(self.root))
         except FileNotFoundError:
             return files
+        projects = []
+        for entry in entries_of_root:
+            if entry.is_symlink():
+                problems.append(_unsafe_problem(entry.path, "symlink"))
+            elif entry.is_dir(follow_symlinks=False):
+                projects.append(entry)
         for project in projects:
             try:
                 entries = self._project_entries(project)
@@ -272,7 +314,10 @@ class JsonlSessionStore:
                 problems.append(StoreProblem(Path(project.path), f"cannot list {project.path}: {error.strerror}"))
                 continue
             for entry in entries:
-                if not entry.is_dir():
+                if entry.is_symlink():
+                    problems.append(_unsafe_problem(entry.path, "symlink"))
+                    continue
+                if not entry.is_dir(follow_symlinks=False):
                     if ".jsonl" in entry.name:
                         problems.append(
                             StoreProblem(
@@ -284,11 +329,16 @@ class JsonlSessionStore:
                     continue
                 candidate = entry.path + os.sep + self._file_name
                 try:
-                    stat = os.stat(candidate)
+                    stat = os.lstat(candidate)
                 except FileNotFoundError:
                     other = Path(entry.path) / self._other_name
-                    if other.is_file():
+                    if other.is_file() and not other.is_symlink():
                         problems.append(StoreProblem(other, str(self._wrong_encoding(other))))
+                    continue
+                kind = kind_of(stat.st_mode)
+                if kind != "regular":
+                    # A symlink, FIFO, device or socket where the session file belongs: never opened.
+                    problems.append(_unsafe_problem(candidate, kind))
                     continue
                 files.append((candidate, (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)))
         return files
@@ -391,13 +441,16 @@ class JsonlSessionStore:
         path = self._find(session_id)
         if path is None:
             raise not_found(session_id)
-        revision = file_revision(path)
-        cached = self._cache.get(path)
-        if cached is not None and cached.revision == revision and cached.log is not None:
-            self._cache.move_to_end(path)
-            return cached.log
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        try:
+            check_folders(self.root, path.parent)
+            revision = file_revision(path)
+            cached = self._cache.get(path)
+            if cached is not None and cached.revision == revision and cached.log is not None:
+                self._cache.move_to_end(path)
+                return cached.log
+            raw, _ = read_regular(path)
+        except UnsafeFile as error:
+            raise unsafe(error) from None
         log = load_log(raw, path, self.compression)
         self._cache[path] = _Cached(revision=revision, header=log.header, log=log)
         self._cache.move_to_end(path)
@@ -440,11 +493,12 @@ class JsonlSessionStore:
         """
         path = self.session_path(header.id, header.cwd)
         try:
-            with open(path, "rb") as handle:
-                stat = os.fstat(handle.fileno())
-                raw = handle.read()
+            check_folders(self.root, path.parent)
+            raw, stat = read_regular(path)
         except FileNotFoundError:
             raise not_found(header.id) from None
+        except UnsafeFile as error:
+            raise unsafe(error) from None
         log = load_log(raw, path, self.compression)
         surface = SurfaceSnapshot.model_construct(
             session=log.header,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.errors import SessionQueryError
+from core.files import open_regular
 from core.serialization import js_json_stringify
 from core.sessions.jsonl_codec import LoadedLog
 from core.sessions.session import already_exists
@@ -99,7 +100,7 @@ def open_for_append(
     Raises:
         SessionQueryError: locked by another writer, or the file is damaged (from ``load``).
     """
-    fd = os.open(path, os.O_RDWR)
+    fd = open_regular(path, os.O_RDWR)  # never through a symlink, never a FIFO or device
     try:
         lock(fd, session_id)
         raw = read_fd(fd)
