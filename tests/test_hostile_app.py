@@ -84,3 +84,13 @@ async def test_a_server_error_with_markup_is_shown_as_text(demo_template: Path, 
         assert app.is_running
         message = next(n.message for n in app._notifications if "overloaded" in n.message)
         assert "overloaded [/]" in message and "\x1b" not in message
+
+
+async def test_an_unwritable_trace_file_does_not_stop_the_app_quitting(
+    demo_template: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("SESSIONREF_TRACE", str(tmp_path / "no" / "such" / "folder" / "trace.json"))
+    app, _ = open_app(demo_template, tmp_path / "store")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+    assert app.return_code in (0, None)

@@ -221,6 +221,14 @@ def test_cjk_substrings_of_three_characters_match(indexed: Indexed) -> None:
     assert indexed.find("存储").body == "short"  # two characters: titles, ids and cwds only
 
 
+def test_text_after_a_nul_is_found(indexed: Indexed) -> None:
+    say_user(indexed.session("nul"), "before\x00afterwards the quokka\x00hidden-wombat")
+    indexed.sync()
+    assert indexed.ids("quokka") == ["nul"]
+    assert indexed.ids("wombat") == ["nul"]
+    assert indexed.ids("afterwards") == ["nul"]
+
+
 def test_matching_ignores_case_and_maps_longer_lower_cases_back(indexed: Indexed) -> None:
     say_user(indexed.session("turkish"), "İstanbul Straße RETRY")
     indexed.sync()

@@ -11,6 +11,7 @@ import contextlib
 import gc
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -137,8 +138,12 @@ class SessionRefApp(App[None]):
         trace = os.environ.get("SESSIONREF_TRACE")
         if trace:
             figures = {"picker_latencies": self.picker_latencies, "preview_seconds": self.preview_seconds}
-            with open(trace, "w", encoding="utf-8") as handle:
-                json.dump(figures, handle)
+            try:
+                with open(trace, "w", encoding="utf-8") as handle:
+                    json.dump(figures, handle)
+            except OSError as error:
+                # A trace that cannot be written never stops the app from quitting.
+                print(f"sessionref: cannot write SESSIONREF_TRACE {visible(trace)}: {error.strerror}", file=sys.stderr)
 
     def close_index(self) -> None:
         """Close the body index file (the CLI calls it after the app exits)."""

@@ -53,7 +53,7 @@ INDEX_FILE_NAME = ".sessionref-index"
 """The index folder, in the store root (its files are never taken for sessions by a listing)."""
 SHARDS = 2
 """SQLite files the index is spread over (written in parallel by a first build)."""
-INDEX_SCHEMA = 3
+INDEX_SCHEMA = 4
 """Bumped whenever the tables or the indexed text change: an older file is rebuilt."""
 MIN_BODY_QUERY = 3
 """Body search needs this many characters (the trigram tokenizer's unit)."""
@@ -332,7 +332,9 @@ def _terms_text(text: str) -> str:
     one word: indexing each distinct word once loses no match and halves the text the tokenizer
     walks. (A query with whitespace filters on its trigrams without whitespace; see ``trigram_query``.)
     """
-    return _sqlite_text(" ".join(dict.fromkeys(fold(text).split())))
+    # A NUL ends the text for SQLite's tokenizer: split there too (no query can hold one), so the
+    # words after it are indexed.
+    return _sqlite_text(" ".join(dict.fromkeys(fold(text).replace("\x00", " ").split())))
 
 
 @dataclass(slots=True)
