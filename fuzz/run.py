@@ -32,8 +32,9 @@ def main(argv: list[str]) -> None:
 
         print({**TARGETS, **SELF_CHECKS}[name].run(Path(argv[4]).read_bytes()))
         return
-    with atheris.instrument_imports(include=["core"]):
+    with atheris.instrument_imports(include=["core", "tui"]):
         import core  # noqa: F401  (instrumented for coverage feedback)
+        import fuzz.display  # noqa: F401  (the app's renderers it drives, instrumented too)
     from fuzz.targets import SELF_CHECKS, TARGETS
 
     target = {**TARGETS, **SELF_CHECKS}[name]

@@ -617,6 +617,25 @@ def _self_check_crash(data: bytes) -> str:
     return "ok"
 
 
+def display(data: bytes) -> str:
+    """Hostile text through the real widgets' renderers and the CLI's formatters (``fuzz.display``):
+    nothing reaches the terminal raw, nothing is parsed as markup."""
+    from fuzz.display import FuzzFailure as DisplayFailure
+    from fuzz.display import show
+
+    try:
+        return show(text_of(data), rng_of(data))
+    except DisplayFailure as failure:
+        raise FuzzFailure(str(failure)) from None
+
+
+def _display_seeds() -> list[bytes]:
+    from fuzz.display import ESCAPES, MARKUP
+
+    seeds = [value.encode("utf-8", "surrogatepass") for value in [*MARKUP, *ESCAPES]]
+    return [*seeds, b"plain title", "界面 😀 \u202e".encode(), b"x" * 300]
+
+
 TARGETS: dict[str, Target] = {
     "mention_text": Target(mention_text, _uri_seeds, _URI_TOKENS),
     "uri": Target(uri, _uri_seeds, _URI_TOKENS),
@@ -624,6 +643,12 @@ TARGETS: dict[str, Target] = {
     "prepare": Target(prepare, _prepare_seeds, _PREPARE_TOKENS, max_len=16_384),
     "dsh_log": Target(dsh_log, _real_logs, _LOG_TOKENS, max_len=64 << 10),
     "external": Target(external, _external_seeds, _EXTERNAL_TOKENS, max_len=16_384),
+    "display": Target(
+        display,
+        _display_seeds,
+        [b"[", b"]", b"[/]", b"@click=", b"$", b"\x1b", b"\x1b[", b"\x1b]", b"\x07", b"\xc2\x9b", b"\xe2\x80\xae"],
+        max_len=2048,
+    ),
 }
 """The campaign's targets, in the order ``python -m fuzz`` runs them."""
 

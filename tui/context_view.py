@@ -17,7 +17,7 @@ from core.agent.compaction import CONTEXT_PROMPT_TOO_LARGE
 from core.agent.loop import prompt_estimate
 from core.agent.tokens import ESTIMATOR
 
-from .text import bar
+from .text import bar, visible
 
 
 def tokens(count: int) -> str:
@@ -72,7 +72,7 @@ class DraftContext:
         """The words and code of a draft that cannot fit."""
         return (
             f"This draft cannot fit: it needs ≈{tokens(self.floor)} tokens with room for the reply, more than "
-            f"{self.model}'s {tokens(self.window)} window even with the history compacted. Reference fewer "
+            f"{visible(self.model)}'s {tokens(self.window)} window even with the history compacted. Reference fewer "
             f"sessions or lower --max-reference-bytes. ({CONTEXT_PROMPT_TOO_LARGE})"
         )
 

@@ -170,7 +170,7 @@ class MentionPicker(RowList, can_focus=False):
             empty = fit_cells(f"No sessions match “{elide_middle(visible(query), 30)}”", ROW_WIDTH)
             rows.append(PickerRow(empty, [Segment(empty, _EMPTY)], None))
         if note:
-            shown = fit_cells(note, ROW_WIDTH)
+            shown = fit_cells(visible(note), ROW_WIDTH)
             rows.append(PickerRow(shown, [Segment(shown, _NOTE)], None))
         self.rows = rows
         self.highlighted = next((i for i in range(len(rows)) if self.is_selectable(i)), None)

@@ -46,7 +46,7 @@ def _card(card: ReferenceCard, home: str | None) -> list[RenderableType]:
         ident.append(" · " + where)
     parts.append(ident)
     if card.problem is not None:
-        parts.append(Text(f"✖ {card.problem.describe()}", style="bold red"))
+        parts.append(Text(f"✖ {visible(card.problem.describe())}", style="bold red"))
         return parts
     share = card.size / card.budget if card.budget else 0
     usage = Text(bar(card.size, card.budget, 12), style="red" if card.truncated else "green")
@@ -97,7 +97,7 @@ def render_report(report: PreviewReport | None, home: str | None = None, busy: b
         total.append(" · updating…", style="dim italic")
     parts.append(total)
     if report.problem is not None:
-        parts.append(Text(f"✖ {report.problem.describe()}", style="bold red"))
+        parts.append(Text(f"✖ {visible(report.problem.describe())}", style="bold red"))
         parts.append(Text("Nothing will be sent until this is fixed.", style="dim"))
     for card in report.cards:
         parts.append(Text(""))
