@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from core import ClaudeCodeSource, JsonlSessionStore, SessionQueryError
+from core import ClaudeCodeSource, CodexSource, JsonlSessionStore, SessionQueryError
 from core.files import UNSAFE_PATH
 from core.search.body_index import INDEX_UNSAFE, BodyIndex, IndexUnavailable
 from core.sessions.doctor import diagnose, format_diagnosis
@@ -218,9 +218,8 @@ def test_other_tools_fifos_and_endless_lines_never_block_or_balloon(tmp_path: Pa
     projects = tmp_path / "claude" / "projects" / "-p"
     projects.mkdir(parents=True)
     os.mkfifo(projects / "11111111-1111-1111-1111-111111111111.jsonl")
-    (projects / "22222222-2222-2222-2222-222222222222.jsonl").write_bytes(
-        b'{"type": "user", "x": "' + b"y" * (32 << 20)
-    )
+    endless = b'{"type": "user", "x": "' + b"y" * (32 << 20)
+    (projects / "22222222-2222-2222-2222-222222222222.jsonl").write_bytes(endless)
     (projects / "33333333-3333-3333-3333-333333333333.jsonl").symlink_to("/dev/zero")
     source = ClaudeCodeSource(tmp_path / "claude")
     tracemalloc.start()
@@ -232,6 +231,17 @@ def test_other_tools_fifos_and_endless_lines_never_block_or_balloon(tmp_path: Pa
     assert len(source.problems) == 3
     assert peak < 8 << 20, peak
     assert time.monotonic() - started < 5
+    # Codex's rollouts, the same.
+    day = tmp_path / "codex" / "sessions" / "2026" / "12" / "03"
+    day.mkdir(parents=True)
+    os.mkfifo(day / "rollout-2026-12-03T10-00-00-11111111-1111-1111-1111-111111111111.jsonl")
+    (day / "rollout-2026-12-03T10-00-01-22222222-2222-2222-2222-222222222222.jsonl").write_bytes(endless)
+    codex = CodexSource(tmp_path / "codex")
+    tracemalloc.start()
+    assert asyncio.run(codex.list_sessions()) == []
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(codex.problems) == 2 and peak < 8 << 20
 
 
 def test_doctor_reports_symlinks_and_special_files_and_prints_names_escaped(tmp_path: Path) -> None:
