@@ -46,3 +46,31 @@ def test_every_core_module_imports_only_the_layers_above_it() -> None:
                 if own is not None and layer is not None and layer not in ALLOWED[own]:
                     wrong.append(f"{module} ({own}) imports {name} ({layer})")
     assert wrong == []
+
+
+TUI = CORE.parent / "tui"
+MARKUP_WIDGETS = {"Static", "Label", "Button"}
+"""Widgets that parse a string first argument as markup unless told ``markup=False``."""
+
+
+def test_no_widget_of_the_app_parses_text_that_is_not_a_literal_as_markup() -> None:
+    # Text from data must never be markup: a widget given anything but a literal string either gets
+    # ``markup=False`` or a ``Text`` / ``Content`` object (which Textual does not parse).
+    wrong = []
+    for path in TUI.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if name not in MARKUP_WIDGETS:
+                continue
+            first = node.args[0]
+            literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
+            plain = any(
+                keyword.arg == "markup" and isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+                for keyword in node.keywords
+            )
+            if not literal and not plain:
+                wrong.append(f"{path.relative_to(TUI.parent)}:{node.lineno} {name}(...) without markup=False")
+    assert wrong == []
