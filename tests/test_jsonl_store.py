@@ -573,3 +573,24 @@ def test_a_reserved_zstd_frame_header_bit_is_damage_as_dsh_says(tmp_path: Path) 
     assert caught.value.code == "SESSION_QUERY_CORRUPT_SESSION"
     assert caught.value.offset == second + 4
     assert caught.value.detail == "reserved frame-header bit"
+
+
+def test_read_log_gives_every_event_without_taking_the_write_lock(tmp_path: Path) -> None:
+    from core.sessions.surface import fold_surface
+
+    writer = JsonlSessionStore(tmp_path)
+    session = writer.create("s", cwd="/p")
+    say_user(session, "one")
+    say_user(session, "two")
+    compact(session, "both")
+    reader = JsonlSessionStore(tmp_path)
+    header, events = reader.read_log("s")  # the writer still holds the lock
+    assert header.id == "s" and [event.seq for event in events] == list(range(len(session.events)))
+    assert [event.to_wire() for event in events] == [event.to_wire() for event in session.events]
+    assert [event.seq for event in fold_surface(events)] == [event.seq for event in session.surface()]
+    assert writer.read_log("s")[1] == list(session.events)  # its own sessions from memory
+    with pytest.raises(SessionQueryError) as missing:
+        reader.read_log("nope")
+    assert missing.value.code == "SESSION_QUERY_SESSION_NOT_FOUND"
+    writer.close()
+    reader.close()

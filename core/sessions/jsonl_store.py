@@ -33,6 +33,7 @@ from core.sessions.jsonl_layout import (
 )
 from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
 from core.sessions.models import (
+    SessionEvent,
     SessionHeader,
     SessionRecord,
     SurfaceSnapshot,
@@ -480,6 +481,22 @@ class JsonlSessionStore:
         if owned is not None:
             return owned.session.title
         return self._load(session_id).title
+
+    def read_log(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]]:
+        """Every event of a session's raw log (shadowed and log-only ones too), read-only: no write
+        lock is taken, so a session another process writes can be read (a consistent prefix).
+
+        A session this store writes comes from memory; others from disk (cached by file revision).
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``, ``SESSION_QUERY_CORRUPT_SESSION``
+                or ``SESSION_QUERY_UNSAFE_PATH``.
+        """
+        owned = self._owned.get(session_id)
+        if owned is not None:
+            return owned.session.header, list(owned.session.events)
+        log = self._load(session_id)
+        return log.header, list(log.events)
 
     def read_stored(self, header: SessionHeader) -> StoredSession:
         """One listed session read straight from its file, bypassing the log cache.
