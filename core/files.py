@@ -71,14 +71,9 @@ def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, foll
         UnsafeFile: ``path`` is a symlink (without ``follow``) or not a regular file.
         OSError: it cannot be opened (missing, permissions).
     """
-    if not follow:
-        kind = kind_of(os.lstat(path).st_mode)
-        if kind != "regular":
-            raise UnsafeFile(path, kind)
-    else:
-        kind = kind_of(os.stat(path).st_mode)
-        if kind != "regular":
-            raise UnsafeFile(path, kind)
+    kind = kind_of((os.stat(path) if follow else os.lstat(path)).st_mode)
+    if kind != "regular":
+        raise UnsafeFile(path, kind)
     extra = os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags | extra)

@@ -28,6 +28,7 @@ from core.display import visible, visible_lines
 from core.search.body_index import Snippet
 from core.search.finder import SearchHit
 from core.sessions.doctor import Diagnosis, Finding, format_diagnosis
+from fuzz.targets import check
 from tui.preview_report import PreviewReport, Problem, ReferenceCard
 from tui.text import markup_escape
 from tui.widgets.picker import MentionPicker
@@ -70,15 +71,6 @@ ESCAPES = [
 ]
 
 
-class FuzzFailure(Exception):
-    """An invariant of the display target does not hold."""
-
-
-def _check(condition: bool, message: str) -> None:
-    if not condition:
-        raise FuzzFailure(message)
-
-
 def _terminal(renderable: Any, width: int = 48) -> str:
     console = Console(file=io.StringIO(), force_terminal=True, color_system="truecolor", width=width)
     console.print(renderable)
@@ -88,7 +80,7 @@ def _terminal(renderable: Any, width: int = 48) -> str:
 
 def _clean(output: str, where: str, *, lines: bool = True) -> None:
     found = (FORBIDDEN if lines else FORBIDDEN_LINE).search(output)
-    _check(found is None, f"{where}: {found.group()!r} reaches the terminal raw" if found else "")
+    check(found is None, f"{where}: {found.group()!r} reaches the terminal raw" if found else "")
 
 
 def _segments(segments: list[Segment], where: str) -> None:
@@ -102,7 +94,7 @@ def _values(text: str, rng: Any) -> list[str]:
 
 
 def show(text: str, rng: Any) -> str:
-    """Every display of ``text`` (see the module docstring); ``"ok"`` or ``FuzzFailure``."""
+    """Every display of ``text`` (see the module docstring); ``"ok"``, or ``fuzz.targets.FuzzFailure``."""
     for value in _values(text, rng):
         header = SessionHeader(id=value, cwd="/home/x/" + value.replace("/", "_"), created_at=0)
         # The sidebar's row, and the picker's rows for a title, an id, a cwd and a body match.
@@ -139,7 +131,7 @@ def show(text: str, rng: Any) -> str:
         _clean(_terminal(Text(visible_lines(value))), "transcript: reasoning")
         _clean(_terminal(_compacted_text([event])), "transcript: compacted history")
         line = usage_line({"inputTokens": 1, "outputTokens": 2, value: value})
-        _check(line is not None, "usage line")
+        check(line is not None, "usage line")
         # The preview pane: a card whose label, id, cwd, messages and problem are the value.
         card = ReferenceCard(session_id=value, label=value, budget=100, cwd=header.cwd, size=50)
         card.conversation = [{"role": "user", "text": value}, {"role": "assistant", "text": value}]
@@ -150,10 +142,10 @@ def show(text: str, rng: Any) -> str:
         _clean(_terminal(render_report(report, "/home/x")), "preview pane")
         # The command palette: the hit is Content (never markup), the help line is escaped markup.
         hit_text = f"Switch to: {visible(value)}"
-        _check(Content(hit_text).plain == hit_text, "palette hit")
+        check(Content(hit_text).plain == hit_text, "palette hit")
         help_line = Content.from_markup(markup_escape(value))
-        _check(help_line.plain == visible(value), f"palette help parsed as markup: {help_line.plain!r}")
-        _check(not help_line.spans, f"palette help has styles from the data: {help_line.spans!r}")
+        check(help_line.plain == visible(value), f"palette help parsed as markup: {help_line.plain!r}")
+        check(not help_line.spans, f"palette help has styles from the data: {help_line.spans!r}")
         _clean(help_line.plain, "palette help", lines=False)
         # A notification (the app shows its message and title this way), the rename field's pre-fill.
         _clean(visible_lines(value), "notification")

@@ -620,13 +620,9 @@ def _self_check_crash(data: bytes) -> str:
 def display(data: bytes) -> str:
     """Hostile text through the real widgets' renderers and the CLI's formatters (``fuzz.display``):
     nothing reaches the terminal raw, nothing is parsed as markup."""
-    from fuzz.display import FuzzFailure as DisplayFailure
     from fuzz.display import show
 
-    try:
-        return show(text_of(data), rng_of(data))
-    except DisplayFailure as failure:
-        raise FuzzFailure(str(failure)) from None
+    return show(text_of(data), rng_of(data))
 
 
 def _display_seeds() -> list[bytes]:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from core.agent.chat_models import SUMMARY_REQUEST_MARK
+
 FRAMING = 3
 """Tokens of framing the server adds per message (the chat template), unknown to the client."""
 
@@ -123,7 +125,7 @@ class FakeDeepSeek:
                 messages = body.get("messages") or []
                 tokens = server.prompt_tokens(messages)
                 last = messages[-1].get("content") if messages else ""
-                summary = isinstance(last, str) and "write a checkpoint of everything ABOVE" in last
+                summary = isinstance(last, str) and SUMMARY_REQUEST_MARK in last
                 refused = tokens > server.window
                 with server._lock:
                     server.requests.append(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from core import format_session_reference_mention
+from core.agent.chat_models import SUMMARY_REQUEST_MARK
 from core.agent.loop import ContextSettings
 from core.agent.tokens import estimate_history
 from core.agent.wire import wire_text
@@ -195,7 +196,7 @@ class ThinkingModel:
 
     async def stream(self, messages: list[dict[str, Any]], *, signal: Any, max_tokens: int | None = None) -> Any:
         last = wire_text(messages[-1]["content"]) if messages else ""
-        if "write a checkpoint of everything ABOVE" in last:
+        if SUMMARY_REQUEST_MARK in last:
             if self.gate is not None:
                 await self.gate.wait()
             yield {"type": "text-delta", "index": 0, "text": "## What the user wants\n- a plan for the **release**"}

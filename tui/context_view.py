@@ -84,7 +84,7 @@ def draft_context(agent: AgentLoop, content: list[dict[str, Any]], contexts: Seq
         request, whole, floor = 0, reading.used, reading.used
     else:
         request = reading.calibrated(prompt_estimate(content))
-        whole, floor = agent.fit(content, contexts)
+        whole, floor = agent.fit_estimate(reading, prompt_estimate(content, contexts))
     return DraftContext(
         used=reading.used,
         window=reading.window,

@@ -369,11 +369,12 @@ class OpenAICompatibleModel:
         except ModelError as error:
             message = mask_secret(error.message, key)
             cause = error.__cause__
-            if message == error.message and (cause is None or mask_secret(str(cause), key) == str(cause)):
+            cause_is_clean = cause is None or mask_secret(str(cause), key) == str(cause)
+            if message == error.message and cause_is_clean:
                 raise
             clean = ModelError(error.code, message, retry_after=error.retry_after, context_limit=error.context_limit)
             # The cause is kept only when it does not spell the key; the context never is.
-            clean.__cause__ = cause if cause is not None and mask_secret(str(cause), key) == str(cause) else None
+            clean.__cause__ = cause if cause_is_clean else None
             clean.__suppress_context__ = True
             raise clean  # noqa: B904 - chained by hand above
         except Exception as error:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.abort import AbortSignal
-from core.agent.chat_models import ChatModel, ModelError, model_chunks
+from core.agent.chat_models import SUMMARY_REQUEST_MARK, ChatModel, ModelError, model_chunks
 from core.agent.context import ContextReading, estimate_event
 from core.agent.tokens import estimate_history, estimate_text
 from core.constants import COMPACT_CHECKPOINT_SOURCE
@@ -48,7 +48,7 @@ SUMMARY_CLOSE_TAG = "</compacted-summary>"
 
 SUMMARY_INSTRUCTION = "\n".join(
     [
-        "Stop the conversation here and write a checkpoint of everything ABOVE this message, so that the "
+        f"Stop the conversation here and {SUMMARY_REQUEST_MARK} this message, so that the "
         "conversation can continue from it alone: the earlier messages will be replaced by what you write.",
         "",
         "Use exactly these Markdown sections, in this order; write (none) under a section with nothing in it:",

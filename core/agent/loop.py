@@ -118,7 +118,8 @@ class AgentLoop:
 
     @property
     def window(self) -> ContextWindow:
-        """The model's context window: learned from its server, else configured, else built in."""
+        """The model's context window (``core.agent.tokens.resolve_window``: configured unless its server
+        said it is smaller, else learned, else built in, else assumed)."""
         return resolve_window(
             self.model.name,
             base_url=getattr(self.model, "base_url", None),
@@ -133,8 +134,10 @@ class AgentLoop:
     def fit(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> tuple[int, int]:
         """``(request, floor)``: the tokens of the next request with this prompt, and the least it can
         take after compacting everything before it (checkpoint + prompt + the reply's reserve)."""
-        reading = self.context()
-        added = prompt_estimate(content, contexts)
+        return self.fit_estimate(self.context(), prompt_estimate(content, contexts))
+
+    def fit_estimate(self, reading: ContextReading, added: float) -> tuple[int, int]:
+        """``fit`` for a reading and a prompt estimate the caller already has."""
         checkpoint = checkpoint_allowance(self.settings.policy, reading.window) if reading.messages else 0
         return reading.request(added), reading.calibrated(added) + checkpoint + reading.reserve
 
@@ -145,6 +148,9 @@ class AgentLoop:
             CompactionError: ``CONTEXT_PROMPT_TOO_LARGE``, saying how large and what to do.
         """
         _, floor = self.fit(content, contexts)
+        self._refuse_over(floor)
+
+    def _refuse_over(self, floor: int) -> None:
         window = self.window
         if floor > window.tokens:
             raise CompactionError(
@@ -199,7 +205,7 @@ class AgentLoop:
         """Compact the session's history now (between turns); the log is unchanged on failure.
 
         Raises:
-            CompactionError: busy (``COMPACTION_FAILED`` while a turn runs), nothing to compact,
+            CompactionError: ``COMPACTION_BUSY`` while a turn runs, nothing to compact,
                 failed or cancelled (``cancel()``).
         """
         if self.status != "idle":
@@ -225,20 +231,22 @@ class AgentLoop:
         if self.status != "idle":
             self._queue.append((content, contexts))
             return
-        self.check_fits(content, contexts)
-        request, _ = self.fit(content, contexts)
+        # One estimate of the baked prompt (up to three references' text) serves every check below.
+        added = prompt_estimate(content, contexts)
         reading = self.context()
+        request, floor = self.fit_estimate(reading, added)
+        self._refuse_over(floor)
         policy = self.settings.policy
         if policy.auto and reading.messages and request + reading.reserve > reading.threshold:
             controller = AbortController()
             self._abort = controller
             self._compaction_task = asyncio.create_task(
-                self._compact(controller, turn=None, keep_from_seq=None, incoming=prompt_estimate(content, contexts))
+                self._compact(controller, turn=None, keep_from_seq=None, incoming=added)
             )
             try:
                 await self._compaction_task
             except CompactionError as error:
-                request, _ = self.fit(content, contexts)
+                # A compaction that failed wrote nothing: the request is still ``request``.
                 if error.code == COMPACTION_CANCELLED or request + reading.reserve > reading.window:
                     raise
                 self.compaction_error = error  # it still fits: send it anyway, and say so

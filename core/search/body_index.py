@@ -506,10 +506,11 @@ class _Shard:
         checks += [(Path(base + suffix), "regular") for suffix in ("", "-wal", "-shm", "-journal", ".lock")]
         for path, expected in checks:
             try:
-                kind = kind_of(os.lstat(path).st_mode)
+                status = os.lstat(path)
             except FileNotFoundError:
                 continue
-            if kind == "regular" and os.lstat(path).st_nlink > 1:
+            kind = kind_of(status.st_mode)
+            if kind == "regular" and status.st_nlink > 1:
                 kind = "a hard link to another file"  # writing it would change that file too
             if kind != expected:
                 raise IndexUnavailable(
