@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median is reported)")
     parser.add_argument(
         "--only",
-        choices=["engine", "store", "search", "external", "app", "context"],
+        choices=["engine", "store", "search", "external", "app", "context", "versus"],
         help="run one group of benchmarks",
     )
     args = parser.parse_args()
@@ -146,6 +146,10 @@ def main() -> None:
         from bench.context import main as bench_context
 
         bench_context(args.repeats)
+    if args.only in (None, "versus"):
+        from bench.versus import main as bench_versus
+
+        bench_versus(args.repeats)
     if args.only in (None, "app"):
         from bench.app import bench_app
 

@@ -19,7 +19,7 @@ from typing import Any
 # As the CLI does (tui.cli.APP_FPS), before Textual is imported.
 os.environ.setdefault("TEXTUAL_FPS", "240")
 
-from bench.store import _seed_listing_root
+from bench.store import listing_root
 from core import EchoModel, JsonlSessionStore, format_session_reference_mention
 
 PROJECT = "/home/user/project-0"
@@ -194,7 +194,7 @@ def bench_preview(repeats: int) -> None:
 
 def bench_app(repeats: int) -> None:
     """Every app figure the README quotes."""
-    root = _seed_listing_root(10_000)
+    root = listing_root(10_000)
     bench_first_paint(root, repeats)
     bench_picker(root, repeats)
     bench_picker_terminal(root, repeats)

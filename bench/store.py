@@ -16,12 +16,13 @@ from pathlib import Path
 
 import zstandard
 
-from bench.workload import conversation_events
-from core import JsonlSessionStore
+from bench.workload import write_big_log
+from core import JsonlSessionStore, SessionEvent, SessionHeader, js_json_stringify
+from core.sessions.jsonl_codec import header_line
+from core.sessions.jsonl_layout import session_file
 
 # One loop for every measurement, as in the app; asyncio.run's per-call teardown would dominate.
 _LOOP = asyncio.new_event_loop()
-_LISTING_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-10k-v1"
 _COLD_LISTING = """
 import asyncio, sys, time
 started = time.perf_counter()
@@ -32,27 +33,37 @@ print(len(records), time.perf_counter() - started)
 """
 
 
-def _seed_listing_root(count: int) -> Path:
-    marker = _LISTING_ROOT / ".complete"
+def listing_root(count: int) -> Path:
+    """A zstd store of ``count`` one-message sessions over 40 project folders, written once per
+    machine (kept in the temporary folder and reused): header frame plus one event frame each,
+    the bytes our store writes, without an fsync per file."""
+    root = Path(tempfile.gettempdir()) / f"sessionref-bench-{count // 1000}k-v1"
+    marker = root / ".complete"
     if marker.exists():
-        return _LISTING_ROOT
-    store = JsonlSessionStore(_LISTING_ROOT)
+        return root
+    compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
     for index in range(count):
-        session = store.create(f"session-{index:05}", cwd=f"/home/user/project-{index % 40}", created_at=index)
-        session.append(
-            "user/message",
-            {"content": [{"type": "text", "text": f"hello {index}"}], "source": {"kind": "user"}},
+        header = SessionHeader(id=f"session-{index:05}", cwd=f"/home/user/project-{index % 40}", created_at=index)
+        event = SessionEvent.model_construct(
+            type="user/message",
+            seq=0,
+            time=index,
+            data={"content": [{"type": "text", "text": f"hello {index}"}], "source": {"kind": "user"}},
             surface_op="append",
+            source_event_seqs=None,
         )
-        store.release(session.id)
+        path = session_file(root, header.id, header.cwd, "zstd")
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        row = js_json_stringify(event.to_wire()) + "\n"
+        Path(path).write_bytes(compressor.compress(header_line(header).encode()) + compressor.compress(row.encode()))
     marker.write_text("ok")
-    return _LISTING_ROOT
+    return root
 
 
 def bench_listing(repeats: int) -> None:
     print("\n## Listing 10,000 sessions (JsonlSessionStore, zstd)")
     began = time.perf_counter()
-    root = _seed_listing_root(10_000)
+    root = listing_root(10_000)
     if time.perf_counter() - began > 1:
         print(f"  (seeded the root once in {time.perf_counter() - began:.0f} s: {root})")
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent))
@@ -124,13 +135,7 @@ def _traced_peak(work: Callable[[], object]) -> int:
 def bench_read_surface(repeats: int) -> None:
     print("\n## read_surface of a 20,000-event log (zstd, 1,000-event frames)")
     with tempfile.TemporaryDirectory() as directory:
-        store = JsonlSessionStore(directory)
-        session = store.create("big", cwd="/bench")
-        events = conversation_events(20_000)
-        for start in range(0, len(events), 1000):
-            session.append_batch([(e.type, e.data, "append", None) for e in events[start : start + 1000]])
-        store.close()
-        path = store.session_path("big", "/bench")
+        path = write_big_log(directory)
         raw = path.read_bytes()
         decompressed = 0
         offset = 0

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
-from core import SessionEvent, SessionHeader, SurfaceSnapshot
+from core import JsonlSessionStore, SessionEvent, SessionHeader, SurfaceSnapshot
 
 _WORDS = 'the plan uses a retry loop with <backoff> and jitter; 界面 测试 😀 "quoted" path\\to\\file'.split()
 
@@ -45,3 +46,15 @@ def snapshot_of(session_id: str, events: list[SessionEvent]) -> SurfaceSnapshot:
     return SurfaceSnapshot.model_construct(
         session=header, captured_through_seq=events[-1].seq if events else None, events=events
     )
+
+
+def write_big_log(directory: str | Path, events: int = 20_000) -> Path:
+    """Session ``big`` (cwd ``/bench``) in a zstd store at ``directory``: ``events`` messages of ~1 KB
+    appended in batches of 1,000 (one zstd frame each); the path of its file."""
+    store = JsonlSessionStore(directory)
+    session = store.create("big", cwd="/bench")
+    conversation = conversation_events(events)
+    for start in range(0, len(conversation), 1000):
+        session.append_batch([(e.type, e.data, "append", None) for e in conversation[start : start + 1000]])
+    store.close()
+    return store.session_path("big", "/bench")

@@ -36,41 +36,13 @@ from core.agent.tokens import WindowMemory
 from core.agent.wire import wire_messages
 from tests.conftest import compact, frame_offsets, text
 from tests.fake_deepseek import FakeDeepSeek
+from tests.rc8 import INTEROP, NODE, dsh, rc8_snapshots
 from tests.test_dsh_real import FIXTURES, place
 
-INTEROP = Path(__file__).parent / "interop"
-DRIVER = INTEROP / "dsh.mjs"
-
-
-def _node() -> str | None:
-    bundled = INTEROP / "node_modules" / ".bin" / "node"
-    if bundled.exists() and (INTEROP / "node_modules" / "@deepseek-ai" / "dsh-session-reference").is_dir():
-        return str(bundled)
-    return None
-
-
-NODE = _node()
 if NODE is None:
     if os.environ.get("SESSIONREF_REQUIRE_INTEROP") == "1":
         raise RuntimeError("SESSIONREF_REQUIRE_INTEROP=1 but tests/interop has no node_modules: run make interop")
     pytestmark = pytest.mark.skip(reason="the dsh packages are not installed (make interop needs Node.js and npm)")
-
-
-def dsh(op: str, **payload: Any) -> Any:
-    """Run one operation of the real dsh code; its result."""
-    assert NODE is not None
-    done = subprocess.run(
-        [NODE, str(DRIVER)],
-        input=json.dumps({"op": op, **payload}),  # ASCII escapes carry lone surrogates
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout)
-    assert answer["ok"], answer.get("error")
-    return answer["result"]
 
 
 def decompressed(path: Path) -> str:
@@ -374,22 +346,6 @@ async def test_what_dsh_rc8_itself_makes_of_the_ten_real_logs(tmp_path: Path, co
 # --- the reference engine: the snapshot bytes ---------------------------------------------------------
 
 
-def _rc8_event(event: dict[str, Any]) -> dict[str, Any]:
-    """rc.8's shape of a surface event: assistant content nested under data.message."""
-    if event["type"] != "assistant/message":
-        return event
-    data = dict(event["data"])
-    content = data.pop("content")
-    provenance = data.pop("provenance")
-    data["message"] = {
-        "id": f"m{event['seq']}",
-        "role": "assistant",
-        "content": content,
-        "source": {"kind": "model", **provenance},
-    }
-    return {**event, "data": data}
-
-
 async def _sources() -> tuple[MemorySessionStore, dict[str, Any]]:
     store = MemorySessionStore(clock=iter(range(10**12, 10**12 + 10**6)).__next__)
     specs = {
@@ -413,19 +369,6 @@ async def _sources() -> tuple[MemorySessionStore, dict[str, Any]]:
                 "user/message", {"content": [text("after")], "source": {"kind": "user"}}, surface_op="append"
             )
     return store, await rc8_snapshots(store, list(specs))
-
-
-async def rc8_snapshots(store: MemorySessionStore, ids: list[str]) -> dict[str, Any]:
-    """The sessions' surfaces as rc.8's session query serves them (for dsh's ``prepare``)."""
-    snapshots = {}
-    for session_id in ids:
-        snapshot = await store.read_surface(session_id)
-        snapshots[session_id] = {
-            "session": snapshot.session.to_wire(),
-            "capturedThroughSeq": snapshot.captured_through_seq,
-            "events": [_rc8_event(event.to_wire()) for event in snapshot.events],
-        }
-    return snapshots
 
 
 @pytest.mark.parametrize("budget", [65_536, 4_000, 1_500, 400, 120])

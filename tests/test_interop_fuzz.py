@@ -25,7 +25,8 @@ from core import (
 from core.sessions.jsonl_codec import load_log
 from fuzz.targets import HOSTILE
 from tests.conftest import text
-from tests.test_interop import NODE, conversation, dsh, rc8_snapshots, wires
+from tests.rc8 import NODE, dsh, rc8_snapshots
+from tests.test_interop import conversation, wires
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="the dsh packages are not installed (make interop)")
 

@@ -3,13 +3,17 @@ torn-tail recovery (STORE.md). Pure functions over bytes; no locks, no writes.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
+import threading
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import zstandard
 
 from core.collector import collector_paused
@@ -37,6 +41,8 @@ _BOMB_STEP = 64
 """Compressed bytes fed at a time while looking for the header (at most ~2 MiB of output each)."""
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _FHD_RESERVED = 0x18
+_WHOLE_FRAME_LIMIT = 64 << 20
+"""The largest frame content decompressed in one allocation (its size comes from the header)."""
 
 
 def _corrupt(path: Path, offset: int, reason: str) -> SessionQueryError:
@@ -68,24 +74,23 @@ def _expand_row(row: Any, path: Path, offset: int) -> list[SessionEvent]:
     """
     if not isinstance(row, dict):
         raise _corrupt(path, offset, "a row is not an object")
-    if row.get("type") in ROW_TYPES:
+    kind = row.get("type")
+    if type(kind) is str and kind in ROW_TYPES:
         try:
             return expand_chunk_row(row)
         except MalformedRowError as error:
             raise _corrupt(path, offset, str(error)) from error
+    return [_plain_event(row, path, offset)]
+
+
+def _plain_event(row: dict[str, Any], path: Path, offset: int) -> SessionEvent:
+    """A stored event row (not a packed chunk row) as an event."""
     try:
         if type(row.get("seq")) is not int or type(row.get("time")) is not int or not isinstance(row.get("data"), dict):
             raise ValueError("seq, time and data are required")
-        return [
-            trusted_event(
-                type=row["type"],
-                seq=row["seq"],
-                time=row["time"],
-                data=row["data"],
-                surface_op=row.get("surfaceOp"),
-                source_event_seqs=row.get("sourceEventSeqs"),
-            )
-        ]
+        return trusted_event(
+            row["type"], row["seq"], row["time"], row["data"], row.get("surfaceOp"), row.get("sourceEventSeqs")
+        )
     except (KeyError, ValueError) as error:
         raise _corrupt(path, offset, f"malformed event row ({error})") from error
 
@@ -104,21 +109,56 @@ class LoadedLog:
     that reopens the file truncates to ``valid_length`` and writes them again as a frame of their own."""
 
 
+def _frame_end(view: memoryview, offset: int) -> int | None:
+    """Where the zstd frame starting at ``offset`` ends, read off its block headers (RFC 8878), or
+    ``None`` for anything but a complete, ordinary frame (torn, skippable, a reserved block type)."""
+    total = len(view)
+    head = view[offset : offset + 18]
+    try:
+        at = offset + zstandard.frame_header_size(head)
+        if not 0 <= zstandard.frame_content_size(head) <= _WHOLE_FRAME_LIMIT:
+            return None  # unknown, or more than a frame of ours ever holds: decompressed as a stream
+    except zstandard.ZstdError:
+        return None
+    checksum = 4 if view[offset + 4] & 0x04 else 0
+    while at + 3 <= total:
+        block = view[at] | view[at + 1] << 8 | view[at + 2] << 16
+        kind, size = (block >> 1) & 3, block >> 3
+        if kind == 3:
+            return None
+        at += 3 + (1 if kind == 1 else size)
+        if block & 1:
+            return at + checksum if at + checksum <= total else None
+    return None
+
+
 def _frames(raw: bytes, path: Path) -> Generator[tuple[int, bytes, bool], None, int]:
     """Yield ``(offset, decompressed, complete)`` per zstd frame; a torn last frame ends the walk.
 
     A torn last frame (the footprint of a crash mid-write) is yielded with ``complete=False`` and
     what of it decompresses, as dsh reads it. The return value is the byte length of the complete
-    frames.
+    frames. An intact frame whose end its block headers tell is decompressed in one call (which
+    releases the GIL); any other goes through the streaming decompressor, which names the damage.
     """
     offset = 0
     total = len(raw)
     view = memoryview(raw)
+    whole = zstandard.ZstdDecompressor()
     while offset < total:
         if total - offset > 4 and view[offset + 4] & _FHD_RESERVED and raw.startswith(_ZSTD_MAGIC, offset):
             # The unused and reserved bits of the frame header descriptor: zstd ignores the first,
             # dsh refuses both. A flipped bit there is damage, and dsh's verdict is kept.
             raise _corrupt(path, offset + 4, "reserved frame-header bit")
+        end = _frame_end(view, offset) if raw.startswith(_ZSTD_MAGIC, offset) else None
+        if end is not None:
+            try:
+                content = whole.decompress(view[offset:end])
+            except zstandard.ZstdError:
+                pass  # no content size in the header, or damage: the streaming path decides
+            else:
+                yield offset, content, True
+                offset = end
+                continue
         decompressor = zstandard.ZstdDecompressor().decompressobj()
         try:
             content = decompressor.decompress(view[offset:])
@@ -133,18 +173,66 @@ def _frames(raw: bytes, path: Path) -> Generator[tuple[int, bytes, bool], None, 
     return offset
 
 
-def _torn_rows(content: bytes, offset: int) -> tuple[list[tuple[int, Any]], bytes]:
+_AHEAD_FROM = 1 << 20
+"""Compressed files from this size decompress on a worker thread, a frame ahead of the parsing."""
+
+
+def _frames_ahead(raw: bytes, path: Path) -> Generator[tuple[int, bytes, bool], None, int]:
+    """``_frames``, with the decompression of big files on a worker thread.
+
+    zstd releases the GIL while it decompresses, so the next frames are ready by the time the
+    current one is parsed (two at most wait, which bounds the memory). Items, errors and the
+    return value come in ``_frames``' order: a damaged frame raises only after every frame
+    before it was handed over.
+    """
+    if len(raw) < _AHEAD_FROM:
+        return (yield from _frames(raw, path))
+    slots: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def produce() -> None:
+        frames = _frames(raw, path)
+        try:
+            while not stop.is_set():
+                try:
+                    item = next(frames)
+                except StopIteration as done:
+                    slots.put(("done", done.value))
+                    return
+                slots.put(("frame", item))
+        except BaseException as error:  # handed to the reader, raised there
+            slots.put(("error", error))
+
+    worker = threading.Thread(target=produce, name="sessionref-zstd-frames", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, value = slots.get()
+            if kind == "done":
+                return int(value)
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        while worker.is_alive():  # a producer blocked on a full queue needs a free slot to stop
+            with contextlib.suppress(queue.Empty):
+                slots.get(timeout=0.01)
+        worker.join()
+
+
+def _torn_rows(content: bytes, offset: int) -> tuple[_Rows, bytes]:
     """The complete, parseable lines at the start of a torn frame's plaintext, and their bytes."""
-    rows: list[tuple[int, Any]] = []
+    rows: list[Any] = []
     lines, _ = _split_lines(content, offset)
     kept = 0
     for _, line in lines:
         try:
-            rows.append((offset, _json_line(line)))
+            rows.append(_json_line(line))
         except ValueError:
             break
         kept += len(line) + 1
-    return rows, content[:kept]
+    return _Rows(offset, rows), content[:kept]
 
 
 def _split_lines(content: bytes, base: int) -> tuple[list[tuple[int, bytes]], int]:
@@ -163,32 +251,61 @@ def load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
         return _load_log(raw, path, compression)
 
 
-def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -> list[tuple[int, Any]]:
-    """Parse a run of complete JSONL lines into ``(offset, row)`` pairs.
+@dataclass(slots=True)
+class _Rows:
+    """Parsed rows of a run of lines: every row at ``base`` (a zstd frame), or at ``offsets``."""
+
+    base: int
+    rows: list[Any]
+    offsets: list[int] | None = None
+
+    def offset(self, index: int) -> int:
+        return self.base if self.offsets is None else self.offsets[index]
+
+
+def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -> _Rows:
+    """Parse a run of complete JSONL lines (each row at ``base``, or at its own line's offset).
 
     Raw newlines only ever separate rows (JSON escapes those inside strings), so the whole run is
     parsed as one JSON array in a single C call; only when that fails is it re-parsed line by line
     to name the damaged line's offset.
     """
     if not content:
-        return []
+        return _Rows(base, [])
     try:
-        rows = json.loads(b"[" + content[:-1].replace(b"\n", b",") + b"]")
+        rows = _decode_array(b"[" + content[:-1].replace(b"\n", b",") + b"]")
         if len(rows) == content.count(b"\n"):
             if per_line_offsets:
                 lines, _ = _split_lines(content, base)
-                return [(offset, row) for (offset, _), row in zip(lines, rows, strict=True)]
-            return [(base, row) for row in rows]
+                return _Rows(base, rows, [offset for offset, _ in lines])
+            return _Rows(base, rows)
     except ValueError:
         pass
     lines, _ = _split_lines(content, base)
     parsed = []
     for offset, line in lines:
         try:
-            parsed.append((offset if per_line_offsets else base, _json_line(line)))
+            parsed.append(_json_line(line))
         except ValueError as error:
             raise _corrupt(path, offset if per_line_offsets else base, f"a line is not JSON ({error})") from error
-    return parsed
+    return _Rows(base, parsed, [offset for offset, _ in lines] if per_line_offsets else None)
+
+
+_FAST = msgspec.json.Decoder()
+
+
+def _decode_array(text: bytes) -> Any:
+    """``json.loads`` of a JSON array, by msgspec straight from the UTF-8 bytes when it can.
+
+    msgspec reads the JSON that ``json`` reads the same way (duplicate keys keep the last value,
+    integers of any size stay exact, floats round alike) and refuses the rest: lone surrogate
+    escapes, bytes that are not UTF-8, a byte-order mark, ``NaN``/``Infinity``, numbers beyond a
+    double. Those are read by ``json`` as before, so what a log means never depends on the parser.
+    """
+    try:
+        return _FAST.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return json.loads(text)
 
 
 def _json_line(line: bytes) -> Any:
@@ -201,10 +318,10 @@ def _json_line(line: bytes) -> Any:
 
 
 def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
-    rows: list[tuple[int, Any]] = []
+    runs: list[_Rows] = []
     recovered = b""
     if compression == "zstd":
-        frames = _frames(raw, path)
+        frames = _frames_ahead(raw, path)
         while True:
             try:
                 offset, content, complete = next(frames)
@@ -212,35 +329,26 @@ def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
                 valid = done.value
                 break
             if not complete:
-                if rows:  # a torn header frame leaves nothing to recover
+                if runs:  # a torn header frame leaves nothing to recover
                     torn, recovered = _torn_rows(content, offset)
-                    rows.extend(torn)
+                    runs.append(torn)
                 continue
             if not content.endswith(b"\n"):
                 raise _corrupt(path, offset, "a frame does not end with a complete line")
-            rows.extend(_parse_rows(content, offset, path, per_line_offsets=False))
+            runs.append(_parse_rows(content, offset, path, per_line_offsets=False))
             del content
     else:
         valid = raw.rfind(b"\n") + 1  # a last line without its newline is a torn tail
-        rows = _parse_rows(raw[:valid], 0, path, per_line_offsets=True)
-    if not rows:
+        runs.append(_parse_rows(raw[:valid], 0, path, per_line_offsets=True))
+    runs = [run for run in runs if run.rows]
+    if not runs:
         raise _corrupt(path, 0, "the file has no complete header")
-    header = None
-    events: list[SessionEvent] = []
+    header = _header_from_row(runs[0].rows[0], path)
     folder = SurfaceFolder(allow_gaps=True)
+    events: list[SessionEvent] = []
     title: TitleSnapshot | None = None
-    for offset, row in rows:
-        if header is None:
-            header = _header_from_row(row, path)
-            continue
-        for event in _expand_row(row, path, offset):
-            try:
-                folder.push(event.type, event.seq, event.surface_op, event.source_event_seqs)
-            except SessionQueryError as error:
-                raise _corrupt(path, offset, str(error)) from error
-            events.append(event)
-            title = title_from_event(event) or title
-    assert header is not None
+    for number, run in enumerate(runs):
+        title = _add_events(run, 1 if number == 0 else 0, folder, events, path) or title
     return LoadedLog(
         header=header,
         events=events,
@@ -249,6 +357,55 @@ def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
         surface_seqs=folder.seqs,
         recovered=recovered,
     )
+
+
+_FIELDS_SET = frozenset(SessionEvent.model_fields)
+
+
+def _add_events(
+    run: _Rows, start: int, folder: SurfaceFolder, events: list[SessionEvent], path: Path
+) -> TitleSnapshot | None:
+    """Fold and keep the events of ``run.rows[start:]``; the last title among them.
+
+    The loop is the hot path of every load (tens of thousands of rows): a plain event row becomes
+    its event here, field checks and construction inline; chunk rows and anything odd take
+    ``_expand_row``, which names the damage.
+    """
+    push, append, rows = folder.push, events.append, run.rows
+    title: TitleSnapshot | None = None
+    new, set_ = object.__new__, object.__setattr__
+    index = start
+    try:
+        for index in range(start, len(rows)):
+            row = rows[index]
+            kind = row.get("type") if type(row) is dict else None
+            seq, time, data = (row.get("seq"), row.get("time"), row.get("data")) if kind is not None else (0, 0, 0)
+            if type(kind) is str and kind not in ROW_TYPES and type(seq) is int and type(time) is int:
+                if type(data) is not dict:
+                    raise _corrupt(path, run.offset(index), "malformed event row (seq, time and data are required)")
+                op, sources = row.get("surfaceOp"), row.get("sourceEventSeqs")
+                push(kind, seq, op, sources)
+                event = new(SessionEvent)  # trusted_event, inlined
+                set_(event, "__dict__", {
+                    "type": kind, "seq": seq, "time": time, "data": data, "surface_op": op, "source_event_seqs": sources
+                })  # fmt: skip
+                set_(event, "__pydantic_fields_set__", set(_FIELDS_SET))
+                set_(event, "__pydantic_extra__", None)
+                set_(event, "__pydantic_private__", None)
+                append(event)
+                if kind == "session/title":
+                    title = title_from_event(event) or title
+                continue
+            for event in _expand_row(row, path, run.offset(index)):
+                push(event.type, event.seq, event.surface_op, event.source_event_seqs)
+                append(event)
+                if event.type == "session/title":
+                    title = title_from_event(event) or title
+    except SessionQueryError as error:
+        if error.code == SESSION_QUERY_CORRUPT:
+            raise
+        raise _corrupt(path, run.offset(index), str(error)) from error
+    return title
 
 
 def _header_bytes(probe: bytes, path: Path, compression: Compression) -> bytes | None:

@@ -11,6 +11,12 @@ SURFACE_EVENT_TYPES = frozenset({"user/message", "steering/message", "assistant/
 """Event types that live on the surface; every other type is log-only."""
 
 
+def _on_surface(event_type: Any) -> bool:
+    """Whether events of this type live on the surface (a type that is not a string, as a damaged
+    or foreign log may hold, never does)."""
+    return type(event_type) is str and event_type in SURFACE_EVENT_TYPES
+
+
 def _invalid(message: str) -> SessionQueryError:
     return SessionQueryError(f"invalid surface: {message}", SESSION_QUERY_INVALID_SURFACE)
 
@@ -38,7 +44,7 @@ class SurfaceFolder:
         """
         if seq != self.next_seq and not (self.allow_gaps and type(seq) is int and seq > self.next_seq):
             raise _invalid(f"event seq {seq} does not continue the log at {self.next_seq}")
-        if event_type not in SURFACE_EVENT_TYPES:
+        if not _on_surface(event_type):
             if surface_op is not None or source_event_seqs is not None:
                 raise _invalid(f"log-only event {event_type!r} (seq {seq}) must not carry surfaceOp or sourceEventSeqs")
             return
@@ -82,9 +88,15 @@ class SurfaceFolder:
 
     def push(self, event_type: str, seq: int, surface_op: Any, source_event_seqs: Sequence[int] | None) -> None:
         """Validate and apply one event."""
+        if surface_op == "append" and seq == self.next_seq and source_event_seqs is None:
+            # The common case, decided here without ``check``: an event appended right after the last.
+            if type(event_type) is str and event_type in SURFACE_EVENT_TYPES:
+                self.seqs.append(seq)
+                self.next_seq = seq + 1
+                return
         self.check(event_type, seq, surface_op, source_event_seqs)
         self.next_seq = seq + 1
-        if event_type not in SURFACE_EVENT_TYPES:
+        if not _on_surface(event_type):
             return
         if surface_op == "append":
             self.seqs.append(seq)

@@ -13,6 +13,10 @@
 //   uri        {ids, texts}                        -> encode / parse with dsh-session-reference
 //   prepare    {target, references, snapshots, config} -> SessionReferenceResolver.prepare
 //   batch      {requests: [{op, ...}, ...]}          -> every request's result, in order, in one process
+//   timed      {kind, repeats, ...}                  -> in-process timings for bench/versus.py (milliseconds):
+//              kind 'load' {root, compression, id}: loadStored(id) on one backend, and its events
+//              kind 'list' {root, compression}: the first list() of a new backend (cold) and a
+//              second one (warm), and the headers; kind 'prepare' {prepare's request}: its result
 //   serialize  {messages, system, port}            -> DeepSeekAdapter.stream against a local server;
 //                                                     the server records the request body
 import { Context } from '@deepseek-ai/cordis';
@@ -138,6 +142,36 @@ const operations = {
     } catch (error) {
       return { ok: false, code: error.code, message: error.message };
     }
+  },
+  async timed({ kind, repeats, ...request }) {
+    const clock = () => Number(process.hrtime.bigint()) / 1e6;
+    const samples = [];
+    const warm = [];
+    let result;
+    for (let run = 0; run < repeats; run++) {
+      if (kind === 'load') {
+        const backend = await persistence(request.root, request.compression);
+        const started = clock();
+        const stored = await backend.loadStored(request.id);
+        samples.push(clock() - started);
+        result = { meta: stored.meta, events: stored.events };
+      } else if (kind === 'list') {
+        const backend = await persistence(request.root, request.compression);
+        let started = clock();
+        await backend.list();
+        samples.push(clock() - started);
+        started = clock();
+        result = await backend.list();
+        warm.push(clock() - started);
+      } else if (kind === 'prepare') {
+        const started = clock();
+        result = await operations.prepare(request);
+        samples.push(clock() - started);
+      } else {
+        throw new Error(`unknown timing kind ${kind}`);
+      }
+    }
+    return { samples, warm, result };
   },
   async batch({ requests }) {
     const results = [];
