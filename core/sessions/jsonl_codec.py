@@ -359,7 +359,9 @@ def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
     )
 
 
-_FIELDS_SET = frozenset(SessionEvent.model_fields)
+_FIELDS_SET = set(SessionEvent.model_fields)
+"""Every field is set in every loaded event: one set shared by all (events are frozen, so pydantic
+never adds to it; ``model_copy`` copies it)."""
 
 
 def _add_events(
@@ -389,7 +391,7 @@ def _add_events(
                 set_(event, "__dict__", {
                     "type": kind, "seq": seq, "time": time, "data": data, "surface_op": op, "source_event_seqs": sources
                 })  # fmt: skip
-                set_(event, "__pydantic_fields_set__", set(_FIELDS_SET))
+                set_(event, "__pydantic_fields_set__", _FIELDS_SET)
                 set_(event, "__pydantic_extra__", None)
                 set_(event, "__pydantic_private__", None)
                 append(event)
