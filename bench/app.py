@@ -42,10 +42,11 @@ def listed():
 
 async def watch(pilot):
     app.screen.call_after_refresh(painted)
-    while not app.catalog.listed:
+    sidebar = app.screen.query_one("#sidebar")
+    while len(sidebar.rows) < int(sys.argv[3]):  # the sidebar holds the listing: its next paint shows it
         await pilot.pause(0.005)
-    await pilot.pause()
-    listed()
+    app.screen.call_after_refresh(listed)
+    await pilot.pause(60)
 
 import asyncio
 async def main():
@@ -60,15 +61,15 @@ def percentile(samples: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def bench_first_paint(root: Path, repeats: int) -> None:
-    print("\n## App start with 10,000 sessions (fresh process, headless 120x40)")
+def bench_first_paint(root: Path, repeats: int, count: int = 10_000) -> None:
+    print(f"\n## App start with {count:,} sessions (fresh process, headless 120x40)")
     painted: list[float] = []
     listed: list[float] = []
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     for _ in range(repeats):
         started = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-c", _FIRST_PAINT, str(root), PROJECT], stdout=subprocess.PIPE, text=True, env=env
+            [sys.executable, "-c", _FIRST_PAINT, str(root), PROJECT, str(count)], stdout=subprocess.PIPE, text=True, env=env
         )
         assert process.stdout is not None
         for line in process.stdout:
@@ -78,7 +79,9 @@ def bench_first_paint(root: Path, repeats: int) -> None:
                 listed.append(time.perf_counter() - started)
         process.wait()
     print(f"  process start -> first painted screen: {statistics.median(painted) * 1000:7.0f} ms   (target <= 1000 ms)")
-    print(f"  process start -> sidebar lists 10,000: {statistics.median(listed) * 1000:7.0f} ms   (painted first)")
+    print(
+        f"  process start -> sidebar shows {count:,}: {statistics.median(listed) * 1000:7.0f} ms   (target <= 2000 ms)"
+    )
 
 
 async def type_mentions(app: Any, pilot: Any, words: list[str]) -> int:

@@ -53,6 +53,8 @@ class SessionCatalog:
         self.records: list[SessionRecord] = []
         self.problems: list[StoreProblem] = []
         self.listed = False
+        self.live_ids: frozenset[str] = frozenset()
+        """Ids of the listed sessions this app writes (live)."""
         self._by_id: dict[str, SessionRecord] = {}
         self._wanted: dict[str, None] = {}
         self._wanted_lock = threading.Lock()
@@ -262,6 +264,7 @@ class SessionCatalog:
                 # A new list object only when the listing differs: the service indexes the old one.
                 self.records = records
                 self._by_id = {record.header.id: record for record in records}
+                self.live_ids = frozenset(record.header.id for record in records if record.live)
                 self._title_version += 1
             self.problems = problems
             self.listed = True

@@ -143,8 +143,7 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
         host = self.host
         catalog = host.catalog
         sidebar = self.query_one(SessionSidebar)
-        live = {record.header.id for record in catalog.records if record.live}
-        live.add(host.session.id)
+        live = catalog.live_ids | {host.session.id}
 
         def title_of(header: SessionHeader) -> str | None:
             if header.id in live:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any
 
 import zstandard
 
+from core.collector import collector_paused
 from core.errors import SessionQueryError
 from core.files import UNSAFE_PATH, UnsafeFile, check_folders, describe, kind_of, read_regular
 from core.serialization import js_json_stringify
@@ -32,12 +34,14 @@ from core.sessions.jsonl_layout import (
     session_file,
 )
 from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
+from core.sessions.listing_cache import load_listing, save_listing
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
     SessionRecord,
     SurfaceSnapshot,
     TitleSnapshot,
+    trusted_record,
 )
 from core.sessions.query import listing_order_key
 from core.sessions.session import (
@@ -54,6 +58,10 @@ from core.sessions.surface import events_at
 SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 
 Revision = tuple[int, int, int, int]
+
+LISTING_SAVE_EVERY = 30.0
+"""Seconds between two writes of the listing cache (a listing that read new headers marks it stale;
+``close`` writes a stale one)."""
 
 LOG_CACHE_SIZE = 32
 """Parsed logs a store keeps for re-reads (most recently read first out last). A host that reads
@@ -144,6 +152,10 @@ class JsonlSessionStore:
         self._projects: dict[str, tuple[int, list[os.DirEntry[str]]]] = {}
         self._last_listing: tuple[object, list[SessionRecord], list[StoreProblem]] | None = None
         self._revisions: dict[str, Revision] = {}
+        self._listed_paths: list[str] = []
+        self._listing_dirty = False
+        self._listing_saved_at: float | None = None
+        """When the listing cache was last written (``None``: not even read yet)."""
         self.problems: list[StoreProblem] = []
         writer.make_private_dirs(self.root)
 
@@ -230,7 +242,10 @@ class JsonlSessionStore:
         return session
 
     def close(self) -> None:
-        """Release every session this store writes (their locks and files)."""
+        """Release every session this store writes (their locks and files), and write the listing
+        cache if the last listing read headers it does not hold yet."""
+        if self._listing_dirty:
+            self._save_listing()
         for owned in self._owned.values():
             if owned.fd is not None:
                 os.close(owned.fd)
@@ -362,20 +377,29 @@ class JsonlSessionStore:
         cached = self._listing.get(path)
         if cached is not None and cached[0] == revision:
             return cached[1]
+        self._listing_dirty = True
         header = _read_header(path, self.compression)
         expected = session_file(self.root, header.id, header.cwd, self.compression)
         if expected != path:
             raise SessionQueryError(f"{path}: its header (id and cwd) belongs at {expected}", SESSION_QUERY_CORRUPT)
-        record = SessionRecord.model_construct(header=header, live=False, persisted=True)
+        record = trusted_record(header, False, True)
         self._listing[path] = (revision, record)
         return record
 
     async def list_sessions(self) -> list[SessionRecord]:
         """Every readable session, newest first; unreadable files are reported in ``self.problems``.
 
-        Only header frames are read, and only for files whose revision changed since the last call.
+        Only header frames are read, and only for files whose revision changed since the last call
+        (or, in a new process, since the listing cache was written).
         """
+        with collector_paused():
+            return self._list_sessions()
+
+    def _list_sessions(self) -> list[SessionRecord]:
         problems: list[StoreProblem] = []
+        if self._listing_saved_at is None and not self._listing:
+            self._listing.update(load_listing(self.root, self.compression))
+            self._listing_saved_at = 0.0
         files = self._session_files(problems)
         fingerprint = (files, tuple((sid, o.fd is not None) for sid, o in self._owned.items()), len(problems))
         if self._last_listing is not None and self._last_listing[0] == fingerprint:
@@ -406,9 +430,17 @@ class JsonlSessionStore:
                 )
         self.problems = problems
         self._revisions = revisions
+        self._listed_paths = [path for path, _ in files]
+        if self._listing_dirty and time.monotonic() - (self._listing_saved_at or 0.0) >= LISTING_SAVE_EVERY:
+            self._save_listing()
         listing = sorted(records.values(), key=listing_order_key)
         self._last_listing = (fingerprint, listing, list(problems))
         return list(listing)
+
+    def _save_listing(self) -> None:
+        save_listing(self.root, self.compression, self._listing, self._listed_paths)
+        self._listing_dirty = False
+        self._listing_saved_at = time.monotonic()
 
     def listed_revisions(self) -> Mapping[str, Revision]:
         """Session id -> file revision, as the last ``list_sessions`` saw them.

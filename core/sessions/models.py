@@ -230,6 +230,7 @@ class BakedPrompt:
 
 _EVENT_FIELDS = frozenset(SessionEvent.model_fields)
 _set = object.__setattr__
+_new = object.__new__
 
 
 def trusted_event(
@@ -262,3 +263,54 @@ def trusted_event(
     _set(event, "__pydantic_extra__", None)
     _set(event, "__pydantic_private__", None)
     return event
+
+
+_HEADER_FIELDS = set(SessionHeader.model_fields)
+_RECORD_FIELDS = set(SessionRecord.model_fields)
+"""Shared by every model built by ``trusted_header``/``trusted_record``: the models are frozen, so
+pydantic never adds to them (``model_copy`` copies them)."""
+
+
+def trusted_header(
+    id: str,
+    created_at: int,
+    cwd: str | None,
+    version: int,
+    parent_session: str | None,
+    seed_length: int | None,
+    delegation_depth: int,
+    origin: str | None,
+    agent_preset: str | None,
+) -> SessionHeader:
+    """A ``SessionHeader`` built without validation, from values of the right types (the listing
+    cache decodes them with a typed schema): a cold listing of 100,000 sessions builds 100,000."""
+    header = _new(SessionHeader)
+    _set(
+        header,
+        "__dict__",
+        {
+            "id": id,
+            "created_at": created_at,
+            "cwd": cwd,
+            "version": version,
+            "parent_session": parent_session,
+            "seed_length": seed_length,
+            "delegation_depth": delegation_depth,
+            "origin": origin,
+            "agent_preset": agent_preset,
+        },
+    )
+    _set(header, "__pydantic_fields_set__", _HEADER_FIELDS)
+    _set(header, "__pydantic_extra__", None)
+    _set(header, "__pydantic_private__", None)
+    return header
+
+
+def trusted_record(header: SessionHeader, live: bool, persisted: bool) -> SessionRecord:
+    """A ``SessionRecord`` built without validation (see ``trusted_header``)."""
+    record = _new(SessionRecord)
+    _set(record, "__dict__", {"header": header, "live": live, "persisted": persisted})
+    _set(record, "__pydantic_fields_set__", _RECORD_FIELDS)
+    _set(record, "__pydantic_extra__", None)
+    _set(record, "__pydantic_private__", None)
+    return record

@@ -20,6 +20,7 @@ from textual.geometry import Size
 from textual.message import Message
 
 from core import SessionHeader, SessionRecord, StoreProblem
+from core.collector import collector_paused
 
 from ..text import age, fit_cells, tool_badge, visible
 from .picker import GROUP_TITLES
@@ -117,10 +118,11 @@ class SessionSidebar(RowList, can_focus=True):
             self._shown = state
             highlighted = self.highlighted_id
             rows: list[SidebarRow] = []
-            for title, group in zip(GROUP_TITLES, group_rows(records, target_cwd), strict=True):
-                if group:
-                    rows.append(SidebarRow(f"{title} ({len(group)})"))
-                    rows.extend(SidebarRow(None, header) for header in group)
+            with collector_paused():  # 100,000 rows must not set off full collections
+                for title, group in zip(GROUP_TITLES, group_rows(records, target_cwd), strict=True):
+                    if group:
+                        rows.append(SidebarRow(f"{title} ({len(group)})"))
+                        rows.extend([SidebarRow(None, header) for header in group])
             if problems:
                 rows.append(SidebarRow(f"Unreadable ({len(problems)})"))
                 rows.extend(SidebarRow(None, problem=problem) for problem in problems)
