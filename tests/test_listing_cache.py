@@ -1,0 +1,146 @@
+"""The persistent listing cache: a new process opens only new and changed session files, and a
+missing, damaged, foreign or hostile cache changes nothing but speed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+import core.sessions.jsonl_store as jsonl_store
+from core import JsonlSessionStore
+from core.sessions.listing_cache import CACHE_NAME
+from tests.conftest import say_user
+
+
+def _seed(root: Path, count: int, compression: str = "zstd") -> None:
+    store = JsonlSessionStore(root, compression=compression)  # type: ignore[arg-type]
+    for index in range(count):
+        session = store.create(f"s{index}", cwd=f"/w/p{index % 3}" if index % 4 else None, created_at=index)
+        say_user(session, f"hello {index}")
+    store.close()
+
+
+def _listing(root: Path, compression: str = "zstd") -> tuple[list[dict[str, object]], list[str]]:
+    store = JsonlSessionStore(root, compression=compression)  # type: ignore[arg-type]
+    records = asyncio.run(store.list_sessions())
+    store.close()
+    return [record.header.to_wire() for record in records], [problem.message for problem in store.problems]
+
+
+@pytest.fixture
+def header_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every session file whose header a listing opens."""
+    reads: list[str] = []
+    real = jsonl_store._read_header
+
+    def counting(path: str, compression: str) -> object:
+        reads.append(path)
+        return real(path, compression)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jsonl_store, "_read_header", counting)
+    return reads
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_a_new_process_opens_only_new_and_changed_files(
+    tmp_path: Path, header_reads: list[str], compression: str
+) -> None:
+    _seed(tmp_path, 12, compression)
+    first, _ = _listing(tmp_path, compression)  # reads all 12 and writes the cache
+    assert len(header_reads) == 12 and (tmp_path / CACHE_NAME).is_file()
+    header_reads.clear()
+    assert _listing(tmp_path, compression)[0] == first
+    assert header_reads == []
+
+    store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+    session = store.get("s3")
+    assert session is not None
+    say_user(session, "an append changes the file's revision")
+    store.delete("s5")
+    say_user(store.create("new", cwd="/w/p0", created_at=99), "a new session")
+    store.close()
+    header_reads.clear()
+    listed, problems = _listing(tmp_path, compression)
+    assert sorted(Path(path).parent.name for path in header_reads) == ["new", "s3"]
+    assert [header["id"] for header in listed] == ["new", *[h["id"] for h in first if h["id"] != "s5"]]
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["garbage", "empty", "truncated", "other compression", "other version", "folder", "symlink", "fifo"],
+)
+def test_a_bad_cache_is_ignored_and_replaced(tmp_path: Path, header_reads: list[str], damage: str) -> None:
+    _seed(tmp_path, 6)
+    expected, _ = _listing(tmp_path)
+    cache = tmp_path / CACHE_NAME
+    good = cache.read_bytes()
+    cache.unlink()
+    outside = tmp_path.parent / "outside-target"
+    outside.write_bytes(b"keep me")
+    if damage == "garbage":
+        cache.write_bytes(os.urandom(4096))
+    elif damage == "empty":
+        cache.write_bytes(b"")
+    elif damage == "truncated":
+        cache.write_bytes(good[: len(good) // 2])
+    elif damage == "other compression":
+        _seed(tmp_path / "plain", 6, "none")
+        _listing(tmp_path / "plain", "none")
+        cache.write_bytes((tmp_path / "plain" / CACHE_NAME).read_bytes())
+    elif damage == "other version":
+        cache.write_bytes(good.replace(b"\xa7version\x01", b"\xa7version\x63", 1))
+    elif damage == "folder":
+        cache.mkdir()
+    elif damage == "symlink":
+        cache.symlink_to(outside)
+    elif damage == "fifo":
+        os.mkfifo(cache)
+    header_reads.clear()
+    done: list[object] = []
+    reader = threading.Thread(target=lambda: done.append(_listing(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(30)  # a FIFO must never be opened for reading (it would block)
+    assert done, "the listing hung on the cache"
+    listed, problems = done[0]  # type: ignore[misc]
+    assert listed == expected
+    # A symlink in the store root is reported (as any is), then replaced by a real cache.
+    assert problems == (
+        [f"{cache} is a symbolic link: never followed or opened (SESSION_QUERY_UNSAFE_PATH)"]
+        if damage == "symlink"
+        else []
+    )
+    assert outside.read_bytes() == b"keep me"  # a symlinked cache is replaced, never written through
+    if damage not in ("folder", "fifo"):
+        assert cache.is_file() and not cache.is_symlink()
+        header_reads.clear()
+        assert _listing(tmp_path)[0] == expected and header_reads == []
+
+
+def test_a_root_where_the_cache_cannot_be_written_lists_without_one(tmp_path: Path) -> None:
+    """A read-only or full root (here: the temporary file's name is taken by a folder) has no cache."""
+    _seed(tmp_path, 3)
+    expected, _ = _listing(tmp_path)
+    (tmp_path / CACHE_NAME).unlink()
+    (tmp_path / f"{CACHE_NAME}.{os.getpid()}.tmp").mkdir()
+    assert _listing(tmp_path) == (expected, [])
+    assert not (tmp_path / CACHE_NAME).exists()
+
+
+def test_dsh_lists_a_root_that_holds_the_cache(tmp_path: Path) -> None:
+    """rc.8 lists only folders in the root: the cache file is invisible to it."""
+    from tests.rc8 import NODE, dsh
+
+    if NODE is None:
+        if os.environ.get("SESSIONREF_REQUIRE_INTEROP") == "1":
+            raise RuntimeError("SESSIONREF_REQUIRE_INTEROP=1 but the dsh packages are not installed")
+        pytest.skip("the dsh packages are not installed (make interop)")
+    _seed(tmp_path, 5)
+    ours, _ = _listing(tmp_path)
+    assert (tmp_path / CACHE_NAME).is_file()
+    theirs = dsh("list", root=str(tmp_path), compression="zstd")
+    assert sorted(theirs, key=lambda header: header["id"]) == sorted(ours, key=lambda header: str(header["id"]))
