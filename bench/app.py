@@ -69,7 +69,10 @@ def bench_first_paint(root: Path, repeats: int, count: int = 10_000) -> None:
     for _ in range(repeats):
         started = time.perf_counter()
         process = subprocess.Popen(
-            [sys.executable, "-c", _FIRST_PAINT, str(root), PROJECT, str(count)], stdout=subprocess.PIPE, text=True, env=env
+            [sys.executable, "-c", _FIRST_PAINT, str(root), PROJECT, str(count)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         assert process.stdout is not None
         for line in process.stdout:

@@ -46,7 +46,8 @@ from core.search.body_index import (
 from core.search.finder import SearchConfig, SearchHit, SearchResult, SessionSearch
 from core.serialization import js_json_stringify, stringify_tag_safe_json, utf8_length
 from core.sessions.external import ClaudeCodeSource, CodexSource, MergedSessionQuery
-from core.sessions.jsonl_store import JsonlSessionStore, StoredSession, StoreProblem
+from core.sessions.jsonl_listing import StoreProblem
+from core.sessions.jsonl_store import JsonlSessionStore, StoredSession
 from core.sessions.models import (
     BakedPrompt,
     Candidate,

@@ -20,6 +20,7 @@ from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
+from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
@@ -43,6 +44,7 @@ from core.agent.loop import ContextSettings
 from core.search.finder import FULL_BUDGET
 from core.sessions.external import ExternalSource
 from core.sessions.session import not_found, system_clock
+from core.sessions.watch import StoreWatcher
 
 from .catalog import SessionCatalog
 from .chat import ChatScreen
@@ -55,6 +57,10 @@ Clock = Callable[[], int]
 
 TITLE_TICK = 0.1
 """How often the app looks for titles the sidebar or the picker asked for."""
+
+
+class StoreChanged(Message):
+    """The watcher saw something change under the store root (posted from its thread)."""
 
 
 class SessionRefApp(App[None]):
@@ -81,6 +87,7 @@ class SessionRefApp(App[None]):
         index_path: str | os.PathLike[str] | None = None,
         external: tuple[ExternalSource, ...] = (),
         context: ContextSettings | None = None,
+        watch_store: bool = True,
     ) -> None:
         super().__init__()
         self.store = store
@@ -116,7 +123,11 @@ class SessionRefApp(App[None]):
         self.preview_seconds: list[float] = []
         self.sent = 0
         self.catalog_loaded = asyncio.Event()
+        self.watch_store = watch_store
+        self.watcher: StoreWatcher | None = None
+        """Reports changes under the store root (inotify); ``None`` or failed: the listing polls."""
         self._titles_loading = False
+        self._refresh_waiting = False
 
     def notify(
         self,
@@ -132,6 +143,8 @@ class SessionRefApp(App[None]):
         super().notify(visible_lines(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
     def on_unmount(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
         self.indexer.shutdown()
         self._search_thread.shutdown(wait=False, cancel_futures=True)
         # SESSIONREF_TRACE=<file>: write the measured latencies there on exit (the benchmarks read it).
@@ -228,6 +241,28 @@ class SessionRefApp(App[None]):
         self._catalog_changed()
         self.set_interval(TITLE_TICK, self._load_wanted_titles)
         self.start_index()
+        self._start_watching()
+
+    # -- noticing changes -------------------------------------------------------------------------
+
+    def _start_watching(self) -> None:
+        """Hear about changes under the store root from the kernel instead of re-listing on a timer."""
+        store = self.store
+        if not self.watch_store or not isinstance(store, JsonlSessionStore) or self.watcher is not None:
+            return
+        self.watcher = StoreWatcher(store.root, self._store_changed)
+        store.watched = self.watcher.start()
+
+    def _store_changed(self, paths: set[str] | None) -> None:
+        # On the watcher's thread: note what changed; the app re-lists (only that) at once.
+        assert isinstance(self.store, JsonlSessionStore) and self.watcher is not None
+        self.store.note_changes(paths)
+        if self.watcher.failure is not None:
+            self.store.watched = False  # the timer polls from now on
+        self.post_message(StoreChanged())
+
+    def on_store_changed(self, _message: StoreChanged) -> None:
+        self.refresh_catalog()
 
     def _load_wanted_titles(self) -> None:
         # Titles the sidebar or the picker showed without knowing them: read them off the UI thread.
@@ -252,9 +287,23 @@ class SessionRefApp(App[None]):
         """
         if not self.catalog_loaded.is_set():
             return
-        typing = time.perf_counter() - self.chat.prompt.last_key_at < TYPING_PAUSE
-        if force or not typing:
+        store = self.store
+        quiet = isinstance(store, JsonlSessionStore) and store.watched and not store.changes_pending()
+        if quiet and not force and not self.catalog.external:  # other agents' files are still polled
+            self.start_index()  # nothing to re-list; the index still checks its own health
+            return
+        since_key = time.perf_counter() - self.chat.prompt.last_key_at
+        if force or since_key >= TYPING_PAUSE:
             self._refresh_catalog()
+        elif self.watcher is not None and not self._refresh_waiting:
+            # A change the watcher reported while the user types: look once the typing pauses
+            # (no timer would otherwise come back for it).
+            self._refresh_waiting = True
+            self.set_timer(TYPING_PAUSE - since_key + 0.05, self._refresh_after_typing)
+
+    def _refresh_after_typing(self) -> None:
+        self._refresh_waiting = False
+        self.refresh_catalog()
 
     @work(thread=True, exclusive=True, group="catalog")
     def _refresh_catalog(self) -> None:
@@ -390,6 +439,7 @@ def make_app(
     index_path: str | os.PathLike[str] | None = None,
     external: tuple[ExternalSource, ...] = (),
     context: ContextSettings | None = None,
+    watch_store: bool = True,
 ) -> SessionRefApp:
     """Build the app on ``store``: open ``session_id`` (or start a new session in ``cwd``).
 
@@ -416,4 +466,5 @@ def make_app(
         index_path=index_path,
         external=external,
         context=context,
+        watch_store=watch_store,
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import zstandard
 
 from core.collector import collector_paused
 from core.errors import SessionQueryError
-from core.files import UNSAFE_PATH, UnsafeFile, check_folders, describe, kind_of, read_regular
+from core.files import UNSAFE_PATH, UnsafeFile, check_folders, read_regular
 from core.serialization import js_json_stringify
 from core.sessions import jsonl_writer as writer
 from core.sessions.chunk_rows import pack_chunk_runs
@@ -33,6 +34,7 @@ from core.sessions.jsonl_layout import (
     project_key,
     session_file,
 )
+from core.sessions.jsonl_listing import Revision, SessionFiles, StoreProblem
 from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
 from core.sessions.listing_cache import load_listing, save_listing
 from core.sessions.models import (
@@ -57,8 +59,6 @@ from core.sessions.surface import events_at
 
 SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 
-Revision = tuple[int, int, int, int]
-
 LISTING_SAVE_EVERY = 30.0
 """Seconds between two writes of the listing cache (a listing that read new headers marks it stale;
 ``close`` writes a stale one)."""
@@ -81,14 +81,6 @@ def file_revision(path: str | os.PathLike[str], *, follow: bool = False) -> Revi
     return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
-@dataclass
-class StoreProblem:
-    """A session file that could not be listed or read, with the reason."""
-
-    path: Path
-    message: str
-
-
 SESSION_QUERY_READ_FAILED = "SESSION_QUERY_READ_FAILED"
 """A session file exists but cannot be opened (permissions, or a folder where the file belongs)."""
 
@@ -96,10 +88,6 @@ SESSION_QUERY_READ_FAILED = "SESSION_QUERY_READ_FAILED"
 def unsafe(error: UnsafeFile) -> SessionQueryError:
     """The store's refusal of a symlink or special file (``SESSION_QUERY_UNSAFE_PATH``)."""
     return SessionQueryError(str(error.strerror), UNSAFE_PATH)
-
-
-def _unsafe_problem(path: str, kind: str) -> StoreProblem:
-    return StoreProblem(Path(path), f"{path} is {describe(kind)}: never followed or opened ({UNSAFE_PATH})")
 
 
 @dataclass
@@ -149,7 +137,14 @@ class JsonlSessionStore:
         self._owned: dict[str, _Owned] = {}
         self._cache: OrderedDict[Path, _Cached] = OrderedDict()
         self._listing: dict[str, tuple[Revision, SessionRecord]] = {}
-        self._projects: dict[str, tuple[int, list[os.DirEntry[str]]]] = {}
+        self._files = SessionFiles(
+            self.root, self._file_name, self._other_name, lambda path: str(self._wrong_encoding(path))
+        )
+        self.watched = False
+        """Set by a host that reports every change under the root through ``note_changes``."""
+        self._pending: set[str] = set()
+        self._walk_due = False
+        self._pending_lock = threading.Lock()
         self._last_listing: tuple[object, list[SessionRecord], list[StoreProblem]] | None = None
         self._revisions: dict[str, Revision] = {}
         self._listed_paths: list[str] = []
@@ -311,67 +306,37 @@ class JsonlSessionStore:
     # -- reading ----------------------------------------------------------------------------------
 
     def _session_files(self, problems: list[StoreProblem]) -> list[tuple[str, Revision]]:
-        """Every ``<project>/<session>/<file>`` with its revision; misplaced files go to ``problems``."""
-        files: list[tuple[str, Revision]] = []
-        try:
-            entries_of_root = list(os.scandir(self.root))
-        except FileNotFoundError:
-            return files
-        projects = []
-        for entry in entries_of_root:
-            if entry.is_symlink():
-                problems.append(_unsafe_problem(entry.path, "symlink"))
-            elif entry.is_dir(follow_symlinks=False):
-                projects.append(entry)
-        for project in projects:
-            try:
-                entries = self._project_entries(project)
-            except OSError as error:
-                problems.append(StoreProblem(Path(project.path), f"cannot list {project.path}: {error.strerror}"))
-                continue
-            for entry in entries:
-                if entry.is_symlink():
-                    problems.append(_unsafe_problem(entry.path, "symlink"))
-                    continue
-                if not entry.is_dir(follow_symlinks=False):
-                    if ".jsonl" in entry.name:
-                        problems.append(
-                            StoreProblem(
-                                Path(entry.path),
-                                f"{entry.path} is a flat session file; "
-                                f"sessions must be <project>/<id>/{self._file_name}",
-                            )
-                        )
-                    continue
-                candidate = entry.path + os.sep + self._file_name
-                try:
-                    stat = os.lstat(candidate)
-                except FileNotFoundError:
-                    other = Path(entry.path) / self._other_name
-                    if other.is_file() and not other.is_symlink():
-                        problems.append(StoreProblem(other, str(self._wrong_encoding(other))))
-                    continue
-                kind = kind_of(stat.st_mode)
-                if kind != "regular":
-                    # A symlink, FIFO, device or socket where the session file belongs: never opened.
-                    problems.append(_unsafe_problem(candidate, kind))
-                    continue
-                files.append((candidate, (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)))
-        return files
+        """Every ``<project>/<session>/<file>`` with its revision; misplaced files go to ``problems``.
 
-    def _project_entries(self, project: os.DirEntry[str]) -> list[os.DirEntry[str]]:
-        """The entries of a project folder, re-read only when the folder's mtime changed.
-
-        Adding or removing a session folder changes the project folder's mtime; files inside a
-        session folder are still stat'ed on every listing, so appends and replacements are seen.
+        Everything is looked at, unless a watcher reports changes (``note_changes``): then only
+        what it named since the last listing.
         """
-        mtime = project.stat().st_mtime_ns
-        cached = self._projects.get(project.path)
-        if cached is not None and cached[0] == mtime:
-            return cached[1]
-        entries = list(os.scandir(project.path))
-        self._projects[project.path] = (mtime, entries)
-        return entries
+        with self._pending_lock:
+            pending, self._pending = self._pending, set()
+            walk = not self._files.walked or not self.watched or self._walk_due
+            self._walk_due = False
+        if walk:
+            self._files.walk()
+        elif pending:
+            self._files.update(pending)
+        return self._files.files(problems)
+
+    def note_changes(self, paths: Iterable[str] | None) -> None:
+        """Say what changed under the root (paths a file-system watcher reported), or ``None`` when
+        anything may have (the watcher lost events or just started): the next listing looks at
+        those paths only, or at everything. Safe to call from any thread.
+
+        Only a store whose ``watched`` is set relies on it; others look at everything each time.
+        """
+        with self._pending_lock:
+            if paths is None:
+                self._walk_due = True
+            else:
+                self._pending.update(paths)
+
+    def changes_pending(self) -> bool:
+        """Whether ``note_changes`` reported anything the last listing has not looked at."""
+        return self._walk_due or bool(self._pending)
 
     def _listed_record(self, path: str, revision: Revision) -> SessionRecord:
         cached = self._listing.get(path)
