@@ -7,16 +7,19 @@ import asyncio
 import errno
 import os
 import random
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import core.sessions.watch as watch
 from core import EchoModel, JsonlSessionStore
+from core.sessions.store_listing import StoreListing
 from core.sessions.watch import StoreWatcher
 from tests.conftest import say_user
 from tui.app import make_app
@@ -85,49 +88,158 @@ def test_a_session_another_process_writes_is_reported_within_a_second(tmp_path: 
     assert not watcher.running
 
 
-def test_the_listing_from_reported_changes_is_the_listing_a_full_walk_gives(tmp_path: Path) -> None:
-    """Random creates, appends, deletes, new projects and misplaced files, each reported by the
-    watcher: a store that looks only at what was reported lists exactly what a new store lists."""
-    rng = random.Random(7)
+ACTIONS = [
+    "create",
+    "append",
+    "append_own",
+    "create_own",
+    "delete",
+    "project",
+    "drop_project",
+    "flat",
+    "unflat",
+    "symlink",
+    "unlink",
+    "garbage",
+    "duplicate",
+    "undo_duplicate",
+    "rewrite_header",
+]
+
+
+PLAIN = {"create", "append", "append_own", "delete", "project", "drop_project"}
+"""Changes that involve no problem, no duplicate and no new file of our own."""
+
+
+def _rewrite_header(store: JsonlSessionStore, session_id: str, cwd: str, created_at: int) -> None:
+    """Replace a session's file by one whose header says another ``created_at`` (same id, same place)."""
+    path = store.session_path(session_id, cwd)
+    other = JsonlSessionStore(path.parent / "tmp-store", clock=lambda: created_at)
+    say_user(other.create(session_id, cwd=cwd), "rewritten")
+    other.close()
+    os.replace(other.session_path(session_id, cwd), path)
+    shutil.rmtree(path.parent / "tmp-store")
+
+
+@pytest.mark.parametrize("seed", [7, 11, 13])
+def test_the_listing_from_reported_changes_is_the_listing_a_full_walk_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Random creates, appends (by another store and by the watched store itself), deletes, new and
+    removed projects, misplaced files, symlinks, unreadable files, duplicate ids and rewritten
+    headers, each reported by the watcher: after every step, a store that looks only at what was
+    reported lists exactly what a new store lists; most steps are applied as changes, not recomputed."""
+    full_passes: list[int] = []
+    real_full = StoreListing._full
+
+    def counting(self: StoreListing, *args: Any) -> Any:
+        if self is watched._listing:  # not the fresh stores the test compares with
+            full_passes.append(1)
+        return real_full(self, *args)
+
+    monkeypatch.setattr(StoreListing, "_full", counting)
+    rng = random.Random(seed)
     writer = JsonlSessionStore(tmp_path)
-    for index in range(20):
-        say_user(writer.create(f"s{index}", cwd=f"/w/p{index % 3}"), "hello")
+    cwds = {f"s{index}": f"/w/p{index % 3}" for index in range(20)}
+    for session_id, cwd in cwds.items():
+        say_user(writer.create(session_id, cwd=cwd), "hello")
     writer.close()
     watched = JsonlSessionStore(tmp_path)
     watched.watched = True
     watcher = StoreWatcher(tmp_path, watched.note_changes)
     assert watcher.start() and watcher.ready.wait(5)
+    own: list[str] = []
+    extras: list[Path] = []
+    duplicates: list[str] = []
+    twinned: set[str] = set()
+    steps = 90
     try:
         _listing(watched)
-        alive = [f"s{index}" for index in range(20)]
-        for step in range(60):
-            action = rng.choice(["create", "append", "delete", "project", "flat", "symlink"])
+        full_passes.clear()
+        for step in range(steps):
+            action = rng.choice(ACTIONS)
+            touched: set[str] = set()
+            alive = [session_id for session_id in cwds if session_id not in own]
             if action == "create" or not alive:
-                session_id = f"n{step}"
-                say_user(writer.create(session_id, cwd=f"/w/p{rng.randrange(5)}"), "new")
-                alive.append(session_id)
+                cwds[f"n{step}"] = f"/w/p{rng.randrange(5)}"
+                say_user(writer.create(f"n{step}", cwd=cwds[f"n{step}"]), "new")
             elif action == "append":
-                session = writer.get(rng.choice(alive))
+                touched.add(victim := rng.choice(alive))
+                session = writer.get(victim)
                 assert session is not None
                 say_user(session, "more")
+            elif action == "create_own":
+                cwds[f"o{step}"] = "/w/p0"
+                say_user(watched.create(f"o{step}", cwd="/w/p0"), "mine")
+                own.append(f"o{step}")
+            elif action == "append_own" and own:
+                session = watched.get(rng.choice(own))
+                assert session is not None
+                say_user(session, "mine again")
             elif action == "delete":
-                writer.delete(alive.pop(rng.randrange(len(alive))))
+                writer.delete(victim := rng.choice(alive))
+                touched.add(victim)
+                del cwds[victim]
             elif action == "project":
-                say_user(writer.create(f"p{step}", cwd=f"/w/new-project-{step}"), "first in its folder")
-                alive.append(f"p{step}")
+                cwds[f"p{step}"] = f"/w/new-project-{step}"
+                say_user(writer.create(f"p{step}", cwd=cwds[f"p{step}"]), "first in its folder")
+            elif action == "drop_project":
+                # Not p0 (our own sessions), p1 or p2 (problems live there): plain sessions only.
+                others = [session_id for session_id in alive if cwds[session_id] not in ("/w/p0", "/w/p1", "/w/p2")]
+                if not others:
+                    continue
+                project = rng.choice([session_id for session_id in others if session_id.startswith("p")] or others)
+                folder = writer.session_path(project, cwds[project]).parent.parent
+                shutil.rmtree(folder)
+                for session_id in [s for s, cwd in cwds.items() if cwd == cwds[project]]:
+                    touched.add(session_id)
+                    del cwds[session_id]
             elif action == "flat":
-                (tmp_path / "--w-p0--" / f"flat{step}.jsonl").write_text("{}\n")
-            else:
-                (tmp_path / "--w-p1--" / f"link{step}").symlink_to(tmp_path)
+                extras.append(tmp_path / "--w-p0--" / f"flat{step}.jsonl")
+                extras[-1].parent.mkdir(exist_ok=True)
+                extras[-1].write_text("{}\n")
+            elif action == "symlink":
+                extras.append(tmp_path / "--w-p1--" / f"link{step}")
+                extras[-1].parent.mkdir(exist_ok=True)
+                extras[-1].symlink_to(tmp_path)
+            elif action in ("unflat", "unlink") and extras:
+                extras.pop(rng.randrange(len(extras))).unlink(missing_ok=True)
+            elif action == "garbage":
+                path = writer.session_path(f"g{step}", "/w/p2")
+                path.parent.mkdir(parents=True)
+                path.write_bytes(b"not zstd at all")
+                extras.append(path)
+            elif action == "duplicate":
+                twin, aside = rng.choice(alive), tmp_path.parent / f"aside-{step}"
+                twinned.add(twin)
+                other = JsonlSessionStore(aside)
+                say_user(other.create(twin, cwd=f"/w/twin-{step}"), "same id elsewhere")
+                other.close()
+                folder = other.session_path(twin, f"/w/twin-{step}").parent.parent
+                os.rename(folder, tmp_path / folder.name)  # the same id, in another project folder
+                duplicates.append(f"/w/twin-{step}")
+            elif action == "undo_duplicate" and duplicates:
+                cwd = duplicates.pop()
+                folder = writer.session_path("x", cwd).parent.parent
+                shutil.rmtree(folder, ignore_errors=True)
+            elif action == "rewrite_header":
+                victim = rng.choice(alive)
+                _rewrite_header(writer, victim, cwds[victim], created_at=rng.randrange(10**12))
             writer.close()
-            if step % 7 == 6:
-                deadline = time.monotonic() + 5
-                expected = _listing(JsonlSessionStore(tmp_path))
-                while _listing(watched) != expected:  # events arrive within a burst (<= 0.25 s)
-                    assert time.monotonic() < deadline, f"step {step}: the watched listing never caught up"
-                    time.sleep(0.05)
+            passes = len(full_passes)
+            deadline = time.monotonic() + 5
+            expected = _listing(JsonlSessionStore(tmp_path))
+            while _listing(watched) != expected:  # events arrive within a burst (<= 0.25 s)
+                assert time.monotonic() < deadline, f"step {step} ({action}): {_listing(watched)} != {expected}"
+                time.sleep(0.05)
+            if action in PLAIN and not touched & twinned:  # applied to the kept listing, no pass over all
+                assert len(full_passes) == passes, f"step {step} ({action}) took a full pass"
+            else:  # a change the listing may not show (one twin appended): let its report arrive now
+                time.sleep(watch.LONGEST_BURST + 0.1)
+                _listing(watched)
     finally:
         watcher.stop()
+        watched.close()
 
 
 def test_a_watch_limit_reached_hands_back_to_polling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,6 +34,9 @@ def unsafe_problem(path: str, kind: str) -> StoreProblem:
 Found = tuple[str, Revision] | StoreProblem
 """What one entry of a project folder holds: a session file and its revision, or a problem."""
 
+Changes = dict[str, Revision | None]
+"""Session files that changed: path -> its new revision, or ``None`` when it is gone."""
+
 Entry = tuple[str, bool, bool, str]
 """An entry of a project folder: path, is a symlink, is a folder, name."""
 
@@ -84,19 +87,32 @@ class SessionFiles:
         self._projects = projects
         self.walked = True
 
-    def update(self, paths: Iterable[str]) -> None:
-        """Look again only at what ``paths`` (anything under the root a watcher named) touch."""
+    def update(self, paths: Iterable[str]) -> Changes | None:
+        """Look again only at what ``paths`` (anything under the root a watcher named) touch.
+
+        Returns the session files that changed, or ``None`` when more than files did (a problem
+        appeared or went, the root itself changed): then only ``files`` says what is there.
+        """
+        changes: Changes = {}
+        root_problems = list(self._root_problems)
+        whole = False
         for path in paths:
             if not path.startswith(self._root_prefix):
                 self.walk()  # the root itself changed (moved, deleted, recreated)
-                return
+                return None
             parts = path[len(self._root_prefix) :].split(os.sep)
             project = self._root_prefix + parts[0]
             known = self._projects.get(project)
             if len(parts) == 1 or not isinstance(known, _Project):
+                before = known
                 self._update_project(project)
+                whole = _diff(before, self._projects.get(project), changes) or whole
             else:
+                before_found = known.found.get(project + os.sep + parts[1])
                 self._update_session(known, project + os.sep + parts[1])
+                after_found = known.found.get(project + os.sep + parts[1])
+                whole = _diff_found(before_found, after_found, changes) or whole
+        return None if whole or root_problems != self._root_problems else changes
 
     def files(self, problems: list[StoreProblem]) -> list[tuple[str, Revision]]:
         """Every session file with its revision; what is misplaced is appended to ``problems``."""
@@ -141,9 +157,9 @@ class SessionFiles:
             self._projects.pop(project, None)
             return
         kind = kind_of(mode)
+        self._root_problems = [p for p in self._root_problems if str(p.path) != project]
         if kind == "symlink":
             self._projects.pop(project, None)
-            self._root_problems = [p for p in self._root_problems if str(p.path) != project]
             self._root_problems.append(unsafe_problem(project, "symlink"))
         elif kind == "directory":
             self._projects[project] = self._walk_project(project, None)
@@ -191,3 +207,28 @@ class SessionFiles:
             # A symlink, FIFO, device or socket where the session file belongs: never opened.
             return unsafe_problem(candidate, kind)
         return candidate, (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _diff_found(before: Found | None, after: Found | None, changes: Changes) -> bool:
+    """Add what changed between two states of one session folder; ``True`` if a problem is involved."""
+    if before == after:
+        return False
+    if isinstance(before, StoreProblem) or isinstance(after, StoreProblem):
+        return True
+    if before is not None:
+        changes[before[0]] = None
+    if after is not None:
+        changes[after[0]] = after[1]
+    return False
+
+
+def _diff(before: _Project | StoreProblem | None, after: _Project | StoreProblem | None, changes: Changes) -> bool:
+    """Add what changed between two states of one project folder; ``True`` if a problem is involved."""
+    if isinstance(before, StoreProblem) or isinstance(after, StoreProblem):
+        return True
+    old = before.found if before is not None else {}
+    new = after.found if after is not None else {}
+    whole = False
+    for session in old.keys() | new.keys():
+        whole = _diff_found(old.get(session), new.get(session), changes) or whole
+    return whole

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -36,7 +34,6 @@ from core.sessions.jsonl_layout import (
 )
 from core.sessions.jsonl_listing import Revision, SessionFiles, StoreProblem
 from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
-from core.sessions.listing_cache import load_listing, save_listing
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
@@ -45,7 +42,6 @@ from core.sessions.models import (
     TitleSnapshot,
     trusted_record,
 )
-from core.sessions.query import listing_order_key
 from core.sessions.session import (
     Clock,
     Session,
@@ -55,13 +51,10 @@ from core.sessions.session import (
     not_found,
     system_clock,
 )
+from core.sessions.store_listing import StoreListing
 from core.sessions.surface import events_at
 
 SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
-
-LISTING_SAVE_EVERY = 30.0
-"""Seconds between two writes of the listing cache (a listing that read new headers marks it stale;
-``close`` writes a stale one)."""
 
 LOG_CACHE_SIZE = 32
 """Parsed logs a store keeps for re-reads (most recently read first out last). A host that reads
@@ -136,21 +129,8 @@ class JsonlSessionStore:
         self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
         self._owned: dict[str, _Owned] = {}
         self._cache: OrderedDict[Path, _Cached] = OrderedDict()
-        self._listing: dict[str, tuple[Revision, SessionRecord]] = {}
-        self._files = SessionFiles(
-            self.root, self._file_name, self._other_name, lambda path: str(self._wrong_encoding(path))
-        )
-        self.watched = False
-        """Set by a host that reports every change under the root through ``note_changes``."""
-        self._pending: set[str] = set()
-        self._walk_due = False
-        self._pending_lock = threading.Lock()
-        self._last_listing: tuple[object, list[SessionRecord], list[StoreProblem]] | None = None
-        self._revisions: dict[str, Revision] = {}
-        self._listed_paths: list[str] = []
-        self._listing_dirty = False
-        self._listing_saved_at: float | None = None
-        """When the listing cache was last written (``None``: not even read yet)."""
+        files = SessionFiles(self.root, self._file_name, self._other_name, lambda path: str(self._wrong_encoding(path)))
+        self._listing = StoreListing(files, self.root, compression, self._read_record)
         self.problems: list[StoreProblem] = []
         writer.make_private_dirs(self.root)
 
@@ -239,8 +219,8 @@ class JsonlSessionStore:
     def close(self) -> None:
         """Release every session this store writes (their locks and files), and write the listing
         cache if the last listing read headers it does not hold yet."""
-        if self._listing_dirty:
-            self._save_listing()
+        if self._listing.dirty:
+            self._listing.save()
         for owned in self._owned.values():
             if owned.fd is not None:
                 os.close(owned.fd)
@@ -305,21 +285,14 @@ class JsonlSessionStore:
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def _session_files(self, problems: list[StoreProblem]) -> list[tuple[str, Revision]]:
-        """Every ``<project>/<session>/<file>`` with its revision; misplaced files go to ``problems``.
+    @property
+    def watched(self) -> bool:
+        """Set by a host that reports every change under the root through ``note_changes``."""
+        return self._listing.watched
 
-        Everything is looked at, unless a watcher reports changes (``note_changes``): then only
-        what it named since the last listing.
-        """
-        with self._pending_lock:
-            pending, self._pending = self._pending, set()
-            walk = not self._files.walked or not self.watched or self._walk_due
-            self._walk_due = False
-        if walk:
-            self._files.walk()
-        elif pending:
-            self._files.update(pending)
-        return self._files.files(problems)
+    @watched.setter
+    def watched(self, value: bool) -> None:
+        self._listing.watched = value
 
     def note_changes(self, paths: Iterable[str] | None) -> None:
         """Say what changed under the root (paths a file-system watcher reported), or ``None`` when
@@ -328,84 +301,30 @@ class JsonlSessionStore:
 
         Only a store whose ``watched`` is set relies on it; others look at everything each time.
         """
-        with self._pending_lock:
-            if paths is None:
-                self._walk_due = True
-            else:
-                self._pending.update(paths)
+        self._listing.note_changes(paths)
 
     def changes_pending(self) -> bool:
         """Whether ``note_changes`` reported anything the last listing has not looked at."""
-        return self._walk_due or bool(self._pending)
+        return self._listing.changes_pending()
 
-    def _listed_record(self, path: str, revision: Revision) -> SessionRecord:
-        cached = self._listing.get(path)
-        if cached is not None and cached[0] == revision:
-            return cached[1]
-        self._listing_dirty = True
+    def _read_record(self, path: str) -> SessionRecord:
         header = _read_header(path, self.compression)
         expected = session_file(self.root, header.id, header.cwd, self.compression)
         if expected != path:
             raise SessionQueryError(f"{path}: its header (id and cwd) belongs at {expected}", SESSION_QUERY_CORRUPT)
-        record = trusted_record(header, False, True)
-        self._listing[path] = (revision, record)
-        return record
+        return trusted_record(header, False, True)
 
     async def list_sessions(self) -> list[SessionRecord]:
         """Every readable session, newest first; unreadable files are reported in ``self.problems``.
 
         Only header frames are read, and only for files whose revision changed since the last call
-        (or, in a new process, since the listing cache was written).
+        (or, in a new process, since the listing cache was written); with a watcher reporting
+        changes (``note_changes``), only the reported folders are looked at.
         """
+        owned = {session_id: owned.session.header for session_id, owned in self._owned.items()}
         with collector_paused():
-            return self._list_sessions()
-
-    def _list_sessions(self) -> list[SessionRecord]:
-        problems: list[StoreProblem] = []
-        if self._listing_saved_at is None and not self._listing:
-            self._listing.update(load_listing(self.root, self.compression))
-            self._listing_saved_at = 0.0
-        files = self._session_files(problems)
-        fingerprint = (files, tuple((sid, o.fd is not None) for sid, o in self._owned.items()), len(problems))
-        if self._last_listing is not None and self._last_listing[0] == fingerprint:
-            self.problems = list(self._last_listing[2])
-            return list(self._last_listing[1])
-        records: dict[str, SessionRecord] = {}
-        revisions: dict[str, Revision] = {}
-        for path, revision in files:
-            try:
-                record = self._listed_record(path, revision)
-            except (SessionQueryError, OSError) as error:
-                problems.append(StoreProblem(Path(path), str(error)))
-                continue
-            session_id = record.header.id
-            if session_id in records:
-                problems.append(
-                    StoreProblem(Path(path), f"{path}: duplicate session id {js_json_stringify(session_id)}")
-                )
-                continue
-            if session_id in self._owned:
-                record = SessionRecord.model_construct(header=record.header, live=True, persisted=True)
-            records[session_id] = record
-            revisions[session_id] = revision
-        for session_id, owned in self._owned.items():
-            if session_id not in records:
-                records[session_id] = SessionRecord.model_construct(
-                    header=owned.session.header, live=True, persisted=False
-                )
-        self.problems = problems
-        self._revisions = revisions
-        self._listed_paths = [path for path, _ in files]
-        if self._listing_dirty and time.monotonic() - (self._listing_saved_at or 0.0) >= LISTING_SAVE_EVERY:
-            self._save_listing()
-        listing = sorted(records.values(), key=listing_order_key)
-        self._last_listing = (fingerprint, listing, list(problems))
-        return list(listing)
-
-    def _save_listing(self) -> None:
-        save_listing(self.root, self.compression, self._listing, self._listed_paths)
-        self._listing_dirty = False
-        self._listing_saved_at = time.monotonic()
+            records, self.problems = self._listing.list(owned)
+        return records
 
     def listed_revisions(self) -> Mapping[str, Revision]:
         """Session id -> file revision, as the last ``list_sessions`` saw them.
@@ -413,14 +332,14 @@ class JsonlSessionStore:
         The same object until a listing sees any file change, so hosts can tell "nothing changed"
         by identity.
         """
-        return self._revisions
+        return self._listing.revisions()
 
     def listed_revision(self, header: SessionHeader) -> Revision | None:
         """The file revision (device, inode, size, mtime) the last ``list_sessions`` saw for a session.
 
         Hosts use it to keep per-session caches (titles) fresh without reading logs again.
         """
-        return self._revisions.get(header.id)
+        return self._listing.revisions().get(header.id)
 
     def written_revision(self, session_id: str) -> Revision | None:
         """The file revision of a session this store writes, as of its last append (``None`` when it
