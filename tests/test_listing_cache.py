@@ -144,3 +144,57 @@ def test_dsh_lists_a_root_that_holds_the_cache(tmp_path: Path) -> None:
     assert (tmp_path / CACHE_NAME).is_file()
     theirs = dsh("list", root=str(tmp_path), compression="zstd")
     assert sorted(theirs, key=lambda header: header["id"]) == sorted(ours, key=lambda header: str(header["id"]))
+
+
+def test_the_remembered_listing_is_the_last_one_until_the_files_are_looked_at(
+    tmp_path: Path, header_reads: list[str]
+) -> None:
+    """``remembered_sessions`` answers from the cache alone (a first paint); ``list_sessions`` then
+    answers what the files say now, and nothing is remembered twice."""
+    assert JsonlSessionStore(tmp_path).remembered_sessions() is None  # no cache yet
+    _seed(tmp_path, 8)
+    first, _ = _listing(tmp_path)
+    changer = JsonlSessionStore(tmp_path)
+    changer.delete("s2")
+    say_user(changer.create("newer", cwd="/w/p1", created_at=50), "written after the cache")
+    changer.release("newer")  # the changer stays open: its listing cache is not rewritten
+    header_reads.clear()
+
+    store = JsonlSessionStore(tmp_path)
+    mine = store.create("mine", cwd="/w/p0", created_at=60)  # a session this store writes: live
+    remembered = store.remembered_sessions()
+    assert remembered is not None and header_reads == []
+    assert [record.header.id for record in remembered] == ["mine"] + [header["id"] for header in first]
+    assert remembered[0].live and not remembered[0].persisted
+    assert store.problems == []
+    listed = asyncio.run(store.list_sessions())
+    assert [record.header.id for record in listed] == ["mine", "newer"] + [
+        header["id"] for header in first if header["id"] != "s2"
+    ]
+    assert store.remembered_sessions() is None
+    say_user(mine, "now on disk")
+    store.close()
+    changer.close()
+
+
+async def test_the_app_shows_what_the_files_say_after_what_the_cache_remembers(tmp_path: Path) -> None:
+    from core import EchoModel
+    from tui.app import make_app
+
+    _seed(tmp_path, 6)
+    lister = JsonlSessionStore(tmp_path)
+    await lister.list_sessions()
+    lister.close()  # writes the listing cache
+    assert (tmp_path / CACHE_NAME).is_file()
+    changer = JsonlSessionStore(tmp_path)
+    changer.delete("s4")
+    say_user(changer.create("later", cwd="/w/p1", created_at=70), "after the cache")
+    changer.release("later")
+    app = make_app(JsonlSessionStore(tmp_path), EchoModel(), cwd="/w/p1", refresh_interval=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not app.catalog_loaded.is_set():
+            await pilot.pause(0.02)
+        await pilot.pause(0.1)
+        shown = {row.header.id for row in app.screen.query_one("#sidebar").rows if row.header is not None}
+        assert "later" in shown and "s4" not in shown and {"s0", "s5"} <= shown
+    changer.close()

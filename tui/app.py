@@ -223,10 +223,13 @@ class SessionRefApp(App[None]):
     @work(thread=True, exclusive=True, group="catalog")
     def _load_catalog(self) -> None:
         catalog = self.catalog
-        catalog.refresh()
+        # The sidebar shows the listing at once (what the listing cache remembers first, then what
+        # the files say when it differs); the likely titles replace ids as they are read.
+        if catalog.remember():
+            self.call_from_thread(self._catalog_changed)
+        if catalog.refresh():
+            self.call_from_thread(self._catalog_changed)
         gc.freeze()  # the listing lives as long as the app (see _catalog_loaded)
-        # The sidebar shows the listing at once; the likely titles replace ids as they are read.
-        self.call_from_thread(self._catalog_changed)
         catalog.preload_titles(self.session.cwd)
         catalog.defer_titles = True
         self.call_from_thread(self._catalog_loaded)

@@ -230,6 +230,15 @@ class SessionCatalog:
 
     # -- refreshing -------------------------------------------------------------------------------
 
+    def remember(self) -> bool:
+        """Take the listing the store's listing cache remembers (no file looked at), for a first
+        paint before ``refresh``; returns whether there was one. Safe to run in a thread."""
+        remembered = self.store.remembered_sessions() if isinstance(self.store, JsonlSessionStore) else None
+        if remembered is None:
+            return False
+        with self._lock:
+            return self._take(remembered, list(getattr(self.store, "problems", [])), external_changed=False)
+
     def refresh(self) -> bool:
         """Re-list the store; returns whether anything the app shows changed. Safe to run in a thread."""
         with self._lock:
@@ -254,21 +263,24 @@ class SessionCatalog:
                     external_changed = external_changed or listed is not self._external_listings[number]
                     self._external_listings[number] = listed
                 records.sort(key=listing_order_key)
-            listing_changed = not self.listed or _keys(records) != _keys(self.records)
-            # A file that changed (a title written elsewhere, say) shows as a new revisions map.
-            revisions = self.store.listed_revisions() if isinstance(self.store, JsonlSessionStore) else None
-            changed = listing_changed or problems != self.problems or revisions is not self._revisions
-            changed = changed or external_changed
-            self._revisions = revisions
-            if listing_changed:
-                # A new list object only when the listing differs: the service indexes the old one.
-                self.records = records
-                self._by_id = {record.header.id: record for record in records}
-                self.live_ids = frozenset(record.header.id for record in records if record.live)
-                self._title_version += 1
-            self.problems = problems
-            self.listed = True
-            return changed
+            return self._take(records, problems, external_changed)
+
+    def _take(self, records: list[SessionRecord], problems: list[Any], external_changed: bool) -> bool:
+        listing_changed = not self.listed or _keys(records) != _keys(self.records)
+        # A file that changed (a title written elsewhere, say) shows as a new revisions map.
+        revisions = self.store.listed_revisions() if isinstance(self.store, JsonlSessionStore) else None
+        changed = listing_changed or problems != self.problems or revisions is not self._revisions
+        changed = changed or external_changed
+        self._revisions = revisions
+        if listing_changed:
+            # A new list object only when the listing differs: the service indexes the old one.
+            self.records = records
+            self._by_id = {record.header.id: record for record in records}
+            self.live_ids = frozenset(record.header.id for record in records if record.live)
+            self._title_version += 1
+        self.problems = problems
+        self.listed = True
+        return changed
 
     def preload_titles(self, target_cwd: str | None, count: int = 50) -> None:
         """Read the titles the first ``@`` will most likely show: the newest ``count`` sessions of

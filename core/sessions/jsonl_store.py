@@ -326,6 +326,18 @@ class JsonlSessionStore:
             records, self.problems = self._listing.list(owned)
         return records
 
+    def remembered_sessions(self) -> list[SessionRecord] | None:
+        """The listing as the listing cache remembers it, without looking at any file: what a host
+        shows first, before ``list_sessions`` (which then answers what is there now). ``None`` when
+        there is no cache or a listing was already made."""
+        owned = {session_id: owned.session.header for session_id, owned in self._owned.items()}
+        with collector_paused():
+            remembered = self._listing.remembered(owned)
+        if remembered is None:
+            return None
+        records, self.problems = remembered
+        return records
+
     def listed_revisions(self) -> Mapping[str, Revision]:
         """Session id -> file revision, as the last ``list_sessions`` saw them.
 

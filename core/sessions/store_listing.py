@@ -12,6 +12,7 @@ that no longer reads) falls back to the full computation, which is the definitio
 from __future__ import annotations
 
 import bisect
+import builtins
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -53,8 +54,6 @@ class _Listed:
     """Files listed as a problem (unreadable header, duplicate id): a change to one means a full pass."""
     duplicated: set[str]
     """Ids more than one file holds."""
-    keys: list[tuple[int, bytes]] | None = None
-    """``listing_order_key`` of each record, built when the first change is applied."""
 
 
 class StoreListing:
@@ -113,9 +112,7 @@ class StoreListing:
 
     def list(self, owned: Owned) -> tuple[list[SessionRecord], list[StoreProblem]]:
         """Every readable session (newest first) and the problems met; see the module docstring."""
-        if self._saved_at is None and not self._headers:
-            self._headers.update(load_listing(self._root, self._compression))
-            self._saved_at = 0.0
+        self._load_cache()
         changes = self._look()
         owned_key = tuple(owned)
         listed = self._listed
@@ -124,6 +121,26 @@ class StoreListing:
         if self._dirty and time.monotonic() - (self._saved_at or 0.0) >= LISTING_SAVE_EVERY:
             self.save()
         return list(listed.records), list(listed.problems)
+
+    def remembered(self, owned: Owned) -> tuple[builtins.list[SessionRecord], builtins.list[StoreProblem]] | None:
+        """What the listing cache remembers, before any file is looked at: a first paint's listing
+        (``None`` once a listing was made, or without a cache). The next ``list`` walks the files
+        and answers what is there now."""
+        if self._listed is not None:
+            return None
+        self._load_cache()
+        if not self._headers:
+            return None
+        files = [(path, revision) for path, (revision, _) in self._headers.items()]
+        listed = self._full(owned, tuple(owned), files)
+        listed.fingerprint = None  # not what the files say: the next listing computes again
+        return list(listed.records), list(listed.problems)
+
+    def _load_cache(self) -> None:
+        if self._saved_at is None:
+            for path, entry in load_listing(self._root, self._compression).items():
+                self._headers.setdefault(path, entry)
+            self._saved_at = 0.0
 
     def revisions(self) -> Mapping[str, Revision]:
         """Session id -> file revision as last listed: the same object until a listing sees a change."""
@@ -151,9 +168,12 @@ class StoreListing:
         self._headers[path] = (revision, record)
         return record
 
-    def _full(self, owned: Owned, owned_key: tuple[str, ...]) -> _Listed:
+    def _full(
+        self, owned: Owned, owned_key: tuple[str, ...], files: builtins.list[tuple[str, Revision]] | None = None
+    ) -> _Listed:
         problems: list[StoreProblem] = []
-        files = self._files.files(problems)
+        if files is None:
+            files = self._files.files(problems)
         fingerprint = (files, owned_key, len(problems))
         listed = self._listed
         if listed is not None and listed.fingerprint == fingerprint:
@@ -252,23 +272,18 @@ class StoreListing:
             added.append((path, record, revision))
         if len({record.header.id for _, record, _ in added}) < len(added):
             return False
-        keys = listed.keys
-        if keys is None:
-            keys = listed.keys = [listing_order_key(record) for record in listed.records]
-        revisions = dict(listed.revisions)
+        records = listed.records
+        revisions = dict(listed.revisions)  # a new object: ``revisions`` says "changed" by identity
         for gone, old in removed:
-            at = bisect.bisect_left(keys, listing_order_key(old))
-            del listed.records[at], keys[at]
+            at = bisect.bisect_left(records, listing_order_key(old), key=listing_order_key)
+            del records[at]
             if gone is not None:
                 del revisions[old.header.id], listed.path_records[gone]
                 if changes[gone] is None:
                     self._headers.pop(gone, None)
         for path, record, revision in added:
             if path not in listed.path_records:
-                key = listing_order_key(record)
-                at = bisect.bisect_left(keys, key)
-                listed.records.insert(at, record)
-                keys.insert(at, key)
+                records.insert(bisect.bisect_left(records, listing_order_key(record), key=listing_order_key), record)
             revisions[record.header.id] = revision
             listed.path_records[path] = record
         listed.revisions = revisions

@@ -106,8 +106,8 @@ class StoreWatcher:
     def _run(self, inotify: INotify) -> None:
         try:
             self._watch_tree(inotify, str(self.root), depth=0)
+            self.on_change(None)  # whatever changed before the watches were in place (before ``ready``)
             self.ready.set()
-            self.on_change(None)  # whatever changed before the watches were in place
             self._loop(inotify)
         except OSError as error:
             self.failure = (
@@ -115,8 +115,8 @@ class StoreWatcher:
                 if error.errno == errno.ENOSPC
                 else f"file-system events stopped: {error.strerror or error}"
             )
-            self.ready.set()
             self.on_change(None)
+            self.ready.set()
         finally:
             inotify.close()
 
