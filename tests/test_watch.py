@@ -242,18 +242,23 @@ def test_the_listing_from_reported_changes_is_the_listing_a_full_walk_gives(
         watched.close()
 
 
-def test_a_watch_limit_reached_hands_back_to_polling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """inotify's watch limit (ENOSPC) stops the watcher with the reason and a "look at everything"."""
-    for index in range(3):
-        say_user(JsonlSessionStore(tmp_path).create(f"s{index}", cwd="/w"), "hi")
+def _limit_watches(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """inotify refuses a watch below the project folders, as when its watch limit is reached."""
 
     class Limited(watch.INotify):  # type: ignore[misc, name-defined]
         def add_watch(self, path: str, mask: int) -> int:
-            if str(path).count(os.sep) > str(tmp_path).count(os.sep) + 1:
+            if str(path).count(os.sep) > str(root).count(os.sep) + 1:
                 raise OSError(errno.ENOSPC, "No space left on device")
             return int(super().add_watch(path, mask))
 
     monkeypatch.setattr(watch, "INotify", Limited)
+
+
+def test_a_watch_limit_reached_hands_back_to_polling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """inotify's watch limit (ENOSPC) stops the watcher with the reason and a "look at everything"."""
+    for index in range(3):
+        say_user(JsonlSessionStore(tmp_path).create(f"s{index}", cwd="/w"), "hi")
+    _limit_watches(monkeypatch, tmp_path)
     heard = Heard()
     watcher = StoreWatcher(tmp_path, heard)
     assert watcher.start() and watcher.ready.wait(5)
@@ -279,3 +284,29 @@ async def test_the_app_shows_a_session_written_elsewhere_without_polling(tmp_pat
             await pilot.pause(0.02)
         assert time.monotonic() - started < 1.0
     assert not app.watcher.running
+
+
+async def test_the_app_says_it_polls_when_it_cannot_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the watch limit the user is told once, and a session written elsewhere still shows (polled)."""
+    store = JsonlSessionStore(tmp_path)
+    say_user(store.create("older", cwd="/w/here"), "hi")
+    store.release("older")
+    _limit_watches(monkeypatch, tmp_path)
+    app = make_app(store, EchoModel(), cwd="/w/here", refresh_interval=0.3)
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.watcher is None or not app.watcher.ready.is_set() or not app._notifications:
+            await pilot.pause(0.02)
+        assert not store.watched
+        [told] = list(app._notifications)
+        assert told.title == "Not watching the store"
+        assert told.message == (
+            "The inotify watch limit is reached (fs.inotify.max_user_watches);"
+            " sessions written elsewhere now show within 0.3 s."
+        )
+        sidebar = app.screen.query_one("#sidebar")
+        _write_elsewhere(tmp_path, "polled")
+        started = time.monotonic()
+        while not any(row.header is not None and row.header.id == "polled" for row in sidebar.rows):
+            assert time.monotonic() - started < 5.0, "polling never showed the new session"
+            await pilot.pause(0.05)
+        assert len(list(app._notifications)) == 1

@@ -128,6 +128,7 @@ class SessionRefApp(App[None]):
         """Reports changes under the store root (inotify); ``None`` or failed: the listing polls."""
         self._titles_loading = False
         self._refresh_waiting = False
+        self._watch_failure_told = False
 
     def notify(
         self,
@@ -265,6 +266,15 @@ class SessionRefApp(App[None]):
         self.post_message(StoreChanged())
 
     def on_store_changed(self, _message: StoreChanged) -> None:
+        watcher = self.watcher
+        if watcher is not None and watcher.failure is not None and not self._watch_failure_told:
+            self._watch_failure_told = True
+            self.notify(
+                f"{watcher.failure[:1].upper()}{watcher.failure[1:]}; sessions written elsewhere now show"
+                f" within {self.refresh_interval:g} s.",
+                severity="warning",
+                title="Not watching the store",
+            )
         self.refresh_catalog()
 
     def _load_wanted_titles(self) -> None:
