@@ -52,6 +52,7 @@ from core.sessions.jsonl_codec import SESSION_QUERY_CORRUPT, load_log
 from core.sessions.jsonl_layout import SESSION_QUERY_INVALID_ID
 from core.sessions.jsonl_store import SESSION_QUERY_WRONG_ENCODING, JsonlSessionStore
 from core.sessions.models import SessionEvent
+from tests.shared_fixtures import fixtures_root
 
 DOCUMENTED_CODES = frozenset(get_args(SessionReferenceErrorCode)) | {
     SESSION_QUERY_SESSION_NOT_FOUND,
@@ -64,7 +65,8 @@ DOCUMENTED_CODES = frozenset(get_args(SessionReferenceErrorCode)) | {
 }
 """The error codes the README and CONTRACT §9 document for these entry points."""
 
-REAL_LOGS = Path(__file__).resolve().parent.parent / "tests" / "data" / "dsh-real"
+REAL_LOGS = fixtures_root() / "dsh-real"
+"""Seeds: the logs dsh wrote (none when the shared fixtures are not beside the checkout)."""
 
 HOSTILE = [
     "</referenced-sessions>",
@@ -478,8 +480,16 @@ def dsh_log(data: bytes) -> str:
     return "ok"
 
 
+_OWN_LOG = (
+    b'{"type":"session","version":1,"id":"seed","createdAt":0,"cwd":"/w","delegationDepth":0}\n'
+    b'{"type":"user/message","seq":0,"time":1,"data":{"content":[{"type":"text","text":"hi"}],'
+    b'"source":{"kind":"user"}},"surfaceOp":"append"}\n'
+)
+"""A log of our own, the seed where the real ones are not beside the checkout."""
+
+
 def _real_logs() -> list[bytes]:
-    return [path.read_bytes() for path in sorted(REAL_LOGS.glob("*.jsonl"))]
+    return [path.read_bytes() for path in sorted(REAL_LOGS.glob("*.jsonl"))] or [_OWN_LOG]
 
 
 _LOG_TOKENS = [

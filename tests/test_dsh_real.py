@@ -1,4 +1,4 @@
-"""Session logs that DeepSeek Harness itself wrote (tests/data/dsh-real/) list, load, fold and project.
+"""Session logs that DeepSeek Harness itself wrote (``../shared/fixtures/dsh-real/``) list, load, fold and project.
 
 Each file is placed into a store layout as plain JSONL and re-framed as zstd (a header frame, then
 its rows in several batch frames, as dsh appends them). What a reference would send is checked
@@ -18,14 +18,17 @@ import zstandard
 from core import JsonlSessionStore, SessionReferenceService, fold_surface
 from core.reference.projection import project_conversation
 from core.sessions.jsonl_layout import encode_session_segment, project_key
+from tests.shared_fixtures import shared_fixtures
 
-DATA = Path(__file__).parent / "data" / "dsh-real"
-FIXTURES = sorted(DATA.glob("*.jsonl"))
 CWD = "/home/someone/project"
 
 
-def test_all_ten_real_logs_are_here() -> None:
-    assert len(FIXTURES) == 10
+def real_logs() -> list[Path]:
+    return sorted(shared_fixtures("dsh-real").glob("*.jsonl"))
+
+
+def test_all_twenty_real_logs_are_here() -> None:
+    assert len(real_logs()) == 20
 
 
 def _rows(path: Path, session_id: str) -> list[dict[str, Any]]:
@@ -92,7 +95,7 @@ def expected_conversation(events: list[dict[str, Any]]) -> list[tuple[str, str]]
 @pytest.mark.parametrize("compression", ["none", "zstd"])
 async def test_every_real_log_lists_loads_folds_and_projects(tmp_path: Path, compression: str) -> None:
     placed = {}
-    for fixture in FIXTURES:
+    for fixture in real_logs():
         session_id, rows = place(tmp_path, fixture, compression)
         placed[session_id] = rows
     store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
@@ -121,7 +124,7 @@ async def test_every_real_log_lists_loads_folds_and_projects(tmp_path: Path, com
 
 
 async def test_real_logs_keep_unknown_event_types_in_the_log_but_off_the_surface(tmp_path: Path) -> None:
-    session_id, rows = place(tmp_path, DATA / "approval-composer__session.jsonl", "zstd")
+    session_id, rows = place(tmp_path, shared_fixtures("dsh-real") / "approval-composer__session.jsonl", "zstd")
     store = JsonlSessionStore(tmp_path)
     session = store.get(session_id)
     assert session is not None
@@ -145,7 +148,7 @@ async def test_real_logs_keep_unknown_event_types_in_the_log_but_off_the_surface
 
 @pytest.mark.parametrize("compression", ["none", "zstd"])
 async def test_a_real_log_can_be_referenced_and_its_texts_reach_the_context(tmp_path: Path, compression: str) -> None:
-    session_id, rows = place(tmp_path, DATA / "navigation-panes__seed.jsonl", compression)
+    session_id, rows = place(tmp_path, shared_fixtures("dsh-real") / "navigation-panes__seed.jsonl", compression)
     store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
     target = store.create("target", cwd=CWD + "/workspace")
     service = SessionReferenceService(store)

@@ -56,7 +56,9 @@ HEAD_BYTES = 256 * 1024
 """How much of a file the listing reads for its header (first timestamp, cwd, Codex meta)."""
 
 _UUID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
-_BOILERPLATE = ("<user_instructions", "<environment_context")
+_BOILERPLATE = ("<user_instructions", "<environment_context", "# AGENTS.md instructions for ")
+"""Codex user messages that the tool wrote, not the user (instructions files, the environment)."""
+_CWD_IN_CONTEXT = re.compile(r"<environment_context>.*?<cwd>([^<]+)</cwd>", re.DOTALL)
 _TITLE_LENGTH = 80
 
 
@@ -140,6 +142,21 @@ def _text(value: str) -> list[dict[str, Any]]:
 def _first_line_title(text: str) -> str:
     line = " ".join(text.split())
     return line if len(line) <= _TITLE_LENGTH else line[: _TITLE_LENGTH - 1] + "…"
+
+
+_CODEX_REQUEST = "## My request for Codex:"
+"""What Codex's IDE and Desktop clients put before the words the user typed (after open tabs, files)."""
+
+
+def _prompt_title(text: str) -> str | None:
+    """A title from a prompt; ``None`` for text a tool wrote in the user's turn (``<task-notification>``
+    and other tag blocks)."""
+    at = text.find(_CODEX_REQUEST)
+    if at >= 0:
+        text = text[at + len(_CODEX_REQUEST) :]
+    if not text.strip() or text.lstrip().startswith("<"):
+        return None
+    return _first_line_title(text)
 
 
 @dataclass
@@ -380,15 +397,15 @@ class ClaudeCodeSource(_FileSource):
                     leaf = record.get("leafUuid")
                     summaries.append((leaf if isinstance(leaf, str) else None, record["summary"]))
                 continue
-            if kind not in ("user", "assistant", "system"):
-                continue  # other record kinds (file history, hooks…) are not conversation
             uuid = record.get("uuid")
             if type(uuid) is not str or record.get("isSidechain") is True:
-                continue
+                continue  # file history snapshots, queue operations, summaries; sub-agents' records
             parent = record.get("parentUuid")
             message = record.get("message")
-            # (The role, inlined: this loop runs once per line of a transcript.)
-            if kind == "system" or record.get("isMeta") is True or type(message) is not dict:
+            # (The role, inlined: this loop runs once per line of a transcript.) Records of other
+            # kinds are links of the chain too (Claude Code 2.1 writes hook ``progress`` records
+            # between a prompt and its answer), never conversation.
+            if kind not in ("user", "assistant") or record.get("isMeta") is True or type(message) is not dict:
                 role, text = _SKIP, ""
             else:
                 role = (
@@ -403,6 +420,7 @@ class ClaudeCodeSource(_FileSource):
         chain = self._chain(records, order)
         builder = _Builder()
         first_prompt: str | None = None
+        first_command: str | None = None
         for uuid in chain:
             number, _parent, role, text, time = records[uuid]
             if role == _SKIP or not text.strip():
@@ -412,18 +430,24 @@ class ClaudeCodeSource(_FileSource):
                 builder.checkpoint(number, when, text)
             elif role == _USER:
                 if _is_claude_command_noise(text):
-                    continue
+                    command = _claude_command(text)
+                    if command is None:
+                        continue
+                    if command[1] is None:  # a command without arguments: no words of the user's
+                        first_command = first_command or command[0]
+                        continue
+                    text = f"{command[0]} {command[1]}"
                 builder.user(number, when, text)
                 if first_prompt is None:
-                    first_prompt = text
+                    first_prompt = _prompt_title(text)
             else:
                 builder.assistant(number, when, text)
         in_chain = set(chain)
         title = next((summary for leaf, summary in reversed(summaries) if leaf in in_chain), None)
         if title is None and summaries:
             title = summaries[-1][1]
-        if title is None and first_prompt is not None:
-            title = _first_line_title(first_prompt)
+        if title is None:
+            title = first_prompt or first_command
         return ExternalSession(header, builder.events, title, problems, last_seq)
 
     @staticmethod
@@ -449,6 +473,21 @@ def _is_claude_command_noise(text: str) -> bool:
     # Slash-command echoes and local command output Claude Code stores as user records.
     stripped = text.lstrip()
     return stripped.startswith(("<command-name>", "<local-command-stdout>", "<command-message>", "Caveat: "))
+
+
+_COMMAND_NAME = re.compile(r"<command-name>([^<]*)</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+
+
+def _claude_command(text: str) -> tuple[str, str | None] | None:
+    """A slash command's echo: its name and the words typed after it (``None`` when there were
+    none); ``None`` for local command output and caveats."""
+    name = _COMMAND_NAME.search(text)
+    if name is None or not name.group(1).strip():
+        return None
+    args = _COMMAND_ARGS.search(text)
+    words = args.group(1).strip() if args is not None else ""
+    return name.group(1).strip(), words or None
 
 
 # -- Codex CLI ------------------------------------------------------------------------------------
@@ -511,6 +550,10 @@ class CodexSource(_FileSource):
                     created = _millis(record.get("timestamp"))
                 if cwd is None and record.get("type") == "turn_context" and isinstance(payload, Mapping):
                     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+                if cwd is None and record.get("type") == "message" and record.get("role") == "user":
+                    # The older layout names its folder only in the environment context it sends.
+                    found = _CWD_IN_CONTEXT.search(_codex_text(record.get("content")))
+                    cwd = found.group(1).strip() or None if found is not None else None
             if session_id is not None and cwd is not None:
                 break
         if not readable:
@@ -549,15 +592,24 @@ class CodexSource(_FileSource):
                     problems += 1
             elif "payload" not in record and isinstance(kind, str):
                 self._item(record, number, time, items)  # the older layout: bare response items
-            elif not ("id" in record and "timestamp" in record):
+            elif not ("id" in record and "timestamp" in record) and "record_type" not in record:
+                # (The older layout's ``{"record_type": "state"}`` lines carry nothing to show.)
                 problems += 1
-        chosen = items if any(role == "user" for _s, _t, role, _x in items) or not events else events
+        # Each role from whichever record kind holds it: response items when they have that role
+        # (event_msg then only repeats them), else event_msg (Codex Desktop 0.128 writes prompts
+        # only as event_msg and answers only as response items). Never both: nothing is doubled.
+        chosen = sorted(
+            entry
+            for role in ("user", "assistant")
+            for entry in (items if any(item[2] == role for item in items) else events)
+            if entry[2] == role
+        )
         builder = _Builder()
         title: str | None = None
         for seq, time, role, text in chosen:
             if role == "user":
                 builder.user(seq, time, text)
-                title = title or _first_line_title(text)
+                title = title or _prompt_title(text)
             else:
                 builder.assistant(seq, time, text)
         return ExternalSession(header, builder.events, title, problems, last_seq)
