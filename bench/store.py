@@ -68,7 +68,7 @@ LISTING_COUNTS = (10_000, 100_000)
 """The store sizes the listing and app-start figures are printed for (a heavy user, a team's store)."""
 
 
-def _cold_listing(root: Path, *, cache: bool) -> tuple[int, float]:
+def cold_listing(root: Path, *, cache: bool) -> tuple[int, float]:
     """Sessions listed and seconds taken by a fresh process (import included); without ``cache``
     the listing cache is removed first, as on the very first start."""
     if not cache:
@@ -93,8 +93,8 @@ def bench_listing(repeats: int) -> None:
         root = listing_root(count)
         if time.perf_counter() - began > 1:
             print(f"  (seeded the root once in {time.perf_counter() - began:.0f} s: {root})")
-        uncached = [_cold_listing(root, cache=False) for _ in range(runs)]
-        cached = [_cold_listing(root, cache=True) for _ in range(runs)]
+        uncached = [cold_listing(root, cache=False) for _ in range(runs)]
+        cached = [cold_listing(root, cache=True) for _ in range(runs)]
         listed = {listed for listed, _ in uncached + cached}
         assert listed == {count}, f"listed {listed}, not {count}"
         store = JsonlSessionStore(root)

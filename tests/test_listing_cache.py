@@ -175,6 +175,13 @@ def test_the_remembered_listing_is_the_last_one_until_the_files_are_looked_at(
     say_user(mine, "now on disk")
     store.close()
     changer.close()
+    # The cache written at close forgets the deleted session and remembers the new one it listed
+    # ("mine" reached the disk after that listing: the next listing reads it).
+    again = JsonlSessionStore(tmp_path).remembered_sessions()
+    assert again is not None and {record.header.id for record in again} == {
+        "newer",
+        *(header["id"] for header in first if header["id"] != "s2"),
+    }
 
 
 async def test_the_app_shows_what_the_files_say_after_what_the_cache_remembers(tmp_path: Path) -> None:
@@ -198,3 +205,16 @@ async def test_the_app_shows_what_the_files_say_after_what_the_cache_remembers(t
         shown = {row.header.id for row in app.screen.query_one("#sidebar").rows if row.header is not None}
         assert "later" in shown and "s4" not in shown and {"s0", "s5"} <= shown
     changer.close()
+
+
+def test_a_listing_that_only_misses_deleted_files_still_rewrites_the_cache(tmp_path: Path) -> None:
+    """Nothing new to read, only a session gone: the cache must forget it, or every later start
+    would first paint a session that no longer exists."""
+    _seed(tmp_path, 5)
+    _listing(tmp_path)  # writes the cache
+    remover = JsonlSessionStore(tmp_path)
+    remover.delete("s2")
+    remover.close()
+    _listing(tmp_path)  # lists without reading any header, then closes
+    remembered = JsonlSessionStore(tmp_path).remembered_sessions()
+    assert remembered is not None and sorted(record.header.id for record in remembered) == ["s0", "s1", "s3", "s4"]

@@ -174,6 +174,8 @@ class StoreListing:
         problems: list[StoreProblem] = []
         if files is None:
             files = self._files.files(problems)
+            if len(self._headers) > len(files):
+                self._forget_gone(files)
         fingerprint = (files, owned_key, len(problems))
         listed = self._listed
         if listed is not None and listed.fingerprint == fingerprint:
@@ -230,6 +232,14 @@ class StoreListing:
         )
         return self._listed
 
+    def _forget_gone(self, files: builtins.list[tuple[str, Revision]]) -> None:
+        """Drop the headers of files no longer there (the cache then forgets them too)."""
+        present = {path for path, _ in files}
+        gone = [path for path in self._headers if path not in present]
+        for path in gone:
+            del self._headers[path]
+        self._dirty = self._dirty or bool(gone)
+
     def _apply(self, listed: _Listed, changes: Changes, owned: Owned) -> bool:
         """Apply changed files to the kept listing; ``False`` when only a full pass can say."""
         if not changes:
@@ -281,6 +291,7 @@ class StoreListing:
                 del revisions[old.header.id], listed.path_records[gone]
                 if changes[gone] is None:
                     self._headers.pop(gone, None)
+                    self._dirty = True  # the cache must not remember it
         for path, record, revision in added:
             if path not in listed.path_records:
                 records.insert(bisect.bisect_left(records, listing_order_key(record), key=listing_order_key), record)
