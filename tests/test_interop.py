@@ -1,7 +1,7 @@
 """sessionref against the real DeepSeek Harness code (npm 0.1.0-rc.8, run by tests/interop/dsh.mjs).
 
 Both directions of the store format (dsh writes, we read; we write, dsh lists and loads), torn tails
-written by one side and read by the other, the ten real logs in dsh's own reader, the reference
+written by one side and read by the other, the twenty real logs in dsh's own reader, the reference
 engine's snapshot bytes, and the DeepSeek request body. The packages and a Node 22 binary (rc.8
 needs ``node:zlib``'s zstd) come from the npm registry: ``make test`` runs ``npm ci`` in
 tests/interop. Without them these tests skip, unless ``SESSIONREF_REQUIRE_INTEROP=1`` (CI) makes
@@ -37,7 +37,7 @@ from core.agent.wire import wire_messages
 from tests.conftest import compact, frame_offsets, text
 from tests.fake_deepseek import FakeDeepSeek
 from tests.rc8 import INTEROP, NODE, dsh, rc8_snapshots
-from tests.test_dsh_real import FIXTURES, place
+from tests.test_dsh_real import place, real_logs
 
 if NODE is None:
     if os.environ.get("SESSIONREF_REQUIRE_INTEROP") == "1":
@@ -294,25 +294,25 @@ async def test_a_torn_tail_written_by_one_side_reads_the_same_on_the_other(
 
 
 @pytest.mark.parametrize("compression", ["none", "zstd"])
-async def test_what_dsh_rc8_itself_makes_of_the_ten_real_logs(tmp_path: Path, compression: str) -> None:
+async def test_what_dsh_rc8_itself_makes_of_the_twenty_real_logs(tmp_path: Path, compression: str) -> None:
     """The differences README's "Compatibility with dsh" lists, checked so a new release shows up here."""
     ids = []
-    for fixture in FIXTURES:
+    for fixture in real_logs():
         session_id, _rows = place(tmp_path, fixture, compression)
         ids.append(session_id)
     store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
-    assert len(await store.list_sessions()) == 10 and store.problems == []
+    assert len(await store.list_sessions()) == 20 and store.problems == []
     listed = {header["id"] for header in dsh("list", root=str(tmp_path), compression=compression)}
     # rc.8 requires delegationDepth in a header and silently skips files without it; the real
-    # files omit it, so rc.8 lists none of them (sessionref lists all ten).
+    # files omit it, so rc.8 lists none of them (sessionref lists all twenty).
     assert listed == set()
     loaded = dsh("load", root=str(tmp_path), compression=compression, ids=ids)
     # Nor does it load them: its header check fails first.
     assert {entry["error"] for entry in loaded.values()} == {
         "Error: corrupt session log: first line is not a session header"
     }
-    # With the one field added, rc.8 reads the nine complete logs exactly as sessionref does. The
-    # tenth had its streamed chunks left out (seqs jump 5 -> 87, a turn/end follows): rc.8 calls it
+    # With the one field added, rc.8 reads the nineteen complete logs exactly as sessionref does.
+    # The twentieth had its streamed chunks left out (seqs jump 5 -> 87, a turn/end follows): rc.8 calls it
     # corrupt, sessionref reads the whole log.
     for session_id in ids:
         path = store.session_path(session_id, (await store.read_surface(session_id)).session.cwd)

@@ -293,20 +293,29 @@ async def test_the_app_says_it_polls_when_it_cannot_watch(tmp_path: Path, monkey
     store.release("older")
     _limit_watches(monkeypatch, tmp_path)
     app = make_app(store, EchoModel(), cwd="/w/here", refresh_interval=0.3)
+    told: list[tuple[str, str]] = []
+    real_notify = app.notify
+
+    def notify(message: str, *, title: str = "", **options: Any) -> None:
+        told.append((title, message))
+        real_notify(message, title=title, **options)
+
+    app.notify = notify  # type: ignore[method-assign]
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.watcher is None or not app.watcher.ready.is_set() or not app._notifications:
+        while app.watcher is None or not app.watcher.ready.is_set() or not told:
             await pilot.pause(0.02)
         assert not store.watched
-        [told] = list(app._notifications)
-        assert told.title == "Not watching the store"
-        assert told.message == (
-            "The inotify watch limit is reached (fs.inotify.max_user_watches);"
-            " sessions written elsewhere now show within 0.3 s."
-        )
+        assert told == [
+            (
+                "Not watching the store",
+                "The inotify watch limit is reached (fs.inotify.max_user_watches);"
+                " sessions written elsewhere now show within 0.3 s.",
+            )
+        ]
         sidebar = app.screen.query_one("#sidebar")
         _write_elsewhere(tmp_path, "polled")
         started = time.monotonic()
         while not any(row.header is not None and row.header.id == "polled" for row in sidebar.rows):
-            assert time.monotonic() - started < 5.0, "polling never showed the new session"
+            assert time.monotonic() - started < 20.0, "polling never showed the new session"
             await pilot.pause(0.05)
-        assert len(list(app._notifications)) == 1
+        assert len(told) == 1  # told once, however often it polls
