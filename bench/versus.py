@@ -39,11 +39,11 @@ def _median_ms(work: Callable[[], Any], repeats: int) -> float:
 def _row(name: str, theirs: float, ours: float, note: str = "") -> None:
     ratio = ours / theirs
     verdict = "ok" if ratio <= 1.0 else "SLOWER"
-    print(f"  {name:<44} {theirs:10.1f} ms {ours:10.1f} ms {ratio:9.4f}x  {verdict} {note}".rstrip())
+    print(f"  {name:<48} {theirs:10.1f} ms {ours:10.1f} ms {ratio:9.4f}x  {verdict} {note}".rstrip())
 
 
 def _header() -> None:
-    print(f"  {'workload (in-process medians)':<44} {'dsh rc.8':>13} {'sessionref':>13} {'ours/dsh':>10}")
+    print(f"  {'workload (in-process medians)':<48} {'dsh rc.8':>13} {'sessionref':>13} {'ours/dsh':>10}")
 
 
 def versus_prepare(repeats: int) -> None:
