@@ -319,3 +319,44 @@ async def test_the_app_says_it_polls_when_it_cannot_watch(tmp_path: Path, monkey
             assert time.monotonic() - started < 20.0, "polling never showed the new session"
             await pilot.pause(0.05)
         assert len(told) == 1  # told once, however often it polls
+
+
+def test_a_session_growing_elsewhere_keeps_the_catalog_listing_and_a_new_one_changes_it(tmp_path: Path) -> None:
+    """Another program streaming into a session changes its revision (titles may change), not the
+    listing the sidebar and the picker hold: the catalog keeps the same records object."""
+    from tui.catalog import SessionCatalog
+
+    writer = JsonlSessionStore(tmp_path)
+    for index in range(5):
+        say_user(writer.create(f"s{index}", cwd="/w", created_at=index), "hello")
+        writer.release(f"s{index}")
+    store = JsonlSessionStore(tmp_path)
+    store.watched = True
+    heard = Heard()
+
+    def report(paths: set[str] | None) -> None:
+        store.note_changes(paths)
+        heard(paths)
+
+    watcher = StoreWatcher(tmp_path, report)
+    assert watcher.start() and watcher.ready.wait(5)
+    try:
+        catalog = SessionCatalog(store)
+        assert catalog.refresh()
+        shown = catalog.records
+        session = writer.get("s2")
+        assert session is not None
+        say_user(session, "streamed elsewhere")
+        writer.release("s2")
+        heard.wait_for(str(writer.session_path("s2", "/w").parent))
+        assert catalog.refresh()  # the revision changed: titles are looked at again
+        assert catalog.records is shown  # the listing itself did not
+        say_user(writer.create("s9", cwd="/w", created_at=99), "new")
+        writer.release("s9")
+        heard.wait_for(str(writer.session_path("s9", "/w").parent))
+        assert catalog.refresh() and catalog.records is not shown
+        assert [record.header.id for record in catalog.records] == ["s9", "s4", "s3", "s2", "s1", "s0"]
+    finally:
+        watcher.stop()
+        writer.close()
+        store.close()
