@@ -56,6 +56,19 @@ def header_line(header: SessionHeader) -> str:
     return js_json_stringify({"type": "session", **header.to_wire()}) + "\n"
 
 
+def header_from_line(line: str, path: Path) -> SessionHeader:
+    """The header a session file's first line holds (``path`` names it in errors).
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION``.
+    """
+    try:
+        row = json.loads(line)
+    except ValueError as error:
+        raise _corrupt(path, 0, f"the header is not JSON ({error})") from None
+    return _header_from_row(row, path)
+
+
 def _header_from_row(row: Any, path: Path) -> SessionHeader:
     # Real dsh files may omit ``delegationDepth`` (it reads as 0, the model's default).
     if not isinstance(row, dict) or row.get("type") != "session":

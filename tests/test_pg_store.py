@@ -1,0 +1,185 @@
+"""``PostgresSessionStore`` on a real PostgreSQL server (a throwaway cluster): the JSONL store's
+behaviour, kept by the database."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from core import JsonlSessionStore
+from core.errors import SessionQueryError
+from core.sessions.pg_store import SCHEMA_VERSION, PostgresSessionStore
+from tests.conftest import compact, say_assistant, say_user
+from tests.pg_cluster import throwaway_cluster
+
+REPO = Path(__file__).resolve().parent.parent
+_numbers = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    with throwaway_cluster() as conninfo:
+        yield conninfo
+
+
+@pytest.fixture
+def database(cluster: str) -> str:
+    """A fresh database of its own for each test."""
+    name = f"t{next(_numbers)}"
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+    return cluster.replace("dbname=postgres", f"dbname={name}")
+
+
+def _clock() -> Any:
+    return itertools.count(1_700_000_000_000, 7).__next__
+
+
+def _converse(store: Any) -> None:
+    """The same conversation in any store: prompts, answers, a streamed (packed) reply, a title, a
+    compaction, two sessions in two folders and one without."""
+    first = store.create("first", cwd="/w/a")
+    say_user(first, "hello <b> 界 😀")
+    say_assistant(first, "hi")
+    chunks = [("assistant/chunk", {"turn": 1, "step": 0, "chunk": {"type": "text-delta", "index": 0, "text": w}})
+              for w in ("one ", "two ", "three")]  # fmt: skip
+    first.append_batch([(kind, data, None, None) for kind, data in chunks])
+    first.append("session/title", {"title": "A title", "messageSeqs": [0], "source": "user"})
+    compact(first, "summary of it all")
+    say_user(first, "after the checkpoint")
+    second = store.create("second", cwd="/w/b")
+    say_user(second, "another")
+    say_user(store.create("third"), "no folder")
+
+
+async def test_the_same_conversation_reads_the_same_as_in_the_jsonl_store(database: str, tmp_path: Path) -> None:
+    jsonl = JsonlSessionStore(tmp_path, clock=_clock())
+    _converse(jsonl)
+    jsonl.close()
+    writer = PostgresSessionStore(database, clock=_clock())
+    _converse(writer)
+    writer.close()
+    jsonl, store = JsonlSessionStore(tmp_path), PostgresSessionStore(database)
+    assert [r.header for r in await store.list_sessions()] == [r.header for r in await jsonl.list_sessions()]
+    for session_id in ("first", "second", "third"):
+        assert await store.read_surface(session_id) == await jsonl.read_surface(session_id)
+        assert await store.read_title(session_id) == await jsonl.read_title(session_id)
+        header, events = store.read_log(session_id)
+        assert (header, [e.to_wire() for e in events]) == (
+            jsonl.read_log(session_id)[0],
+            [e.to_wire() for e in jsonl.read_log(session_id)[1]],
+        )
+    # The rows are the JSONL rows: a packed chunk row included, byte for byte.
+    with psycopg.connect(database) as connection:
+        rows = [row for (row,) in connection.execute(
+            "SELECT row FROM sessionref_rows WHERE session_id = 'first' ORDER BY first_seq"
+        )]  # fmt: skip
+    lines = (tmp_path / "--w-a--" / "first" / "session.jsonl.zstd").exists()
+    assert lines and any('"type":"text-chunks"' in row for row in rows)
+    store.close()
+    jsonl.close()
+
+
+def test_one_writer_per_session_from_any_process(database: str) -> None:
+    store = PostgresSessionStore(database)
+    say_user(store.create("shared", cwd="/w"), "mine")
+    other = PostgresSessionStore(database)
+    with pytest.raises(SessionQueryError) as caught:
+        other.get("shared")
+    assert caught.value.code == "SESSION_QUERY_SESSION_LOCKED"
+    store.release("shared")
+    session = other.get("shared")
+    assert session is not None and len(session.events) == 1
+    other.close()
+    # A writer killed mid-session: its lock dies with its connection.
+    script = (
+        "import os, sys; from core.sessions.pg_store import PostgresSessionStore;"
+        "s = PostgresSessionStore(sys.argv[1]); s.get('shared'); print('locked', flush=True); os.kill(os.getpid(), 9)"
+    )
+    done = subprocess.run([sys.executable, "-c", script, database], capture_output=True, text=True, cwd=REPO)
+    assert done.stdout == "locked\n" and done.returncode == -9
+    for _ in range(50):
+        try:
+            session = store.get("shared")
+            break
+        except SessionQueryError:  # the server notices the dead connection at once, or very soon
+            time.sleep(0.1)
+    assert session is not None
+    store.close()
+
+
+def test_a_batch_is_all_or_nothing_and_seqs_only_increase_in_the_database(database: str) -> None:
+    store = PostgresSessionStore(database)
+    session = store.create("s", cwd="/w")
+    say_user(session, "one")
+    # The database itself refuses a row that does not follow the last seq.
+    with psycopg.connect(database) as connection, pytest.raises(psycopg.errors.CheckViolation):
+        connection.execute(
+            "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES ('s', 0, 0, '{}')"
+        )
+    # A batch whose second row the database refuses leaves nothing of the batch.
+    with psycopg.connect(database, autocommit=True) as connection:
+        connection.execute(
+            "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN IF NEW.first_seq = 2 THEN "
+            "RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END; $$ LANGUAGE plpgsql"
+        )
+        connection.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON sessionref_rows FOR EACH ROW EXECUTE FUNCTION refuse()"
+        )
+    prompts = [{"content": [{"type": "text", "text": w}], "source": {"kind": "user"}} for w in ("two", "three")]
+    with pytest.raises(SessionQueryError) as caught:
+        session.append_batch([("user/message", data, "append", None) for data in prompts])
+    assert caught.value.code == "SESSION_QUERY_WRITE_FAILED" and "refused" in str(caught.value)
+    reader = PostgresSessionStore(database)
+    _header, events = reader.read_log("s")
+    assert [event.seq for event in events] == [0]
+    reader.close()
+    store.close()
+
+
+def test_the_schema_is_versioned_and_a_newer_one_is_refused(database: str) -> None:
+    store = PostgresSessionStore(database)
+    assert store.schema_version == SCHEMA_VERSION
+    store.close()
+    PostgresSessionStore(database).close()  # opening again migrates nothing
+    with psycopg.connect(database, autocommit=True) as connection:
+        assert connection.execute("SELECT count(*) FROM sessionref_schema").fetchone() == (1,)
+        connection.execute("INSERT INTO sessionref_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+    with pytest.raises(SessionQueryError) as caught:
+        PostgresSessionStore(database)
+    assert caught.value.code == "SESSION_QUERY_SCHEMA_TOO_NEW"
+    assert f"schema version {SCHEMA_VERSION + 1}" in str(caught.value)
+
+
+async def test_missing_sessions_and_hostile_ids_change_nothing(database: str) -> None:
+    store = PostgresSessionStore(database)
+    hostile = ["'; DROP TABLE sessionref_rows; --", "%_\\", "a\nb", "界😀", "x" * 10_000]
+    for session_id in hostile:
+        say_user(store.create(session_id, cwd="/w"), session_id)
+    for session_id in hostile:
+        snapshot = await store.read_surface(session_id)
+        assert snapshot.session.id == session_id
+        assert snapshot.events[0].data["content"][0]["text"] == session_id
+    with pytest.raises(SessionQueryError) as caught:
+        await store.read_surface("nobody")
+    assert caught.value.code == "SESSION_QUERY_SESSION_NOT_FOUND"
+    assert store.get("nobody") is None
+    with pytest.raises(SessionQueryError) as caught:
+        store.create(hostile[0])
+    assert caught.value.code == "SESSION_QUERY_SESSION_EXISTS"
+    store.close()
+
+
+def test_the_password_never_appears_in_an_error(cluster: str) -> None:
+    with pytest.raises(SessionQueryError) as caught:
+        PostgresSessionStore(cluster.replace("dbname=postgres", "dbname=absent") + " password=hunter2-secret")
+    assert caught.value.code == "SESSION_QUERY_DATABASE_UNAVAILABLE"
+    assert "hunter2" not in str(caught.value)
