@@ -9,6 +9,7 @@ unless ``SESSIONREF_REQUIRE_POSTGRES=1`` (``.ci/run`` sets it): then they fail.
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import pwd
 import shutil
@@ -17,6 +18,9 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import psycopg
+import pytest
 
 
 def postgres_bin() -> Path | None:
@@ -32,8 +36,6 @@ def _as_owner(command: list[str], owner: str | None) -> list[str]:
 @contextmanager
 def throwaway_cluster() -> Iterator[str]:
     """A running cluster; yields the connection string of its ``postgres`` superuser."""
-    import pytest
-
     binaries = postgres_bin()
     if binaries is None:
         reason = "PostgreSQL is not installed (apt-get install postgresql)"
@@ -62,3 +64,22 @@ def throwaway_cluster() -> Iterator[str]:
         stop = [str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]
         subprocess.run(_as_owner(stop, owner), **{**quiet, "check": False})  # type: ignore[arg-type]
         shutil.rmtree(folder, ignore_errors=True)
+
+
+_numbers = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[str]:
+    """One throwaway cluster for the whole test run."""
+    with throwaway_cluster() as conninfo:
+        yield conninfo
+
+
+@pytest.fixture
+def database(cluster: str) -> str:
+    """A fresh database of its own for each test; its connection string."""
+    name = f"t{os.getpid()}_{next(_numbers)}"
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+    return cluster.replace("dbname=postgres", f"dbname={name}")

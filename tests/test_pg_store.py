@@ -7,7 +7,6 @@ import itertools
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,25 +17,11 @@ from core import JsonlSessionStore
 from core.errors import SessionQueryError
 from core.sessions.pg_store import SCHEMA_VERSION, PostgresSessionStore
 from tests.conftest import compact, say_assistant, say_user
-from tests.pg_cluster import throwaway_cluster
+from tests.pg_cluster import cluster, database
+
+__all__ = ["cluster", "database"]  # the fixtures
 
 REPO = Path(__file__).resolve().parent.parent
-_numbers = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
-    with throwaway_cluster() as conninfo:
-        yield conninfo
-
-
-@pytest.fixture
-def database(cluster: str) -> str:
-    """A fresh database of its own for each test."""
-    name = f"t{next(_numbers)}"
-    with psycopg.connect(cluster, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
-    return cluster.replace("dbname=postgres", f"dbname={name}")
 
 
 def _clock() -> Any:

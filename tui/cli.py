@@ -2,7 +2,8 @@
 
 Exit codes: 0 normal exit, 2 bad arguments, 3 the store root cannot be used, 4 the session given
 with ``--session`` cannot be opened (missing, corrupt, or written by another process).
-``sessionref doctor`` exits 0 when the store is healthy, 1 when something needs attention.
+``sessionref doctor`` exits 0 when the store is healthy, 1 when something needs attention;
+``sessionref import`` / ``export`` move sessions to and from PostgreSQL (see ``tui.transfer_cli``).
 """
 
 from __future__ import annotations
@@ -339,6 +340,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return doctor(arguments[1:])
     if arguments[:1] == ["config"]:
         return config_command(arguments[1:])
+    if arguments[:1] in (["import"], ["export"]):
+        from .transfer_cli import transfer_command
+
+        return transfer_command(arguments[0], arguments[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     _, settings = _settings(parser, args)

@@ -236,6 +236,53 @@ class PostgresSessionStore:
                 SESSION_QUERY_WRITE_FAILED,
             ) from None
 
+    def put_events(self, header: SessionHeader, events: list[SessionEvent]) -> int:
+        """Store a session as another store holds it: created with ``header`` when absent, then
+        the events past its last seq, in one transaction (an import; nobody may be writing it).
+        Returns how many events were added.
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_EXISTS`` when the id holds another header,
+                ``SESSION_QUERY_SESSION_LOCKED`` while a writer has it open, ``SESSION_QUERY_WRITE_FAILED``.
+        """
+        line = header_line(header).rstrip("\n")
+        try:
+            with self._lock, self._db.transaction():
+                locked = self._db.execute(
+                    "SELECT pg_try_advisory_xact_lock(hashtextextended('sessionref:' || %s, 0))", (header.id,)
+                ).fetchone()
+                if locked is None or not locked[0]:
+                    raise SessionQueryError(
+                        f"session {js_json_stringify(header.id)} is open elsewhere (another writer holds it)",
+                        SESSION_QUERY_LOCKED,
+                    )
+                self._db.execute(
+                    "INSERT INTO sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (id) DO NOTHING",
+                    (header.id, line, header.cwd, header.created_at),
+                )
+                found = self._db.execute(
+                    "SELECT header, last_seq FROM sessionref_sessions WHERE id = %s", (header.id,)
+                ).fetchone()
+                assert found is not None
+                if found[0] != line:
+                    raise already_exists(header.id)
+                newer = [event for event in events if event.seq > found[1]]
+                values = [(header.id, *_seqs_of(row), js_json_stringify(row)) for row in pack_chunk_runs(newer)]
+                with self._db.cursor() as cursor:
+                    cursor.executemany(
+                        "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES (%s, %s, %s, %s)",
+                        values,
+                    )
+        except psycopg.Error as error:
+            raise SessionQueryError(
+                f"cannot write session {js_json_stringify(header.id)}: "
+                f"{getattr(error.diag, 'message_primary', None) or type(error).__name__}"
+                " (nothing of it was written)",
+                SESSION_QUERY_WRITE_FAILED,
+            ) from None
+        return len(newer)
+
     def release(self, session_id: str) -> None:
         """Stop writing one session (its lock is released; the data stays)."""
         owned = self._owned.pop(session_id, None)

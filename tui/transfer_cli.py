@@ -1,0 +1,72 @@
+"""``sessionref import DIR --store URL`` and ``sessionref export DIR --store URL``: move sessions
+between a JSONL store (dsh's layout) and a PostgreSQL database, with a progress bar.
+
+Exit codes: 0 everything moved, 1 some sessions were left out (each is named), 2 bad arguments,
+3 the database cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
+
+from core.display import visible
+from core.errors import SessionQueryError
+
+EXIT_DATABASE = 3
+
+
+def transfer_command(kind: str, argv: Sequence[str]) -> int:
+    """Run ``sessionref import`` (``kind == "import"``) or ``sessionref export``."""
+    into = kind == "import"
+    parser = argparse.ArgumentParser(
+        prog=f"sessionref {kind}",
+        description=(
+            "Copy every session of a JSONL store into a PostgreSQL database. Idempotent and resumable: "
+            "a session already there gains only what was added since; each session is one transaction."
+            if into
+            else "Write every session of a PostgreSQL database as a JSONL store dsh lists and loads. "
+            "Existing files are never overwritten: the same events are skipped, others reported."
+        ),
+    )
+    parser.add_argument("directory", metavar="DIR", help="the JSONL store folder")
+    parser.add_argument("--store", metavar="URL", required=True, help="the database (postgresql://...)")
+    if not into:
+        parser.add_argument("--compression", choices=["zstd", "none"], default="zstd", help="default: zstd")
+    args = parser.parse_args(argv)
+    from core.sessions.pg_store import PostgresSessionStore  # (psycopg only for these commands)
+    from core.sessions.transfer import export_jsonl, import_jsonl
+
+    console = Console(stderr=True, highlight=False)
+    try:
+        store = PostgresSessionStore(args.store)
+    except SessionQueryError as error:
+        console.print(Text(f"sessionref {kind}: {visible(str(error))} ({error.code})"))
+        return EXIT_DATABASE
+    columns = (TextColumn(kind.capitalize() + "ing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    try:
+        with Progress(*columns, console=console, transient=True) as progress:
+            task = progress.add_task(kind, total=None)
+
+            def advance(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            if into:
+                report = import_jsonl(args.directory, store, progress=advance)
+            else:
+                report = export_jsonl(store, args.directory, compression=args.compression, progress=advance)
+    finally:
+        store.close()
+    verb = "imported" if into else "exported"
+    summary = f"{report.copied} sessions {verb}, {report.events} events"
+    if into:
+        summary += f"; {report.extended} extended"
+    summary += f"; {report.unchanged} already there"
+    print(summary)
+    for problem in report.problems:
+        console.print(Text(f"left out: {visible(problem)}"))
+    return 1 if report.problems else 0
