@@ -16,6 +16,7 @@ The same behaviour as ``JsonlSessionStore``, kept by the database rather than by
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -287,6 +288,10 @@ class PostgresSessionStore:
         """Stop writing one session (its lock is released; the data stays)."""
         owned = self._owned.pop(session_id, None)
         if owned is not None and owned[1] is not None:
+            # Unlocked before the connection closes: the server ends a closed connection's backend
+            # (and its locks) a moment later, and a writer that asks next must not find it held.
+            with contextlib.suppress(psycopg.Error):
+                owned[1].execute("SELECT pg_advisory_unlock_all()")
             owned[1].close()
 
     def delete(self, session_id: str) -> None:
