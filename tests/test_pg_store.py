@@ -168,3 +168,20 @@ def test_the_password_never_appears_in_an_error(cluster: str) -> None:
         PostgresSessionStore(cluster.replace("dbname=postgres", "dbname=absent") + " password=hunter2-secret")
     assert caught.value.code == "SESSION_QUERY_DATABASE_UNAVAILABLE"
     assert "hunter2" not in str(caught.value)
+
+
+def test_a_lock_taken_for_nothing_is_free_at_once(database: str) -> None:
+    """``get`` of an absent session locks, finds nothing and lets go: a writer right after it (here
+    another store, many times over) never finds the lock still held."""
+    looker, writer = PostgresSessionStore(database), PostgresSessionStore(database)
+    for number in range(20):
+        assert looker.get(f"n{number}") is None
+        say_user(writer.create(f"n{number}", cwd="/w"), "right after")
+        writer.release(f"n{number}")
+        session = looker.get(f"n{number}")
+        assert session is not None
+        looker.release(f"n{number}")
+        assert writer.get(f"n{number}") is not None
+        writer.release(f"n{number}")
+    looker.close()
+    writer.close()

@@ -170,10 +170,10 @@ class PostgresSessionStore:
         try:
             loaded = self._load(session_id, connection)
         except BaseException:
-            connection.close()
+            _unlock_and_close(connection)
             raise
         if loaded is None:
-            connection.close()
+            _unlock_and_close(connection)
             return None
         header, events, _title, _seqs = loaded
         session = Session(header, events, clock=self._clock, sink=self)
@@ -183,10 +183,14 @@ class PostgresSessionStore:
     def _lock_connection(self, session_id: str) -> psycopg.Connection[Any]:
         try:
             connection = psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.Error as error:
+            raise _database_error(error, "cannot open the session for writing") from None
+        try:
             row = connection.execute(
                 "SELECT pg_try_advisory_lock(hashtextextended('sessionref:' || %s, 0))", (session_id,)
             ).fetchone()
         except psycopg.Error as error:
+            connection.close()
             raise _database_error(error, "cannot open the session for writing") from None
         if row is None or not row[0]:
             connection.close()
@@ -288,11 +292,7 @@ class PostgresSessionStore:
         """Stop writing one session (its lock is released; the data stays)."""
         owned = self._owned.pop(session_id, None)
         if owned is not None and owned[1] is not None:
-            # Unlocked before the connection closes: the server ends a closed connection's backend
-            # (and its locks) a moment later, and a writer that asks next must not find it held.
-            with contextlib.suppress(psycopg.Error):
-                owned[1].execute("SELECT pg_advisory_unlock_all()")
-            owned[1].close()
+            _unlock_and_close(owned[1])
 
     def delete(self, session_id: str) -> None:
         """Delete a session and its rows.
@@ -386,6 +386,15 @@ class PostgresSessionStore:
         if loaded is None:
             raise not_found(session_id)
         return loaded[0], loaded[1]
+
+
+def _unlock_and_close(connection: psycopg.Connection[Any]) -> None:
+    """Close a writer's connection, its session lock released first: the server ends a closed
+    connection's backend (and its locks) a moment later, and a writer asking next must not find
+    the lock still held."""
+    with contextlib.suppress(psycopg.Error):
+        connection.execute("SELECT pg_advisory_unlock_all()")
+    connection.close()
 
 
 def _seqs_of(row: dict[str, Any]) -> tuple[int, int]:
