@@ -31,7 +31,7 @@ from core.sessions.models import (
 from core.sessions.session import (
     title_from_event,
 )
-from core.sessions.surface import SurfaceFolder
+from core.sessions.surface import SURFACE_EVENT_TYPES, SurfaceFolder
 
 SESSION_QUERY_CORRUPT = "SESSION_QUERY_CORRUPT_SESSION"
 HEADER_LIMIT = 256 * 1024
@@ -388,6 +388,7 @@ def _add_events(
     ``_expand_row``, which names the damage.
     """
     push, append, rows = folder.push, events.append, run.rows
+    on_surface = folder.seqs.append
     title: TitleSnapshot | None = None
     new, set_ = object.__new__, object.__setattr__
     index = start
@@ -400,7 +401,11 @@ def _add_events(
                 if type(data) is not dict:
                     raise _corrupt(path, run.offset(index), "malformed event row (seq, time and data are required)")
                 op, sources = row.get("surfaceOp"), row.get("sourceEventSeqs")
-                push(kind, seq, op, sources)
+                if op == "append" and sources is None and seq == folder.next_seq and kind in SURFACE_EVENT_TYPES:
+                    on_surface(seq)  # ``push``'s common case, inlined: the next event, appended
+                    folder.next_seq = seq + 1
+                else:
+                    push(kind, seq, op, sources)
                 event = new(SessionEvent)  # trusted_event, inlined
                 set_(event, "__dict__", {
                     "type": kind, "seq": seq, "time": time, "data": data, "surface_op": op, "source_event_seqs": sources
