@@ -255,7 +255,11 @@ class SessionRefApp(App[None]):
         if not self.watch_store or not isinstance(store, JsonlSessionStore) or self.watcher is not None:
             return
         self.watcher = StoreWatcher(store.root, self._store_changed)
-        store.watched = self.watcher.start()
+        # Watched before the thread starts: a watcher that fails at once (its watch limit) sets it
+        # back from its thread, and that must not be overwritten here afterwards.
+        store.watched = True
+        if not self.watcher.start():
+            store.watched = False
 
     def _store_changed(self, paths: set[str] | None) -> None:
         # On the watcher's thread: note what changed; the app re-lists (only that) at once.
@@ -298,8 +302,8 @@ class SessionRefApp(App[None]):
         Skipped while the user is typing (a key in the last second), so a re-listing in the
         background never competes with a keystroke; ``force`` runs it anyway.
         """
-        if not self.catalog_loaded.is_set():
-            return
+        if not self.catalog_loaded.is_set() or not self.screen_stack:
+            return  # not loaded yet, or the app is closing (a timer can fire after the screen went)
         store = self.store
         quiet = isinstance(store, JsonlSessionStore) and store.watched and not store.changes_pending()
         if quiet and not force and not self.catalog.external:  # other agents' files are still polled
