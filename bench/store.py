@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import statistics
@@ -227,11 +228,16 @@ def bench_read_surface(repeats: int) -> None:
             offset = len(raw) - len(decompressor.unused_data)
         floors, reads = [], []
         for _ in range(repeats):
+            # Each sample starts from the same heap: nothing of the previous one alive, no
+            # collection pending (a previous store's cached log would tax whichever ran next).
+            gc.collect()
             floors.append(_floor(path))
+            gc.collect()
             fresh = JsonlSessionStore(directory)  # a new instance: no cached log
             started = time.perf_counter()
             _LOOP.run_until_complete(fresh.read_surface("big"))
             reads.append(time.perf_counter() - started)
+            del fresh
         peaks = [
             _traced_peak(lambda: _LOOP.run_until_complete(JsonlSessionStore(directory).read_surface("big")))
             for _ in range(3)
