@@ -4,6 +4,7 @@ behaviour, kept by the database."""
 from __future__ import annotations
 
 import itertools
+import json
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ import pytest
 
 from core import JsonlSessionStore
 from core.errors import SessionQueryError
+from core.sessions.pg_schema import _MIGRATIONS
 from core.sessions.pg_store import SCHEMA_VERSION, PostgresSessionStore
 from tests.conftest import compact, say_assistant, say_user
 from tests.pg_cluster import cluster, database
@@ -136,12 +138,39 @@ def test_the_schema_is_versioned_and_a_newer_one_is_refused(database: str) -> No
     store.close()
     PostgresSessionStore(database).close()  # opening again migrates nothing
     with psycopg.connect(database, autocommit=True) as connection:
-        assert connection.execute("SELECT count(*) FROM sessionref_schema").fetchone() == (1,)
+        # One row per step taken, each once.
+        assert connection.execute("SELECT count(*) FROM sessionref_schema").fetchone() == (SCHEMA_VERSION,)
         connection.execute("INSERT INTO sessionref_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
     with pytest.raises(SessionQueryError) as caught:
         PostgresSessionStore(database)
     assert caught.value.code == "SESSION_QUERY_SCHEMA_TOO_NEW"
     assert f"schema version {SCHEMA_VERSION + 1}" in str(caught.value)
+
+
+async def test_a_version_1_database_is_migrated_with_its_sessions_kept(database: str, tmp_path: Path) -> None:
+    with psycopg.connect(database, autocommit=True) as connection:
+        connection.execute("CREATE TABLE sessionref_schema (version integer NOT NULL)")
+        connection.execute(_MIGRATIONS[1])
+        connection.execute("INSERT INTO sessionref_schema (version) VALUES (1)")
+        connection.execute(
+            "INSERT INTO sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s)",
+            ("old", '{"type":"session","id":"old","createdAt":5,"cwd":"/w","version":0,"delegationDepth":0}', "/w", 5),
+        )
+        row = {"type": "user/message", "seq": 0, "time": 6, "data": {"content": [{"type": "text", "text": "kept"}]},
+               "surfaceOp": "append"}  # fmt: skip
+        connection.execute(
+            "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES ('old', 0, 0, %s)",
+            (json.dumps(row),),
+        )
+    store = PostgresSessionStore(database)
+    assert store.schema_version == SCHEMA_VERSION
+    [record] = await store.list_sessions()
+    assert record.header.id == "old" and record.owner is None  # the migrating role owns what was there
+    assert [event.data for event in (await store.read_surface("old")).events] == [row["data"]]
+    session = store.get("old")
+    assert session is not None
+    say_user(session, "and more")
+    store.close()
 
 
 async def test_missing_sessions_and_hostile_ids_change_nothing(database: str) -> None:

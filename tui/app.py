@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -43,8 +43,8 @@ from core import (
 from core.agent.loop import ContextSettings
 from core.search.finder import FULL_BUDGET
 from core.sessions.external import ExternalSource
+from core.sessions.query import Watcher
 from core.sessions.session import not_found, system_clock
-from core.sessions.watch import StoreWatcher
 
 from .catalog import SessionCatalog
 from .chat import ChatScreen
@@ -52,7 +52,10 @@ from .commands import SessionCommands
 from .indexing import TYPING_PAUSE, MessageIndexer
 from .text import visible, visible_lines
 
-Store = JsonlSessionStore | MemorySessionStore
+if TYPE_CHECKING:
+    from core.sessions.pg_store import PostgresSessionStore
+
+    Store = JsonlSessionStore | MemorySessionStore | PostgresSessionStore
 Clock = Callable[[], int]
 
 TITLE_TICK = 0.1
@@ -124,8 +127,9 @@ class SessionRefApp(App[None]):
         self.sent = 0
         self.catalog_loaded = asyncio.Event()
         self.watch_store = watch_store
-        self.watcher: StoreWatcher | None = None
-        """Reports changes under the store root (inotify); ``None`` or failed: the listing polls."""
+        self.watcher: Watcher | None = None
+        """Reports changes to the store (inotify, or the database's notifications); ``None`` or
+        failed: the listing polls."""
         self._titles_loading = False
         self._refresh_waiting = False
         self._watch_failure_told = False
@@ -207,8 +211,8 @@ class SessionRefApp(App[None]):
         if agent is not None and agent.status != "idle":
             return
         self.agents.pop(previous.id, None)
-        if isinstance(self.store, JsonlSessionStore) and previous.events:
-            self.store.release(previous.id)
+        if self.catalog.persistent is not None and previous.events:
+            self.catalog.persistent.release(previous.id)
 
     def rename(self, title: str) -> None:
         """Write a ``session/title`` event on the target."""
@@ -251,10 +255,10 @@ class SessionRefApp(App[None]):
 
     def _start_watching(self) -> None:
         """Hear about changes under the store root from the kernel instead of re-listing on a timer."""
-        store = self.store
-        if not self.watch_store or not isinstance(store, JsonlSessionStore) or self.watcher is not None:
+        store = self.catalog.persistent
+        if not self.watch_store or store is None or self.watcher is not None:
             return
-        self.watcher = StoreWatcher(store.root, self._store_changed)
+        self.watcher = store.watcher(self._store_changed)
         # Watched before the thread starts: a watcher that fails at once (its watch limit) sets it
         # back from its thread, and that must not be overwritten here afterwards.
         store.watched = True
@@ -263,10 +267,11 @@ class SessionRefApp(App[None]):
 
     def _store_changed(self, paths: set[str] | None) -> None:
         # On the watcher's thread: note what changed; the app re-lists (only that) at once.
-        assert isinstance(self.store, JsonlSessionStore) and self.watcher is not None
-        self.store.note_changes(paths)
+        store = self.catalog.persistent
+        assert store is not None and self.watcher is not None
+        store.note_changes(paths)
         if self.watcher.failure is not None:
-            self.store.watched = False  # the timer polls from now on
+            store.watched = False  # the timer polls from now on
         self.post_message(StoreChanged())
 
     def on_store_changed(self, _message: StoreChanged) -> None:
@@ -304,8 +309,8 @@ class SessionRefApp(App[None]):
         """
         if not self.catalog_loaded.is_set() or not self.screen_stack:
             return  # not loaded yet, or the app is closing (a timer can fire after the screen went)
-        store = self.store
-        quiet = isinstance(store, JsonlSessionStore) and store.watched and not store.changes_pending()
+        store = self.catalog.persistent
+        quiet = store is not None and store.watched and not store.changes_pending()
         if quiet and not force and not self.catalog.external:  # other agents' files are still polled
             self.start_index()  # nothing to re-list; the index still checks its own health
             return

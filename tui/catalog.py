@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import (
     IndexedSession,
@@ -27,9 +27,12 @@ from core import (
 )
 from core.sessions.external import ExternalSource, source_of
 from core.sessions.models import SurfaceSnapshot, TitleSnapshot
-from core.sessions.query import listing_order_key
+from core.sessions.query import WatchableStore, listing_order_key
 
-Store = JsonlSessionStore | MemorySessionStore
+if TYPE_CHECKING:
+    from core.sessions.pg_store import PostgresSessionStore
+
+    Store = JsonlSessionStore | MemorySessionStore | PostgresSessionStore
 
 WORK_SLICE = 0.004
 """Seconds of background title reading between two pauses."""
@@ -48,6 +51,8 @@ class SessionCatalog:
 
     def __init__(self, store: Store, external: tuple[ExternalSource, ...] = ()) -> None:
         self.store = store
+        self.persistent: WatchableStore | None = store if isinstance(store, WatchableStore) else None
+        """The store again when it keeps revisions (files, database rows): not the in-memory one."""
         self.external = external
         self._external_listings: list[list[SessionRecord] | None] = [None for _ in external]
         self.records: list[SessionRecord] = []
@@ -200,8 +205,8 @@ class SessionCatalog:
         if source is not None:
             revision = source.revision(session_id)
             return indexed_session(revision, source.surface(session_id), source.title(session_id))
-        if isinstance(store, JsonlSessionStore) and not record.live:
-            stored = store.read_stored(record.header)
+        if self.persistent is not None and not record.live:
+            stored = self.persistent.read_stored(record.header)
             return indexed_session(stored.revision, stored.surface, stored.title)
         revision = self._revision(record)
         surface = _run(store.read_surface(session_id))
@@ -233,7 +238,7 @@ class SessionCatalog:
     def remember(self) -> bool:
         """Take the listing the store's listing cache remembers (no file looked at), for a first
         paint before ``refresh``; returns whether there was one. Safe to run in a thread."""
-        remembered = self.store.remembered_sessions() if isinstance(self.store, JsonlSessionStore) else None
+        remembered = self.persistent.remembered_sessions() if self.persistent is not None else None
         if remembered is None:
             return False
         with self._lock:
@@ -270,7 +275,7 @@ class SessionCatalog:
         # equality tries identity first: 100,000 unchanged records compare in about a millisecond.
         listing_changed = not self.listed or records != self.records
         # A file that changed (a title written elsewhere, say) shows as a new revisions map.
-        revisions = self.store.listed_revisions() if isinstance(self.store, JsonlSessionStore) else None
+        revisions = self.persistent.listed_revisions() if self.persistent is not None else None
         changed = listing_changed or problems != self.problems or revisions is not self._revisions
         changed = changed or external_changed
         self._revisions = revisions
@@ -339,15 +344,15 @@ class SessionCatalog:
         if source is not None:
             return source.revision(record.header.id)
         if record.live:
-            if isinstance(store, JsonlSessionStore):
-                # The file's own revision, so another instance reading this index agrees with it.
-                written = store.written_revision(record.header.id)
+            if self.persistent is not None:
+                # The stored revision, so another instance reading this index agrees with it.
+                written = self.persistent.written_revision(record.header.id)
                 if written is not None:
                     return written
             session = store.get(record.header.id)
             return ("live", len(session.events)) if session is not None else None
-        if isinstance(store, JsonlSessionStore):
-            return store.listed_revision(record.header)
+        if self.persistent is not None:
+            return self.persistent.listed_revision(record.header)
         return None
 
 

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import platformdirs
 
@@ -75,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--root", metavar="DIR", help=f"the session store folder (default: {default_root()}); created when missing"
+    )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="keep sessions in a PostgreSQL database instead of a folder (postgresql://user@host/db; also "
+        "$SESSIONREF_STORE or [store] url in the config file; the password comes from ~/.pgpass or $PGPASSWORD)",
     )
     parser.add_argument(
         "--cwd",
@@ -272,6 +279,7 @@ FLAG_NAMES = (
     "max_references",
     "candidate_limit",
     "body_search",
+    "store",
 )
 
 
@@ -365,6 +373,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     search_config = SearchConfig(body_search=settings["body_search"])
 
     root = args.root
+    if settings["store"] is not None:
+        if args.demo or root is not None:
+            parser.error("--store names a database: leave out --root and --demo")
+        opened = _database_store(settings["store"], args.pack_chunks)
+        if isinstance(opened, int):
+            return opened
+        return _run_app(args, settings, opened, cwd, config, search_config, None)
     if args.demo and root is None:
         root = tempfile.mkdtemp(prefix="sessionref-demo-")
     if root is None:
@@ -381,6 +396,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:
         return _fail(f"cannot use the store folder {root}: {error.strerror or error}", EXIT_ROOT)
 
+    return _run_app(args, settings, store, cwd, config, search_config, root)
+
+
+def _database_store(url: str, pack_chunks: bool) -> Any:
+    """The PostgreSQL store at ``url``, or the exit code after saying why it cannot be used."""
+    from core.sessions.pg_store import PostgresSessionStore  # psycopg only when a database is named
+
+    try:
+        return PostgresSessionStore(url, pack_chunks=pack_chunks)
+    except SessionQueryError as error:
+        return _fail(f"cannot use the session database: {error.message} ({error.code})", EXIT_ROOT)
+
+
+def _run_app(
+    args: argparse.Namespace,
+    settings: Effective,
+    store: Any,
+    cwd: str,
+    config: ReferenceConfig,
+    search_config: SearchConfig,
+    root: str | None,
+) -> int:
     # Textual paints at most TEXTUAL_FPS frames a second (60 by default), on a fixed grid: a change
     # waits for the next slot. 240 cuts that wait from up to 16.7 ms to 4.2 ms; frames are still only
     # drawn when something changed. An explicit TEXTUAL_FPS wins.
@@ -414,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         app.close_index()
         store.close()
-    if args.demo:
+    if args.demo and root is not None:
         print(f"sessionref: the demo store is in {visible(root)}", file=sys.stderr)
     return 0
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from core.agent.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
 from core.display import visible
@@ -65,6 +65,30 @@ class SearchSection(_Strict):
     body_search: bool | None = None
 
 
+class StoreSection(_Strict):
+    url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
+
+    @field_validator("url")
+    @classmethod
+    def _no_password(cls, url: str | None) -> str | None:
+        if url is not None and redact_conninfo(url) != url:
+            raise ValueError(
+                "a password does not belong in the config file: use ~/.pgpass or $PGPASSWORD (libpq reads both)"
+            )
+        return url
+
+
+_URL_PASSWORD = re.compile(r"^(postgres(?:ql)?://[^:/@?#]*):[^@/?#]*@")
+_PARAM_PASSWORD = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)")
+
+
+def redact_conninfo(conninfo: str) -> str:
+    """A database connection string with its password (URL ``user:password@`` or ``password=``
+    parameter) replaced by ``***``: what may be shown or logged."""
+    conninfo = _URL_PASSWORD.sub(r"\1:***@", conninfo)
+    return _PARAM_PASSWORD.sub(r"\1***", conninfo)
+
+
 class CompactionSection(_Strict):
     auto: bool | None = None
     threshold: float | None = Field(default=None, gt=0, le=1)
@@ -79,6 +103,7 @@ class ConfigFile(_Strict):
     reference: ReferenceSection = Field(default_factory=ReferenceSection)
     search: SearchSection = Field(default_factory=SearchSection)
     compaction: CompactionSection = Field(default_factory=CompactionSection)
+    store: StoreSection = Field(default_factory=StoreSection)
 
 
 _SECRET_KEYS = re.compile(r"(^|_)(api_?key|key|token|secret|password)$", re.I)
@@ -272,6 +297,13 @@ def effective_settings(config: LoadedConfig, flags: dict[str, Any], environ: dic
         out.set("body_search", switch in ("1", "true", "on", "yes"), "$SESSIONREF_BODY_SEARCH")
     else:
         pick("body_search", None, ("search", "body_search"), data.search.body_search, True)
+    store_env = environ.get("SESSIONREF_STORE", "").strip()
+    if flags.get("store") is not None:
+        out.set("store", flags["store"], "--store")
+    elif store_env:
+        out.set("store", store_env, "$SESSIONREF_STORE")
+    else:
+        pick("store", None, ("store", "url"), data.store.url, None)
     if out["compaction_retain"] >= out["compaction_threshold"]:
         raise ConfigError(
             f"compaction retain ({out['compaction_retain']}) must be below the threshold "
@@ -288,6 +320,8 @@ def format_effective(config: LoadedConfig, settings: Effective) -> str:
         shown = "-" if value is None else str(value)
         if key == "api_key_env" and value is None:
             shown = "DEEPSEEK_API_KEY, else OPENAI_API_KEY"
+        if key == "store":
+            shown = "the JSONL store folder (--root)" if value is None else redact_conninfo(value)
         lines.append(f"  {key.ljust(width)}  {shown:<40}  {settings.origins[key]}")
     lines.append(f"learned windows: {window_memory_path()}")
     return "\n".join(map(visible, lines))

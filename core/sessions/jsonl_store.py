@@ -53,6 +53,7 @@ from core.sessions.session import (
 )
 from core.sessions.store_listing import StoreListing
 from core.sessions.surface import events_at
+from core.sessions.watch import ChangeCallback, StoreWatcher
 
 SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 
@@ -294,6 +295,10 @@ class JsonlSessionStore:
     def watched(self, value: bool) -> None:
         self._listing.watched = value
 
+    def watcher(self, on_change: ChangeCallback) -> StoreWatcher:
+        """A watcher of the root's file-system events (inotify), reporting to ``on_change``."""
+        return StoreWatcher(self.root, on_change)
+
     def note_changes(self, paths: Iterable[str] | None) -> None:
         """Say what changed under the root (paths a file-system watcher reported), or ``None`` when
         anything may have (the watcher lost events or just started): the next listing looks at
@@ -458,6 +463,7 @@ class JsonlSessionStore:
 class StoredSession:
     """A session as ``JsonlSessionStore.read_stored`` read it: file revision, surface, latest title."""
 
-    revision: Revision
+    revision: Revision | int
+    """A file's revision here; a database store's revision number there."""
     surface: SurfaceSnapshot
     title: TitleSnapshot | None

@@ -172,6 +172,9 @@ class SessionRecord(_WireModel):
     header: SessionHeader
     live: bool = False
     persisted: bool = False
+    owner: str | None = None
+    """Who the session belongs to when that is not the user (a teammate's session in a shared
+    database store: read and referenced, never written); ``None`` for the user's own."""
 
 
 class SurfaceSnapshot(_WireModel):
@@ -306,10 +309,10 @@ def trusted_header(
     return header
 
 
-def trusted_record(header: SessionHeader, live: bool, persisted: bool) -> SessionRecord:
+def trusted_record(header: SessionHeader, live: bool, persisted: bool, owner: str | None = None) -> SessionRecord:
     """A ``SessionRecord`` built without validation (see ``trusted_header``)."""
     record = _new(SessionRecord)
-    _set(record, "__dict__", {"header": header, "live": live, "persisted": persisted})
+    _set(record, "__dict__", {"header": header, "live": live, "persisted": persisted, "owner": owner})
     _set(record, "__pydantic_fields_set__", _RECORD_FIELDS)
     _set(record, "__pydantic_extra__", None)
     _set(record, "__pydantic_private__", None)

@@ -12,13 +12,19 @@ The same behaviour as ``JsonlSessionStore``, kept by the database rather than by
   refuses a row whose first seq is not past the session's last one (``SESSION_QUERY_WRITE_FAILED``).
 - **Schema versions**: ``sessionref_schema`` holds the version; the store creates or migrates what
   it knows and refuses a newer one (``SESSION_QUERY_SCHEMA_TOO_NEW``), never downgrading it.
+- **Owners and teams** (``pg_schema``): a session belongs to the role that created it and may be
+  shared with teams (roles); row-level security lets a role list, read and reference its own and
+  its teams' sessions and write only its own. A session it may not see reads exactly as one that
+  does not exist (``SESSION_QUERY_SESSION_NOT_FOUND``); a teammate's is never opened for writing
+  (``SESSION_QUERY_NOT_OWNER``) and is listed with its owner's name.
+- **Changes are heard**, not polled: ``watcher`` listens to the database's notifications.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,53 +34,41 @@ from psycopg import sql
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
-from core.sessions.jsonl_codec import header_from_line, header_line, load_log
-from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED, SESSION_QUERY_WRITE_FAILED
-from core.sessions.models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot
+from core.sessions.jsonl_codec import header_from_line, load_log
+from core.sessions.jsonl_store import StoredSession
+from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
+from core.sessions.models import (
+    SessionEvent,
+    SessionHeader,
+    SessionRecord,
+    SurfaceSnapshot,
+    TitleSnapshot,
+    trusted_record,
+)
+from core.sessions.pg_rows import append_rows, lock_session, put_session, unlock_and_close, write_failed
+from core.sessions.pg_schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
+from core.sessions.pg_watch import NotifyWatcher
 from core.sessions.query import listing_order_key
 from core.sessions.session import Clock, Session, already_exists, check_cwd, mint_session_id, not_found, system_clock
 from core.sessions.surface import events_at
+from core.sessions.watch import ChangeCallback
 
-SCHEMA_VERSION = 1
-SESSION_QUERY_SCHEMA_TOO_NEW = "SESSION_QUERY_SCHEMA_TOO_NEW"
+__all__ = [
+    "SCHEMA_VERSION",
+    "SESSION_QUERY_DATABASE",
+    "SESSION_QUERY_NOT_OWNER",
+    "SESSION_QUERY_SCHEMA_TOO_NEW",
+    "SESSION_QUERY_UNKNOWN_TEAM",
+    "PostgresSessionStore",
+    "StoredRevision",
+]
+
+StoredRevision = int
+"""A session's revision in the database: a number from one sequence, new with every change."""
+
 SESSION_QUERY_DATABASE = "SESSION_QUERY_DATABASE_UNAVAILABLE"
-
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS sessionref_sessions (
-    id text PRIMARY KEY,
-    header text NOT NULL,
-    cwd text,
-    created_at bigint NOT NULL,
-    last_seq bigint NOT NULL DEFAULT -1
-);
-CREATE TABLE IF NOT EXISTS sessionref_rows (
-    session_id text NOT NULL REFERENCES sessionref_sessions (id) ON DELETE CASCADE,
-    first_seq bigint NOT NULL,
-    last_seq bigint NOT NULL,
-    row text NOT NULL,
-    PRIMARY KEY (session_id, first_seq),
-    CHECK (last_seq >= first_seq)
-);
-CREATE OR REPLACE FUNCTION sessionref_seqs_only_increase() RETURNS trigger AS $$
-DECLARE
-    previous bigint;
-BEGIN
-    SELECT last_seq INTO previous FROM sessionref_sessions WHERE id = NEW.session_id FOR UPDATE;
-    IF NEW.first_seq <= previous THEN
-        RAISE EXCEPTION 'seq % does not follow % in session %', NEW.first_seq, previous, NEW.session_id
-            USING ERRCODE = 'check_violation';
-    END IF;
-    UPDATE sessionref_sessions SET last_seq = NEW.last_seq WHERE id = NEW.session_id;
-    RETURN NEW;
-END;
-$$ LANGUAGE plpgsql;
-DROP TRIGGER IF EXISTS sessionref_seqs_only_increase ON sessionref_rows;
-CREATE TRIGGER sessionref_seqs_only_increase BEFORE INSERT ON sessionref_rows
-    FOR EACH ROW EXECUTE FUNCTION sessionref_seqs_only_increase();
-"""
-
-_MIGRATIONS = {1: _SCHEMA_V1}
-"""Version -> the SQL that brings the version before it there."""
+SESSION_QUERY_NOT_OWNER = "SESSION_QUERY_NOT_OWNER"
+SESSION_QUERY_UNKNOWN_TEAM = "SESSION_QUERY_UNKNOWN_TEAM"
 
 
 def _database_error(error: psycopg.Error, what: str) -> SessionQueryError:
@@ -98,37 +92,38 @@ class PostgresSessionStore:
         self.pack_chunks = pack_chunks
         self._lock = threading.Lock()
         self._owned: dict[str, tuple[Session, psycopg.Connection[Any] | None]] = {}
+        self._written: dict[str, StoredRevision] = {}
+        self._revisions: dict[str, StoredRevision] = {}
+        self._headers: dict[str, SessionHeader] = {}
+        self._pending = True
+        self.watched = False
+        """Set by a host that hears the database's change notifications (``watcher``)."""
+        self.problems: list[Any] = []
         try:
             self._db = psycopg.connect(conninfo, autocommit=True)
         except psycopg.Error as error:
             raise _database_error(error, "cannot connect to the session database") from None
-        self._migrate()
+        try:
+            self._migrate()
+            row = self._db.execute("SELECT current_user").fetchone()
+        except psycopg.Error as error:
+            self._db.close()
+            raise _database_error(error, "cannot prepare the session database") from None
+        assert row is not None
+        self.user: str = row[0]
+        """The database role this store acts as: its sessions are the ones it may write."""
 
-    # -- schema -----------------------------------------------------------------------------------
+    # -- schema ---------------------------------------------------------------------------------
 
     def _migrate(self) -> None:
-        with self._lock, self._db.transaction():
-            # One migrator at a time, across machines.
-            self._db.execute("SELECT pg_advisory_xact_lock(hashtext('sessionref schema'))")
-            self._db.execute("CREATE TABLE IF NOT EXISTS sessionref_schema (version integer NOT NULL)")
-            row = self._db.execute("SELECT max(version) FROM sessionref_schema").fetchone()
-            version = row[0] if row is not None and row[0] is not None else 0
-            if version > SCHEMA_VERSION:
-                raise SessionQueryError(
-                    f"the session database has schema version {version}; this sessionref knows up to "
-                    f"{SCHEMA_VERSION} (upgrade sessionref)",
-                    SESSION_QUERY_SCHEMA_TOO_NEW,
-                )
-            for step in range(version + 1, SCHEMA_VERSION + 1):
-                self._db.execute(_MIGRATIONS[step])
-                self._db.execute("INSERT INTO sessionref_schema (version) VALUES (%s)", (step,))
+        with self._lock:
+            migrate(self._db)
 
     @property
     def schema_version(self) -> int:
         """The schema version the database holds."""
         with self._lock:
-            row = self._db.execute("SELECT max(version) FROM sessionref_schema").fetchone()
-        return int(row[0]) if row is not None and row[0] is not None else 0
+            return schema_version(self._db)
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -151,54 +146,63 @@ class PostgresSessionStore:
         return session
 
     def _exists(self, session_id: str) -> bool:
-        with self._lock:
-            return (
-                self._db.execute("SELECT 1 FROM sessionref_sessions WHERE id = %s", (session_id,)).fetchone()
-                is not None
-            )
+        if "\x00" in session_id:
+            return False
+        found = self._run("cannot read the sessions", "SELECT 1 FROM sessionref_sessions WHERE id = %s", (session_id,))
+        return found.fetchone() is not None
+
+    def _run(self, what: str, statement: str, parameters: tuple[Any, ...] = ()) -> psycopg.Cursor[Any]:
+        """One statement on the store's connection; a refusal is ``SESSION_QUERY_DATABASE_UNAVAILABLE``
+        saying ``what`` failed (the server's words, never the connection string)."""
+        try:
+            with self._lock:
+                return self._db.execute(statement, parameters)
+        except psycopg.Error as error:
+            raise _database_error(error, what) from None
 
     def get(self, session_id: str) -> Session | None:
         """The session, opened for writing (locked until ``release``/``close``); ``None`` when absent.
 
+        A session this role may read but does not own (a teammate's) is never opened for writing.
+
         Raises:
-            SessionQueryError: ``SESSION_QUERY_SESSION_LOCKED`` when another writer holds it.
+            SessionQueryError: ``SESSION_QUERY_SESSION_LOCKED`` when another writer holds it,
+                ``SESSION_QUERY_NOT_OWNER`` for a teammate's session.
         """
         owned = self._owned.get(session_id)
         if owned is not None:
             return owned[0]
+        owner = self._owner_of(session_id)
+        if owner is None:
+            return None
+        if owner != self.user:
+            raise not_owner(session_id, owner)
         connection = self._lock_connection(session_id)
         try:
             loaded = self._load(session_id, connection)
         except BaseException:
-            _unlock_and_close(connection)
+            unlock_and_close(connection)
             raise
         if loaded is None:
-            _unlock_and_close(connection)
+            unlock_and_close(connection)
             return None
-        header, events, _title, _seqs = loaded
-        session = Session(header, events, clock=self._clock, sink=self)
+        session = Session(loaded.header, loaded.events, clock=self._clock, sink=self)
         self._owned[session_id] = (session, connection)
         return session
 
+    def _owner_of(self, session_id: str) -> str | None:
+        """Who owns a session this role may see; ``None`` when it may not see it (or it is absent)."""
+        if "\x00" in session_id:
+            return None  # text in PostgreSQL never holds NUL: no session has such an id
+        what = f"cannot read session {js_json_stringify(session_id)}"
+        row = self._run(what, "SELECT owner FROM sessionref_sessions WHERE id = %s", (session_id,)).fetchone()
+        return None if row is None else str(row[0])
+
     def _lock_connection(self, session_id: str) -> psycopg.Connection[Any]:
         try:
-            connection = psycopg.connect(self._conninfo, autocommit=True)
+            return lock_session(self._conninfo, session_id)
         except psycopg.Error as error:
             raise _database_error(error, "cannot open the session for writing") from None
-        try:
-            row = connection.execute(
-                "SELECT pg_try_advisory_lock(hashtextextended('sessionref:' || %s, 0))", (session_id,)
-            ).fetchone()
-        except psycopg.Error as error:
-            connection.close()
-            raise _database_error(error, "cannot open the session for writing") from None
-        if row is None or not row[0]:
-            connection.close()
-            raise SessionQueryError(
-                f"session {js_json_stringify(session_id)} is open elsewhere (another writer holds it)",
-                SESSION_QUERY_LOCKED,
-            )
-        return connection
 
     def write(self, session: Session, events: Iterable[SessionEvent]) -> None:
         """Persist one append batch in one transaction (the ``EventSink`` of owned sessions).
@@ -213,33 +217,17 @@ class PostgresSessionStore:
             )
         batch = list(events)
         rows = pack_chunk_runs(batch) if self.pack_chunks else [event.to_wire() for event in batch]
-        values = [(session.id, *_seqs_of(row), js_json_stringify(row)) for row in rows]
         connection = owned[1]
         try:
             if connection is None:
                 connection = self._lock_connection(session.id)
                 self._owned[session.id] = (session, connection)
-            with connection.transaction():
-                if owned[1] is None:
-                    header = session.header
-                    connection.execute(
-                        "INSERT INTO sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s)",
-                        (header.id, header_line(header).rstrip("\n"), header.cwd, header.created_at),
-                    )
-                with connection.cursor() as cursor:
-                    cursor.executemany(
-                        "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES (%s, %s, %s, %s)",
-                        values,
-                    )
+            revision = append_rows(connection, session.id, rows, session.header if owned[1] is None else None)
         except psycopg.errors.UniqueViolation:
             raise already_exists(session.id) from None
         except psycopg.Error as error:
-            raise SessionQueryError(
-                f"cannot write session {js_json_stringify(session.id)}: "
-                f"{getattr(error.diag, 'message_primary', None) or type(error).__name__}"
-                " (nothing of the batch was written)",
-                SESSION_QUERY_WRITE_FAILED,
-            ) from None
+            raise write_failed(session.id, error, "nothing of the batch was written") from None
+        self._written[session.id] = revision
 
     def put_events(self, header: SessionHeader, events: list[SessionEvent]) -> int:
         """Store a session as another store holds it: created with ``header`` when absent, then
@@ -250,49 +238,18 @@ class PostgresSessionStore:
             SessionQueryError: ``SESSION_QUERY_SESSION_EXISTS`` when the id holds another header,
                 ``SESSION_QUERY_SESSION_LOCKED`` while a writer has it open, ``SESSION_QUERY_WRITE_FAILED``.
         """
-        line = header_line(header).rstrip("\n")
         try:
-            with self._lock, self._db.transaction():
-                locked = self._db.execute(
-                    "SELECT pg_try_advisory_xact_lock(hashtextextended('sessionref:' || %s, 0))", (header.id,)
-                ).fetchone()
-                if locked is None or not locked[0]:
-                    raise SessionQueryError(
-                        f"session {js_json_stringify(header.id)} is open elsewhere (another writer holds it)",
-                        SESSION_QUERY_LOCKED,
-                    )
-                self._db.execute(
-                    "INSERT INTO sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT (id) DO NOTHING",
-                    (header.id, line, header.cwd, header.created_at),
-                )
-                found = self._db.execute(
-                    "SELECT header, last_seq FROM sessionref_sessions WHERE id = %s", (header.id,)
-                ).fetchone()
-                assert found is not None
-                if found[0] != line:
-                    raise already_exists(header.id)
-                newer = [event for event in events if event.seq > found[1]]
-                values = [(header.id, *_seqs_of(row), js_json_stringify(row)) for row in pack_chunk_runs(newer)]
-                with self._db.cursor() as cursor:
-                    cursor.executemany(
-                        "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES (%s, %s, %s, %s)",
-                        values,
-                    )
+            with self._lock:
+                return put_session(self._db, header, events)
         except psycopg.Error as error:
-            raise SessionQueryError(
-                f"cannot write session {js_json_stringify(header.id)}: "
-                f"{getattr(error.diag, 'message_primary', None) or type(error).__name__}"
-                " (nothing of it was written)",
-                SESSION_QUERY_WRITE_FAILED,
-            ) from None
-        return len(newer)
+            raise write_failed(header.id, error, "nothing of it was written") from None
 
     def release(self, session_id: str) -> None:
         """Stop writing one session (its lock is released; the data stays)."""
+        self._written.pop(session_id, None)
         owned = self._owned.pop(session_id, None)
         if owned is not None and owned[1] is not None:
-            _unlock_and_close(owned[1])
+            unlock_and_close(owned[1])
 
     def delete(self, session_id: str) -> None:
         """Delete a session and its rows.
@@ -300,11 +257,81 @@ class PostgresSessionStore:
         Raises:
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
         """
+        owner = self._owner_of(session_id)
+        if owner is None:
+            raise not_found(session_id)
+        if owner != self.user:
+            raise not_owner(session_id, owner)
         self.release(session_id)
-        with self._lock:
-            deleted = self._db.execute("DELETE FROM sessionref_sessions WHERE id = %s", (session_id,)).rowcount
+        what = f"cannot delete session {js_json_stringify(session_id)}"
+        deleted = self._run(what, "DELETE FROM sessionref_sessions WHERE id = %s", (session_id,)).rowcount
         if not deleted:
             raise not_found(session_id)
+
+    # -- teams ------------------------------------------------------------------------------------
+
+    def share(self, session_id: str, team: str) -> bool:
+        """Let the members of ``team`` (a database role) read and reference one of this role's
+        sessions; ``False`` when it already was shared with them.
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``, ``SESSION_QUERY_NOT_OWNER``,
+                ``SESSION_QUERY_UNKNOWN_TEAM``.
+        """
+        grantee = self._shareable(session_id, team)
+        added = self._run(
+            "cannot share the session",
+            "INSERT INTO sessionref_shares (session_id, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            (session_id, grantee),
+        ).rowcount
+        return bool(added)
+
+    def unshare(self, session_id: str, team: str) -> bool:
+        """Stop sharing one of this role's sessions with ``team``; ``False`` when it was not shared.
+
+        Raises:
+            SessionQueryError: as ``share``.
+        """
+        grantee = self._shareable(session_id, team)
+        removed = self._run(
+            "cannot stop sharing the session",
+            "DELETE FROM sessionref_shares WHERE session_id = %s AND grantee = %s",
+            (session_id, grantee),
+        ).rowcount
+        return bool(removed)
+
+    def shared_with(self, session_id: str) -> list[str]:
+        """The teams a session is shared with, as this role may see them (sorted).
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
+        """
+        if self._owner_of(session_id) is None:
+            raise not_found(session_id)
+        rows = self._run(
+            "cannot read the session's teams",
+            "SELECT r.rolname FROM sessionref_shares sh JOIN pg_roles r ON r.oid = sh.grantee "
+            "WHERE sh.session_id = %s ORDER BY r.rolname",
+            (session_id,),
+        ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def _shareable(self, session_id: str, team: str) -> int:
+        owner = self._owner_of(session_id)
+        if owner is None:
+            raise not_found(session_id)
+        if owner != self.user:
+            raise not_owner(session_id, owner)
+        row = None
+        if "\x00" not in team:
+            row = self._run(
+                "cannot look the team up", "SELECT oid FROM pg_roles WHERE rolname = %s", (team,)
+            ).fetchone()
+        if row is None:
+            raise SessionQueryError(
+                f"there is no team (database role) named {js_json_stringify(team)}", SESSION_QUERY_UNKNOWN_TEAM
+            )
+        return int(row[0])
 
     def close(self) -> None:
         """Release every session this store writes, and disconnect."""
@@ -314,12 +341,13 @@ class PostgresSessionStore:
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def _load(
-        self, session_id: str, connection: psycopg.Connection[Any] | None = None
-    ) -> tuple[SessionHeader, list[SessionEvent], TitleSnapshot | None, list[int]] | None:
+    def _load(self, session_id: str, connection: psycopg.Connection[Any] | None = None) -> _Loaded | None:
+        # One statement, so the header, rows and revision are one consistent snapshot.
+        if "\x00" in session_id:
+            return None
         query = sql.SQL(
-            "SELECT s.header, r.row FROM sessionref_sessions s LEFT JOIN sessionref_rows r ON r.session_id = s.id "
-            "WHERE s.id = %s ORDER BY r.first_seq"
+            "SELECT s.header, r.row, s.revision FROM sessionref_sessions s "
+            "LEFT JOIN sessionref_rows r ON r.session_id = s.id WHERE s.id = %s ORDER BY r.first_seq"
         )
         try:
             if connection is None:
@@ -331,24 +359,76 @@ class PostgresSessionStore:
             raise _database_error(error, f"cannot read session {js_json_stringify(session_id)}") from None
         if not rows:
             return None
-        lines = [rows[0][0]] + [row for _, row in rows if row is not None]
+        lines = [rows[0][0]] + [row for _, row, _ in rows if row is not None]
         log = load_log(
             ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"), Path(f"postgresql:{session_id}"), "none"
         )
-        return log.header, log.events, log.title, log.surface_seqs
+        return _Loaded(log.header, log.events, log.title, log.surface_seqs, int(rows[0][2]))
 
     async def list_sessions(self) -> list[SessionRecord]:
-        """Every session, newest first (the contract's order: ids by UTF-16 code units)."""
-        with self._lock:
-            rows = self._db.execute("SELECT header FROM sessionref_sessions").fetchall()
-        records = {
-            header.id: SessionRecord(header=header, live=header.id in self._owned, persisted=True)
-            for header in (header_from_line(row[0], Path("postgresql:sessionref_sessions")) for row in rows)
-        }
+        """Every session this role may see (its own, and those shared with its teams), newest
+        first (the contract's order: ids by UTF-16 code units). A teammate's session carries its
+        owner's name.
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_DATABASE_UNAVAILABLE``.
+        """
+        self._pending = False
+        try:
+            with self._lock:
+                rows = self._db.execute("SELECT id, header, owner, revision FROM sessionref_sessions").fetchall()
+        except psycopg.Error as error:
+            self._pending = True
+            raise _database_error(error, "cannot list the sessions") from None
+        headers, revisions = self._headers, {}
+        records: dict[str, SessionRecord] = {}
+        where = Path("postgresql:sessionref_sessions")
+        for session_id, line, owner, revision in rows:
+            header = headers.get(session_id)
+            if header is None or self._revisions.get(session_id) != revision:
+                header = headers[session_id] = header_from_line(line, where)
+            revisions[session_id] = revision
+            mine = owner == self.user
+            records[session_id] = trusted_record(header, session_id in self._owned, True, None if mine else owner)
         for session_id, (session, _connection) in self._owned.items():
             if session_id not in records:
-                records[session_id] = SessionRecord(header=session.header, live=True, persisted=False)
+                records[session_id] = trusted_record(session.header, True, False)
+        for gone in headers.keys() - revisions.keys():
+            del headers[gone]
+        if revisions != self._revisions:
+            self._revisions = revisions  # a new object only when something changed (hosts compare identity)
         return sorted(records.values(), key=listing_order_key)
+
+    # -- what a host watching the database reads ----------------------------------------------------
+
+    def watcher(self, on_change: ChangeCallback) -> NotifyWatcher:
+        """A watcher that hears the database's change notifications (``LISTEN``) on a connection
+        of its own and calls ``on_change(None)``: something changed, list again."""
+        return NotifyWatcher(self._conninfo, on_change)
+
+    def note_changes(self, _paths: Iterable[str] | None) -> None:
+        """Say that something changed (a notification arrived): the next refresh lists again."""
+        self._pending = True
+
+    def changes_pending(self) -> bool:
+        """Whether a change was noted since the last listing."""
+        return self._pending
+
+    def remembered_sessions(self) -> list[SessionRecord] | None:
+        """No listing is remembered between runs (listing the database is the fast path)."""
+        return None
+
+    def listed_revisions(self) -> dict[str, StoredRevision]:
+        """Session id -> revision as the last listing saw them; the same object while nothing changed."""
+        return self._revisions
+
+    def listed_revision(self, header: SessionHeader) -> StoredRevision | None:
+        """The revision the last listing saw for a session."""
+        return self._revisions.get(header.id)
+
+    def written_revision(self, session_id: str) -> StoredRevision | None:
+        """The revision of a session this store writes, as of its last append."""
+        return self._written.get(session_id)
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """The folded current surface.
@@ -362,10 +442,7 @@ class PostgresSessionStore:
         loaded = self._load(session_id)
         if loaded is None:
             raise not_found(session_id)
-        header, events, _title, seqs = loaded
-        return SurfaceSnapshot.model_construct(
-            session=header, captured_through_seq=events[-1].seq if events else None, events=events_at(events, seqs)
-        )
+        return loaded.surface()
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
         """The latest ``session/title`` of the raw log, or ``None``."""
@@ -375,7 +452,7 @@ class PostgresSessionStore:
         loaded = self._load(session_id)
         if loaded is None:
             raise not_found(session_id)
-        return loaded[2]
+        return loaded.title
 
     def read_log(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]]:
         """Every event of the raw log, read-only (no write lock)."""
@@ -385,22 +462,40 @@ class PostgresSessionStore:
         loaded = self._load(session_id)
         if loaded is None:
             raise not_found(session_id)
-        return loaded[0], loaded[1]
+        return loaded.header, loaded.events
+
+    def read_stored(self, header: SessionHeader) -> StoredSession:
+        """One listed session read with its revision, for bulk readers (the search index).
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND`` when it is gone (or no longer shared).
+        """
+        loaded = self._load(header.id)
+        if loaded is None:
+            raise not_found(header.id)
+        return StoredSession(revision=loaded.revision, surface=loaded.surface(), title=loaded.title)
 
 
-def _unlock_and_close(connection: psycopg.Connection[Any]) -> None:
-    """Close a writer's connection, its session lock released first: the server ends a closed
-    connection's backend (and its locks) a moment later, and a writer asking next must not find
-    the lock still held."""
-    with contextlib.suppress(psycopg.Error):
-        connection.execute("SELECT pg_advisory_unlock_all()")
-    connection.close()
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    header: SessionHeader
+    events: list[SessionEvent]
+    title: TitleSnapshot | None
+    surface_seqs: list[int]
+    revision: StoredRevision
+
+    def surface(self) -> SurfaceSnapshot:
+        return SurfaceSnapshot.model_construct(
+            session=self.header,
+            captured_through_seq=self.events[-1].seq if self.events else None,
+            events=events_at(self.events, self.surface_seqs),
+        )
 
 
-def _seqs_of(row: dict[str, Any]) -> tuple[int, int]:
-    """The first and last seq a JSONL row holds (a packed chunk row holds a run)."""
-    if "seq0" in row:
-        data = row["data"]
-        members = data.get("texts", data.get("args", []))
-        return row["seq0"], row["seq0"] + len(members) - 1
-    return row["seq"], row["seq"]
+def not_owner(session_id: str, owner: str) -> SessionQueryError:
+    """The error for writing (or sharing) a session another role owns."""
+    return SessionQueryError(
+        f"session {js_json_stringify(session_id)} belongs to {js_json_stringify(owner)}: it can be read and"
+        " referenced, not written",
+        SESSION_QUERY_NOT_OWNER,
+    )

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
-from core.sessions.models import SessionRecord, SurfaceSnapshot, TitleSnapshot
+from core.sessions.models import SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot
 
 
 @runtime_checkable
@@ -34,3 +35,59 @@ def listing_order_key(record: SessionRecord) -> tuple[int, bytes]:
     Ids compare by UTF-16 code units, as JavaScript compares strings.
     """
     return (-record.header.created_at, record.header.id.encode("utf-16-be", "surrogatepass"))
+
+
+class Watcher(Protocol):
+    """What a store's ``watcher`` returns: it reports changes on a thread of its own."""
+
+    failure: str | None
+    """Why it is not (or no longer) watching; ``None`` while it is."""
+
+    def start(self) -> bool: ...
+
+    def stop(self) -> None: ...
+
+
+@runtime_checkable
+class WatchableStore(Protocol):
+    """A persistent store a host can list cheaply again and again and hear changes of: the JSONL
+    store (file revisions, inotify) and the PostgreSQL store (revision numbers, ``LISTEN``)."""
+
+    watched: bool
+    """Set by the host while its watcher reports every change (then an unchanged store is not listed)."""
+
+    def watcher(self, on_change: Callable[[set[str] | None], None]) -> Watcher:
+        """A watcher reporting what changed (paths, or ``None``: anything may have) to ``on_change``."""
+        ...
+
+    def note_changes(self, paths: Iterable[str] | None) -> None:
+        """Record what the watcher reported, for the next listing."""
+        ...
+
+    def changes_pending(self) -> bool:
+        """Whether a change was reported that the last listing has not looked at."""
+        ...
+
+    def remembered_sessions(self) -> list[SessionRecord] | None:
+        """A listing remembered from an earlier run, shown before the first real one (or ``None``)."""
+        ...
+
+    def listed_revisions(self) -> Mapping[str, Any]:
+        """Session id -> revision as last listed; the same object while nothing changed."""
+        ...
+
+    def listed_revision(self, header: SessionHeader) -> Any:
+        """The revision the last listing saw for one session (``None`` when unlisted)."""
+        ...
+
+    def written_revision(self, session_id: str) -> Any:
+        """The revision of a session written here, as of its last append (``None`` if not written here)."""
+        ...
+
+    def read_stored(self, header: SessionHeader) -> Any:
+        """One listed session with its revision, surface and title, past any cache."""
+        ...
+
+    def release(self, session_id: str) -> None:
+        """Stop writing one session (its lock is released)."""
+        ...

@@ -1,0 +1,131 @@
+"""Writing rows to the PostgreSQL store: the writer's session lock and the batch transaction.
+
+A writer holds a session-level advisory lock on a connection of its own while the session is open:
+it dies with the connection (as ``flock`` dies with the process), so a writer killed mid-append
+leaves neither the lock nor half a batch behind. Each batch is one transaction; the schema's trigger
+refuses a row whose first seq does not follow the session's last one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import psycopg
+
+from core.errors import SessionQueryError
+from core.serialization import js_json_stringify
+from core.sessions.chunk_rows import pack_chunk_runs
+from core.sessions.jsonl_codec import header_line
+from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED, SESSION_QUERY_WRITE_FAILED
+from core.sessions.models import SessionEvent, SessionHeader
+from core.sessions.session import already_exists
+
+_INSERT_ROW = "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES (%s, %s, %s, %s)"
+_INSERT_SESSION = "INSERT INTO sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s)"
+_TRY_LOCK = "SELECT pg_try_advisory_lock(hashtextextended('sessionref:' || %s, 0))"
+
+
+def locked_elsewhere(session_id: str) -> SessionQueryError:
+    return SessionQueryError(
+        f"session {js_json_stringify(session_id)} is open elsewhere (another writer holds it)", SESSION_QUERY_LOCKED
+    )
+
+
+def write_failed(session_id: str, error: psycopg.Error, outcome: str) -> SessionQueryError:
+    """A refused write, in the server's words (never the connection string)."""
+    reason = getattr(error.diag, "message_primary", None) or type(error).__name__
+    return SessionQueryError(
+        f"cannot write session {js_json_stringify(session_id)}: {reason} ({outcome})", SESSION_QUERY_WRITE_FAILED
+    )
+
+
+def lock_session(conninfo: str, session_id: str) -> psycopg.Connection[Any]:
+    """A connection of its own holding the session's writer lock.
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_SESSION_LOCKED`` when another writer holds it.
+        psycopg.Error: the database cannot be reached.
+    """
+    connection = psycopg.connect(conninfo, autocommit=True)
+    try:
+        row = connection.execute(_TRY_LOCK, (session_id,)).fetchone()
+    except BaseException:
+        connection.close()
+        raise
+    if row is None or not row[0]:
+        connection.close()
+        raise locked_elsewhere(session_id)
+    return connection
+
+
+def unlock_and_close(connection: psycopg.Connection[Any]) -> None:
+    """Close a writer's connection, its session lock released first: the server ends a closed
+    connection's backend (and its locks) a moment later, and a writer asking next must not find
+    the lock still held."""
+    with contextlib.suppress(psycopg.Error):
+        connection.execute("SELECT pg_advisory_unlock_all()")
+    connection.close()
+
+
+def append_rows(
+    connection: psycopg.Connection[Any], session_id: str, rows: list[dict[str, Any]], header: SessionHeader | None
+) -> int:
+    """One batch of JSONL rows in one transaction (the session created first when ``header`` is
+    given); returns the session's new revision.
+
+    Raises:
+        psycopg.Error: nothing of the batch was written.
+    """
+    with connection.transaction():
+        if header is not None:
+            line = header_line(header).rstrip("\n")
+            connection.execute(_INSERT_SESSION, (header.id, line, header.cwd, header.created_at))
+        with connection.cursor() as cursor:
+            cursor.executemany(_INSERT_ROW, [(session_id, *seqs_of(row), js_json_stringify(row)) for row in rows])
+        found = connection.execute("SELECT revision FROM sessionref_sessions WHERE id = %s", (session_id,)).fetchone()
+    assert found is not None  # the session's own row, written by its owner
+    return int(found[0])
+
+
+def put_session(connection: psycopg.Connection[Any], header: SessionHeader, events: list[SessionEvent]) -> int:
+    """A session as another store holds it: created with ``header`` when absent, then the events
+    past its last seq, in one transaction (an import; nobody may be writing it). Returns how many
+    events were added.
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_SESSION_EXISTS`` when the id holds another header (or
+            belongs to someone this role may not see), ``SESSION_QUERY_SESSION_LOCKED`` while a
+            writer has it open.
+        psycopg.Error: nothing of it was written.
+    """
+    line = header_line(header).rstrip("\n")
+    with connection.transaction():
+        locked = connection.execute(
+            "SELECT pg_try_advisory_xact_lock(hashtextextended('sessionref:' || %s, 0))", (header.id,)
+        ).fetchone()
+        if locked is None or not locked[0]:
+            raise locked_elsewhere(header.id)
+        connection.execute(
+            _INSERT_SESSION + " ON CONFLICT (id) DO NOTHING", (header.id, line, header.cwd, header.created_at)
+        )
+        found = connection.execute(
+            "SELECT header, last_seq, owner = current_user FROM sessionref_sessions WHERE id = %s", (header.id,)
+        ).fetchone()
+        if found is None or found[0] != line or not found[2]:
+            raise already_exists(header.id)
+        newer = [event for event in events if event.seq > found[1]]
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                _INSERT_ROW, [(header.id, *seqs_of(row), js_json_stringify(row)) for row in pack_chunk_runs(newer)]
+            )
+    return len(newer)
+
+
+def seqs_of(row: dict[str, Any]) -> tuple[int, int]:
+    """The first and last seq a JSONL row holds (a packed chunk row holds a run)."""
+    if "seq0" in row:
+        data = row["data"]
+        members = data.get("texts", data.get("args", []))
+        return row["seq0"], row["seq0"] + len(members) - 1
+    return row["seq"], row["seq"]

@@ -1,0 +1,163 @@
+"""The PostgreSQL store's schema: tables, triggers, row-level security, and its migrations.
+
+Version 1 holds sessions (the header line) and rows (the JSONL rows) with the trigger that makes
+seqs only increase. Version 2 adds owners, teams and change notification: a session belongs to the
+role that created it, its owner may share it with roles (teams), and row-level security (forced on
+the tables' owner too) lets a role see its own sessions and those shared with a role it is a member
+of, and write only its own. Every change notifies ``sessionref_changed`` with an empty payload, so a
+listener learns that something changed, never what.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from core.errors import SessionQueryError
+
+SCHEMA_VERSION = 2
+SESSION_QUERY_SCHEMA_TOO_NEW = "SESSION_QUERY_SCHEMA_TOO_NEW"
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS sessionref_sessions (
+    id text PRIMARY KEY,
+    header text NOT NULL,
+    cwd text,
+    created_at bigint NOT NULL,
+    last_seq bigint NOT NULL DEFAULT -1
+);
+CREATE TABLE IF NOT EXISTS sessionref_rows (
+    session_id text NOT NULL REFERENCES sessionref_sessions (id) ON DELETE CASCADE,
+    first_seq bigint NOT NULL,
+    last_seq bigint NOT NULL,
+    row text NOT NULL,
+    PRIMARY KEY (session_id, first_seq),
+    CHECK (last_seq >= first_seq)
+);
+CREATE OR REPLACE FUNCTION sessionref_seqs_only_increase() RETURNS trigger AS $$
+DECLARE
+    previous bigint;
+BEGIN
+    SELECT last_seq INTO previous FROM sessionref_sessions WHERE id = NEW.session_id FOR UPDATE;
+    IF NEW.first_seq <= previous THEN
+        RAISE EXCEPTION 'seq % does not follow % in session %', NEW.first_seq, previous, NEW.session_id
+            USING ERRCODE = 'check_violation';
+    END IF;
+    UPDATE sessionref_sessions SET last_seq = NEW.last_seq WHERE id = NEW.session_id;
+    RETURN NEW;
+END;
+$$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS sessionref_seqs_only_increase ON sessionref_rows;
+CREATE TRIGGER sessionref_seqs_only_increase BEFORE INSERT ON sessionref_rows
+    FOR EACH ROW EXECUTE FUNCTION sessionref_seqs_only_increase();
+"""
+
+_SCHEMA_V2 = """
+-- Owners and teams: a session belongs to the role that created it; its owner may share it with
+-- roles (teams) whose members then read it. Row-level security enforces both, forced on the tables'
+-- owner too (only superusers and BYPASSRLS roles see everything).
+ALTER TABLE sessionref_sessions ADD COLUMN owner name NOT NULL DEFAULT current_user;
+CREATE SEQUENCE sessionref_revisions;
+ALTER TABLE sessionref_sessions ADD COLUMN revision bigint NOT NULL DEFAULT nextval('sessionref_revisions');
+CREATE TABLE sessionref_shares (
+    session_id text NOT NULL REFERENCES sessionref_sessions (id) ON DELETE CASCADE,
+    grantee oid NOT NULL,
+    owner name NOT NULL DEFAULT current_user,
+    PRIMARY KEY (session_id, grantee)
+);
+CREATE OR REPLACE FUNCTION sessionref_seqs_only_increase() RETURNS trigger AS $$
+DECLARE
+    previous bigint;
+BEGIN
+    SELECT last_seq INTO previous FROM sessionref_sessions WHERE id = NEW.session_id FOR UPDATE;
+    IF NEW.first_seq <= previous THEN
+        RAISE EXCEPTION 'seq % does not follow % in session %', NEW.first_seq, previous, NEW.session_id
+            USING ERRCODE = 'check_violation';
+    END IF;
+    UPDATE sessionref_sessions SET last_seq = NEW.last_seq, revision = nextval('sessionref_revisions')
+        WHERE id = NEW.session_id;
+    RETURN NEW;
+END;
+$$ LANGUAGE plpgsql;
+-- Listeners hear that something changed, never what: they re-list what they may see.
+CREATE OR REPLACE FUNCTION sessionref_notify() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_notify('sessionref_changed', '');
+    RETURN NULL;
+END;
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER sessionref_sessions_changed AFTER INSERT OR UPDATE OR DELETE ON sessionref_sessions
+    FOR EACH STATEMENT EXECUTE FUNCTION sessionref_notify();
+CREATE TRIGGER sessionref_shares_changed AFTER INSERT OR UPDATE OR DELETE ON sessionref_shares
+    FOR EACH STATEMENT EXECUTE FUNCTION sessionref_notify();
+
+ALTER TABLE sessionref_sessions ENABLE ROW LEVEL SECURITY;
+ALTER TABLE sessionref_sessions FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessionref_rows ENABLE ROW LEVEL SECURITY;
+ALTER TABLE sessionref_rows FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessionref_shares ENABLE ROW LEVEL SECURITY;
+ALTER TABLE sessionref_shares FORCE ROW LEVEL SECURITY;
+-- A share is seen by its owner and by the members of its grantee (no reference back to sessions,
+-- so the policies below never recurse).
+CREATE POLICY shares_read ON sessionref_shares FOR SELECT
+    USING (owner = current_user OR pg_has_role(current_user, grantee, 'MEMBER'));
+CREATE POLICY shares_add ON sessionref_shares FOR INSERT WITH CHECK (
+    owner = current_user
+    AND EXISTS (SELECT 1 FROM sessionref_sessions s WHERE s.id = session_id AND s.owner = current_user));
+CREATE POLICY shares_remove ON sessionref_shares FOR DELETE USING (owner = current_user);
+CREATE POLICY sessions_read ON sessionref_sessions FOR SELECT USING (
+    owner = current_user
+    OR EXISTS (SELECT 1 FROM sessionref_shares sh
+               WHERE sh.session_id = id AND pg_has_role(current_user, sh.grantee, 'MEMBER')));
+CREATE POLICY sessions_create ON sessionref_sessions FOR INSERT WITH CHECK (owner = current_user);
+CREATE POLICY sessions_write ON sessionref_sessions FOR UPDATE
+    USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE POLICY sessions_delete ON sessionref_sessions FOR DELETE USING (owner = current_user);
+CREATE POLICY rows_read ON sessionref_rows FOR SELECT
+    USING (EXISTS (SELECT 1 FROM sessionref_sessions s WHERE s.id = session_id));
+CREATE POLICY rows_append ON sessionref_rows FOR INSERT WITH CHECK (
+    EXISTS (SELECT 1 FROM sessionref_sessions s WHERE s.id = session_id AND s.owner = current_user));
+GRANT SELECT, INSERT, UPDATE, DELETE ON sessionref_sessions, sessionref_rows, sessionref_shares TO PUBLIC;
+GRANT USAGE ON SEQUENCE sessionref_revisions TO PUBLIC;
+GRANT SELECT ON sessionref_schema TO PUBLIC;
+"""
+
+_MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+"""Version -> the SQL that brings the version before it there."""
+
+
+def schema_version(connection: psycopg.Connection[Any]) -> int:
+    """The schema version the database holds (0 when it holds none)."""
+    exists = connection.execute("SELECT to_regclass('sessionref_schema') IS NOT NULL").fetchone()
+    if exists is None or not exists[0]:
+        return 0
+    row = connection.execute("SELECT max(version) FROM sessionref_schema").fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+def migrate(connection: psycopg.Connection[Any]) -> None:
+    """Bring the database to ``SCHEMA_VERSION`` (one migrator at a time, across machines).
+
+    A role that may not create tables can still use a database that is already current.
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_SCHEMA_TOO_NEW`` for a version this code does not know.
+        psycopg.Error: the server refused a step (nothing of that step is kept).
+    """
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(hashtext('sessionref schema'))")
+        version = schema_version(connection)
+        if version > SCHEMA_VERSION:
+            raise SessionQueryError(
+                f"the session database has schema version {version}; this sessionref knows up to "
+                f"{SCHEMA_VERSION} (upgrade sessionref)",
+                SESSION_QUERY_SCHEMA_TOO_NEW,
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if version == 0:
+            connection.execute("CREATE TABLE sessionref_schema (version integer NOT NULL)")
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            connection.execute(_MIGRATIONS[step])
+            connection.execute("INSERT INTO sessionref_schema (version) VALUES (%s)", (step,))
