@@ -17,10 +17,13 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import pytest
+
+from core.sessions.pg_store import PostgresSessionStore
 
 
 def postgres_bin() -> Path | None:
@@ -83,3 +86,31 @@ def database(cluster: str) -> str:
     with psycopg.connect(cluster, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
     return cluster.replace("dbname=postgres", f"dbname={name}")
+
+
+@dataclass
+class Team:
+    """Three people and a team (database roles): alice and bob are in it, carol is not."""
+
+    admin: str
+    alice: str
+    bob: str
+    carol: str
+    team: str
+
+
+@pytest.fixture
+def team(database: str) -> Team:
+    prefix = database.split("dbname=")[1]
+    names = {who: f"{prefix}_{who}" for who in ("alice", "bob", "carol", "devs")}
+    with psycopg.connect(database, autocommit=True) as admin:
+        for who in ("alice", "bob", "carol"):
+            admin.execute(f"CREATE ROLE {names[who]} LOGIN")  # type: ignore[arg-type]
+        admin.execute(f"CREATE ROLE {names['devs']} NOLOGIN")  # type: ignore[arg-type]
+        admin.execute(f"GRANT {names['devs']} TO {names['alice']}, {names['bob']}")  # type: ignore[arg-type]
+    PostgresSessionStore(database).close()  # the administrator creates the schema
+
+    def as_(who: str) -> str:
+        return database.replace("user=postgres", f"user={names[who]}")
+
+    return Team(database, as_("alice"), as_("bob"), as_("carol"), names["devs"])

@@ -8,7 +8,6 @@ import inspect
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -18,37 +17,10 @@ from core.errors import SessionQueryError
 from core.sessions.pg_store import PostgresSessionStore
 from core.sessions.pg_watch import NotifyWatcher
 from tests.conftest import say_assistant, say_user
-from tests.pg_cluster import cluster, database
+from tests.pg_cluster import Team, cluster, database, team
+from tui.cli import main as cli_main
 
-__all__ = ["cluster", "database"]  # the fixtures
-
-
-@dataclass
-class Team:
-    """Three people and a team (database roles): alice and bob are in it, carol is not."""
-
-    admin: str
-    alice: str
-    bob: str
-    carol: str
-    team: str
-
-
-@pytest.fixture
-def team(database: str) -> Team:
-    prefix = database.split("dbname=")[1]
-    names = {who: f"{prefix}_{who}" for who in ("alice", "bob", "carol", "devs")}
-    with psycopg.connect(database, autocommit=True) as admin:
-        for who in ("alice", "bob", "carol"):
-            admin.execute(f"CREATE ROLE {names[who]} LOGIN")  # type: ignore[arg-type]
-        admin.execute(f"CREATE ROLE {names['devs']} NOLOGIN")  # type: ignore[arg-type]
-        admin.execute(f"GRANT {names['devs']} TO {names['alice']}, {names['bob']}")  # type: ignore[arg-type]
-    PostgresSessionStore(database).close()  # the administrator creates the schema
-
-    def as_(who: str) -> str:
-        return database.replace("user=postgres", f"user={names[who]}")
-
-    return Team(database, as_("alice"), as_("bob"), as_("carol"), names["devs"])
+__all__ = ["cluster", "database", "team"]  # the fixtures
 
 
 def _write(conninfo: str, session_id: str, text: str, title: str | None = None) -> None:
@@ -205,3 +177,25 @@ async def test_a_password_never_shows_in_an_error(team: Team) -> None:
     watcher = NotifyWatcher(url, lambda _paths: None)
     assert not watcher.start()
     assert watcher.failure is not None and "s3cret" not in watcher.failure
+
+
+def test_the_app_on_an_unreachable_database_exits_3_without_the_password(
+    team: Team, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    host = team.admin.split("host=")[1].split()[0]
+    url = f"postgresql://nobody_here:s3cret-Pa55@/no_such_db?host={host}"
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    assert cli_main(["--store", url, "--config", str(config)]) == 3
+    error = capsys.readouterr().err
+    assert "cannot use the session database" in error and "SESSION_QUERY_DATABASE_UNAVAILABLE" in error
+    assert "s3cret" not in error
+    assert cli_main(["config", "--store", url, "--config", str(config)]) == 0
+    shown = capsys.readouterr().out
+    assert "postgresql://nobody_here:***@" in shown and "s3cret" not in shown
+    config.write_text(f'[store]\nurl = "{url}"\n')
+    with pytest.raises(SystemExit) as exited:
+        cli_main(["config", "--config", str(config)])
+    assert exited.value.code == 2
+    refused = capsys.readouterr().err
+    assert "a password does not belong in the config file" in refused and "s3cret" not in refused

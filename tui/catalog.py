@@ -29,6 +29,8 @@ from core.sessions.external import ExternalSource, source_of
 from core.sessions.models import SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
 
+from .text import owner_badge, tool_badge
+
 if TYPE_CHECKING:
     from core.sessions.pg_store import PostgresSessionStore
 
@@ -222,6 +224,18 @@ class SessionCatalog:
     def wanted(self) -> bool:
         """Whether titles are queued for the background loader."""
         return bool(self._wanted)
+
+    def owner_of(self, session_id: str) -> str | None:
+        """Whose session it is when it is not the user's (a teammate's, in a shared database)."""
+        record = self._by_id.get(session_id)
+        return record.owner if record is not None else None
+
+    def badge_of(self, session_id: str) -> str | None:
+        """The badge a row shows before the title: another tool's, a teammate's name, or none."""
+        badge = tool_badge(session_id)
+        if badge is None and (owner := self.owner_of(session_id)) is not None:
+            badge = owner_badge(owner)
+        return badge
 
     def has(self, session_id: str) -> bool:
         """Whether the last listing holds ``session_id``."""

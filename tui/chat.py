@@ -113,7 +113,9 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
         prompt = self.query_one(PromptArea)
         prompt.border_title = PROMPT_TITLE
         prompt.focus()
-        self.query_one(SessionSidebar).border_subtitle = "loading…"
+        sidebar = self.query_one(SessionSidebar)
+        sidebar.border_subtitle = "loading…"
+        sidebar.badge_of = self.picker.badge_of = self.host.catalog.badge_of
         self._show_target()
         self.host.start_catalog()
         self.set_interval(self.host.refresh_interval, self.host.refresh_catalog)

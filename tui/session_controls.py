@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from core import SessionQueryError
 
 from .screens import RenameScreen
+from .text import visible
 from .widgets.preview import PreviewPane
 from .widgets.sidebar import SessionSidebar
 
@@ -37,6 +38,14 @@ class SessionControls:
             # Another agent's session is never written here: it can only be referenced.
             self.notify(
                 f"{source.name} sessions are read-only here: type @ in the prompt to reference it.",
+                title="Cannot open session",
+            )
+            return
+        owner = host.catalog.owner_of(session_id)
+        if owner is not None:
+            # A teammate's session: the database would refuse a write anyway; say why up front.
+            self.notify(
+                f"{visible(owner)}'s sessions are read-only here: type @ in the prompt to reference it.",
                 title="Cannot open session",
             )
             return

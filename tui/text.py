@@ -97,6 +97,16 @@ TOOL_BADGES = {"claude:": "CC", "codex:": "CX"}
 """The badge of a session another agent wrote, by its id's namespace: Claude Code, Codex CLI."""
 
 
+OWNER_BADGE_CELLS = 10
+
+
+def owner_badge(owner: str) -> str:
+    """A teammate's session's badge: ``@name`` (control characters shown as escapes), at most
+    ``OWNER_BADGE_CELLS`` terminal cells."""
+    name = "@" + visible(owner)
+    return fit_cells(name, min(cell_len(name), OWNER_BADGE_CELLS))
+
+
 def tool_badge(session_id: str) -> str | None:
     """``CC`` / ``CX`` for a Claude Code / Codex session, ``None`` for a session of this store."""
     for prefix, badge in TOOL_BADGES.items():

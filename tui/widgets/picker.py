@@ -8,9 +8,11 @@ re-layout and re-render of a general-purpose option list.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -116,6 +118,8 @@ class MentionPicker(RowList, can_focus=False):
 
     def __init__(self, *, id: str | None = None, home: str | None = None) -> None:
         super().__init__(id=id)
+        self.badge_of: Callable[[str], str | None] = tool_badge
+        """The badge before a row's label: another tool's (``CC``), a teammate's (``@bob``), or none."""
         self.candidates: list[Candidate] = []
         self.hits: list[SearchHit] = []
         self.note: str | None = None
@@ -190,8 +194,8 @@ class MentionPicker(RowList, can_focus=False):
 
     def _rows(self, hit: SearchHit, query: str, now: int) -> list[PickerRow]:
         candidate = hit.candidate
-        badge = tool_badge(candidate.session_id)
-        label = fit_cells(visible(candidate.label), LABEL_WIDTH - (len(badge) + 1 if badge else 0))
+        badge = self.badge_of(candidate.session_id)
+        label = fit_cells(visible(candidate.label), LABEL_WIDTH - (cell_len(badge) + 1 if badge else 0))
         cwd = fit_cells(short_cwd(candidate.cwd, CWD_WIDTH, self.home), CWD_WIDTH)
         # Mark the match where the row shows it; what it does not show goes on a line below.
         in_label = hit.field in ("title", "id") and _contains(label, query)

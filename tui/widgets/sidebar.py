@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -98,6 +99,8 @@ class SessionSidebar(RowList, can_focus=True):
         self.current_id = ""
         self.now = 0
         self.title_of: Callable[[SessionHeader], str | None] = lambda header: None
+        self.badge_of: Callable[[str], str | None] = tool_badge
+        """The badge before a row's title: another tool's (``CC``), a teammate's (``@bob``), or none."""
         self._shown: tuple[object, ...] | None = None
 
     def show(
@@ -162,8 +165,8 @@ class SessionSidebar(RowList, can_focus=True):
         assert header is not None
         current = header.id == self.current_id
         when = age(header.created_at, self.now)
-        badge = tool_badge(header.id)
-        room = width - 2 - len(when) - 1 - (len(badge) + 1 if badge else 0)
+        badge = self.badge_of(header.id)
+        room = width - 2 - len(when) - 1 - (cell_len(badge) + 1 if badge else 0)
         label = fit_cells(visible(self.title_of(header) or header.id), max(1, room))
         return [
             Segment("▸ " if current else "  ", _MARK),
