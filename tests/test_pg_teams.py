@@ -199,3 +199,21 @@ def test_the_app_on_an_unreachable_database_exits_3_without_the_password(
     assert exited.value.code == 2
     refused = capsys.readouterr().err
     assert "a password does not belong in the config file" in refused and "s3cret" not in refused
+
+
+def test_sharing_from_the_command_line(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(team.alice, "cli-shared", "words")
+    assert cli_main(["share", "cli-shared", "--with", team.team, "--store", team.alice]) == 0
+    assert f"cli-shared shared with {team.team}; shared with: {team.team}" in capsys.readouterr().out
+    assert cli_main(["share", "cli-shared", "--with", team.team, "--store", team.alice]) == 0
+    assert "was already shared with" in capsys.readouterr().out
+    # Not bob's to share; no such team; no such session: refused (1), each with its code.
+    assert cli_main(["share", "cli-shared", "--with", team.team, "--store", team.bob]) == 1
+    assert "SESSION_QUERY_NOT_OWNER" in capsys.readouterr().err
+    assert cli_main(["share", "cli-shared", "--with", "no_such_team", "--store", team.alice]) == 1
+    assert "SESSION_QUERY_UNKNOWN_TEAM" in capsys.readouterr().err
+    assert cli_main(["unshare", "nope\x1b[2J", "--with", team.team, "--store", team.alice]) == 1
+    err = capsys.readouterr().err
+    assert "SESSION_QUERY_SESSION_NOT_FOUND" in err and "\x1b" not in err  # data never reaches the terminal raw
+    assert cli_main(["unshare", "cli-shared", "--with", team.team, "--store", team.alice]) == 0
+    assert "no longer shared with" in capsys.readouterr().out

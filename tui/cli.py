@@ -3,7 +3,8 @@
 Exit codes: 0 normal exit, 2 bad arguments, 3 the store root cannot be used, 4 the session given
 with ``--session`` cannot be opened (missing, corrupt, or written by another process).
 ``sessionref doctor`` exits 0 when the store is healthy, 1 when something needs attention;
-``sessionref import`` / ``export`` move sessions to and from PostgreSQL (see ``tui.transfer_cli``).
+``sessionref import`` / ``export`` move sessions to and from PostgreSQL (see ``tui.transfer_cli``);
+``sessionref share`` / ``unshare`` share a session of a database store with a team (``tui.share_cli``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sessionref",
         epilog="sessionref doctor [--root DIR] [--json] checks a store without changing it (see its --help); "
-        "sessionref config [options] prints the effective settings and where each came from.",
+        "sessionref config [options] prints the effective settings and where each came from; "
+        "sessionref import|export DIR --store URL moves a folder store into a database and back; "
+        "sessionref share|unshare ID --with TEAM shares a session of a database store with a team.",
         description=(
             "A terminal chat in which typing @ references another chat session: the model receives a bounded, "
             "read-only snapshot of it with your request, and the preview shows exactly what before you send."
@@ -352,6 +355,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .transfer_cli import transfer_command
 
         return transfer_command(arguments[0], arguments[1:])
+    if arguments[:1] in (["share"], ["unshare"]):
+        from .share_cli import share_command
+
+        return share_command(arguments[0], arguments[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     _, settings = _settings(parser, args)

@@ -1,0 +1,75 @@
+"""``sessionref share ID --with TEAM`` and ``sessionref unshare ID --with TEAM``: let a team (a
+database role its members belong to) read and reference one of your sessions, or stop.
+
+The database enforces it (row-level security): only the session's owner can share it, and the
+team's members can then read and reference it, never write it. The database is ``--store``, else
+``$SESSIONREF_STORE``, else ``[store] url`` of the config file.
+
+Exit codes: 0 done (or nothing to do), 1 refused (no such session, not yours, no such team),
+2 bad arguments, 3 the database cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from core.errors import SessionQueryError
+
+from .settings import ConfigError, load_config
+from .text import visible
+
+EXIT_REFUSED = 1
+EXIT_DATABASE = 3
+
+
+def share_command(kind: str, argv: Sequence[str]) -> int:
+    """Run ``sessionref share`` (``kind == "share"``) or ``sessionref unshare``."""
+    sharing = kind == "share"
+    parser = argparse.ArgumentParser(
+        prog=f"sessionref {kind}",
+        description=(
+            "Let the members of a team (a database role) read and reference one of your sessions."
+            if sharing
+            else "Stop sharing one of your sessions with a team."
+        ),
+    )
+    parser.add_argument("session", metavar="ID", help="the session's id")
+    parser.add_argument("--with", dest="team", metavar="TEAM", required=True, help="the team's database role")
+    parser.add_argument("--store", metavar="URL", help="the database (default: $SESSIONREF_STORE, else the config)")
+    parser.add_argument("--config", metavar="PATH", help="the config file (default: the platform's config.toml)")
+    args = parser.parse_args(argv)
+    url = args.store or os.environ.get("SESSIONREF_STORE", "").strip() or None
+    if url is None:
+        try:
+            url = load_config(args.config).data.store.url
+        except ConfigError as error:
+            parser.exit(2, f"sessionref {kind}: {visible(str(error))}\n")
+    if url is None:
+        parser.error("sharing needs a database: give --store postgresql://... (or $SESSIONREF_STORE)")
+    from core.sessions.pg_store import PostgresSessionStore  # psycopg only for database commands
+
+    try:
+        store = PostgresSessionStore(url)
+    except SessionQueryError as error:
+        return _say(f"sessionref {kind}: {error.message} ({error.code})", EXIT_DATABASE)
+    try:
+        changed = store.share(args.session, args.team) if sharing else store.unshare(args.session, args.team)
+        teams = store.shared_with(args.session)
+    except SessionQueryError as error:
+        code = EXIT_DATABASE if error.code == "SESSION_QUERY_DATABASE_UNAVAILABLE" else EXIT_REFUSED
+        return _say(f"sessionref {kind}: {error.message} ({error.code})", code)
+    finally:
+        store.close()
+    what = ("shared with" if changed else "was already shared with") if sharing else (
+        "no longer shared with" if changed else "was not shared with"
+    )  # fmt: skip
+    print(visible(f"{args.session} {what} {args.team}; shared with: {', '.join(teams) or 'nobody'}"))
+    return 0
+
+
+def _say(message: str, code: int) -> int:
+    print(visible(message), file=sys.stderr)
+    return code
