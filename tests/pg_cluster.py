@@ -36,9 +36,36 @@ def _as_owner(command: list[str], owner: str | None) -> list[str]:
     return command if owner is None else ["runuser", "-u", owner, "--", *command]
 
 
+class Cluster:
+    """A throwaway cluster's server, which a test may stop and start again (a restart)."""
+
+    def __init__(self, binaries: Path, folder: Path, owner: str | None) -> None:
+        self.binaries, self.folder, self.owner = binaries, folder, owner
+        self.data, self.socket = folder / "data", folder / "socket"
+        self.conninfo = f"host={self.socket} user=postgres dbname=postgres"
+
+    def _pg_ctl(self, *arguments: str, check: bool = True) -> None:
+        command = [str(self.binaries / "pg_ctl"), "-D", str(self.data), *arguments]
+        subprocess.run(
+            _as_owner(command, self.owner),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=check,
+            cwd=self.folder,
+        )
+
+    def start(self) -> None:
+        options = f"-k {self.socket} -c listen_addresses='' -c fsync=off -c max_connections=200"
+        self._pg_ctl("-o", options, "-l", str(self.folder / "log"), "-w", "start")
+
+    def stop(self, mode: str = "immediate") -> None:
+        """Stop the server: ``immediate`` is a crash (connections cut, no checkpoint), ``fast`` a clean stop."""
+        self._pg_ctl("-m", mode, "-w", "stop", check=False)
+
+
 @contextmanager
-def throwaway_cluster() -> Iterator[str]:
-    """A running cluster; yields the connection string of its ``postgres`` superuser."""
+def running_cluster() -> Iterator[Cluster]:
+    """A running cluster of its own (``initdb`` in a temporary folder), removed afterwards."""
     binaries = postgres_bin()
     if binaries is None:
         reason = "PostgreSQL is not installed (apt-get install postgresql)"
@@ -47,26 +74,27 @@ def throwaway_cluster() -> Iterator[str]:
         pytest.skip(reason)
     owner = "nobody" if os.geteuid() == 0 else None
     folder = Path(tempfile.mkdtemp(prefix="sessionref-pg-"))
-    data, socket = folder / "data", folder / "socket"
-    socket.mkdir()
+    (folder / "socket").mkdir()
     if owner is not None:
         entry = pwd.getpwnam(owner)
-        for path in (folder, socket):
+        for path in (folder, folder / "socket"):
             os.chown(path, entry.pw_uid, entry.pw_gid)
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, "check": True, "cwd": folder}
-    subprocess.run(
-        _as_owner([str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"], owner),
-        **quiet,  # type: ignore[arg-type]
-    )
-    options = f"-k {socket} -c listen_addresses='' -c fsync=off -c max_connections=200"
-    start = [str(binaries / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"]
-    subprocess.run(_as_owner(start, owner), **quiet)  # type: ignore[arg-type]
+    initdb = [str(binaries / "initdb"), "-D", str(folder / "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+    subprocess.run(_as_owner(initdb, owner), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True, cwd=folder)
+    cluster = Cluster(binaries, folder, owner)
+    cluster.start()
     try:
-        yield f"host={socket} user=postgres dbname=postgres"
+        yield cluster
     finally:
-        stop = [str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]
-        subprocess.run(_as_owner(stop, owner), **{**quiet, "check": False})  # type: ignore[arg-type]
+        cluster.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def throwaway_cluster() -> Iterator[str]:
+    """A running cluster; yields the connection string of its ``postgres`` superuser."""
+    with running_cluster() as cluster:
+        yield cluster.conninfo
 
 
 _numbers = itertools.count()

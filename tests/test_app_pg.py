@@ -11,7 +11,7 @@ from core import EchoModel
 from core.sessions.pg_store import PostgresSessionStore
 from tests.app_harness import HOME, SIZE, fixed_clock, settle, until
 from tests.conftest import say_assistant, say_user
-from tests.pg_cluster import Team, cluster, database, team
+from tests.pg_cluster import Team, cluster, database, running_cluster, team
 from tests.test_app import open_picker, picker_ids, type_text
 from tui.app import SessionRefApp, make_app
 from tui.text import owner_badge
@@ -113,3 +113,39 @@ async def test_sessions_a_teammate_shares_while_the_app_runs_appear_and_unsharin
         await until(pilot, lambda: not any("Fresh idea" in row for row in _sidebar_rows(app)), timeout=5)
         alice.close()
     store.close()
+
+
+async def test_the_app_keeps_chatting_through_a_database_restart_and_says_so() -> None:
+    with running_cluster() as server:
+        store = PostgresSessionStore(server.conninfo, clock=fixed_clock)
+        say_user(store.create("first", cwd=CWD), "before")
+        store.release("first")
+        app = make_app(
+            store, EchoModel(), cwd=CWD, session_id="first", clock=fixed_clock, home=HOME, cursor_blink=False,
+            refresh_interval=0.2,
+        )  # fmt: skip
+        notes: list[tuple[str, str]] = []
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            original = app.notify
+            app.notify = lambda message, **kwargs: (
+                notes.append((kwargs.get("title", ""), message))
+                or original(  # type: ignore[method-assign]
+                    message, **kwargs
+                )
+            )
+            server.stop("immediate")
+            await type_text(pilot, "while it is down")
+            await pilot.press("enter")
+            await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle", timeout=20)
+            await until(pilot, lambda: any(title == "Session database unreachable" for title, _ in notes), timeout=20)
+            assert "wait to be written" in next(m for t, m in notes if t == "Session database unreachable")
+            server.start()
+            await until(pilot, lambda: any(title == "Session database back" for title, _ in notes), timeout=30)
+            expected = [event.to_wire() for event in app.session.events]
+        store.close()
+        reader = PostgresSessionStore(server.conninfo)
+        _header, events = reader.read_log("first")
+        assert [event.to_wire() for event in events] == expected
+        assert any(event.type == "assistant/message" for event in events[2:])  # the reply made while it was down
+        reader.close()

@@ -132,6 +132,7 @@ class SessionRefApp(App[None]):
         failed: the listing polls."""
         self._titles_loading = False
         self._refresh_waiting = False
+        self._store_trouble: str | None = None
         self._watch_failure_told = False
 
     def notify(
@@ -309,6 +310,7 @@ class SessionRefApp(App[None]):
         """
         if not self.catalog_loaded.is_set() or not self.screen_stack:
             return  # not loaded yet, or the app is closing (a timer can fire after the screen went)
+        self._tell_store_health()
         store = self.catalog.persistent
         quiet = store is not None and store.watched and not store.changes_pending()
         if quiet and not force and not self.catalog.external:  # other agents' files are still polled
@@ -322,6 +324,26 @@ class SessionRefApp(App[None]):
             # (no timer would otherwise come back for it).
             self._refresh_waiting = True
             self.set_timer(TYPING_PAUSE - since_key + 0.05, self._refresh_after_typing)
+
+    def _tell_store_health(self) -> None:
+        """Say once when the store cannot be reached (a database: writes wait, the app reconnects by
+        itself) and once when it is back with everything written."""
+        reason = getattr(self.store, "unavailable", None) or self.catalog.unavailable
+        if (reason is None) == (self._store_trouble is None):
+            return
+        self._store_trouble = reason
+        if reason is not None:
+            waiting = getattr(self.store, "waiting", 0)
+            self.notify(
+                f"{reason[:1].upper()}{reason[1:]}. "
+                + (f"{waiting} events wait to be written; " if waiting else "")
+                + "sessionref reconnects by itself.",
+                severity="warning",
+                title="Session database unreachable",
+                timeout=30,
+            )
+        else:
+            self.notify("Everything written while it was away is stored.", title="Session database back")
 
     def _refresh_after_typing(self) -> None:
         self._refresh_waiting = False

@@ -58,6 +58,8 @@ class SessionCatalog:
         self.external = external
         self._external_listings: list[list[SessionRecord] | None] = [None for _ in external]
         self.records: list[SessionRecord] = []
+        self.unavailable: str | None = None
+        """Why the last listing failed (a database that cannot be reached); ``None`` when it worked."""
         self.problems: list[StoreProblem] = []
         self.listed = False
         self.live_ids: frozenset[str] = frozenset()
@@ -268,8 +270,13 @@ class SessionCatalog:
                 except RuntimeError:
                     # The UI thread created a session while the listing iterated; list again.
                     continue
+                except SessionQueryError as error:
+                    # A database store that cannot be reached: keep showing the last listing.
+                    self.unavailable = f"{error.message} ({error.code})"
+                    return False
             else:
                 return False
+            self.unavailable = None
             problems = list(getattr(self.store, "problems", []))
             external_changed = False
             if self.external:

@@ -30,13 +30,13 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
 from core.sessions.jsonl_codec import header_from_line, load_log
 from core.sessions.jsonl_store import StoredSession
-from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
@@ -45,9 +45,10 @@ from core.sessions.models import (
     TitleSnapshot,
     trusted_record,
 )
-from core.sessions.pg_rows import append_rows, lock_session, put_session, unlock_and_close, write_failed
+from core.sessions.pg_rows import lock_session, put_session, unlock_and_close, write_failed
 from core.sessions.pg_schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
 from core.sessions.pg_watch import NotifyWatcher
+from core.sessions.pg_writers import PgWriters
 from core.sessions.query import listing_order_key
 from core.sessions.session import Clock, Session, already_exists, check_cwd, mint_session_id, not_found, system_clock
 from core.sessions.surface import events_at
@@ -77,6 +78,16 @@ def _database_error(error: psycopg.Error, what: str) -> SessionQueryError:
     return SessionQueryError(f"{what}: {detail or type(error).__name__}", SESSION_QUERY_DATABASE)
 
 
+_WAIT = 5.0
+"""Seconds a read waits for a pooled connection (a database that is down fails after this)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Result:
+    rows: list[tuple[Any, ...]]
+    rowcount: int
+
+
 class PostgresSessionStore:
     """Sessions in PostgreSQL (see the module docstring).
 
@@ -90,9 +101,8 @@ class PostgresSessionStore:
         self._conninfo = conninfo
         self._clock = clock
         self.pack_chunks = pack_chunks
-        self._lock = threading.Lock()
-        self._owned: dict[str, tuple[Session, psycopg.Connection[Any] | None]] = {}
-        self._written: dict[str, StoredRevision] = {}
+        self._writers = PgWriters(conninfo)
+        self._listing_lock = threading.Lock()
         self._revisions: dict[str, StoredRevision] = {}
         self._headers: dict[str, SessionHeader] = {}
         self._pending = True
@@ -100,30 +110,48 @@ class PostgresSessionStore:
         """Set by a host that hears the database's change notifications (``watcher``)."""
         self.problems: list[Any] = []
         try:
-            self._db = psycopg.connect(conninfo, autocommit=True)
+            with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as first:
+                migrate(first)
+                row = first.execute("SELECT current_user").fetchone()
         except psycopg.Error as error:
             raise _database_error(error, "cannot connect to the session database") from None
-        try:
-            self._migrate()
-            row = self._db.execute("SELECT current_user").fetchone()
-        except psycopg.Error as error:
-            self._db.close()
-            raise _database_error(error, "cannot prepare the session database") from None
         assert row is not None
         self.user: str = row[0]
         """The database role this store acts as: its sessions are the ones it may write."""
+        # Reads share a small pool: a connection that died with a server restart is replaced on its
+        # next use (checked before each use), and threads (listing, indexing) read side by side.
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=4,
+            kwargs={"autocommit": True},
+            check=ConnectionPool.check_connection,
+            open=False,
+            name="sessionref-read",
+            num_workers=1,
+        )
+        self._pool.open(wait=False)
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why writes wait (the database cannot be reached): for the host to show; ``None`` normally."""
+        return self._writers.unavailable
+
+    @property
+    def waiting(self) -> int:
+        """How many written events wait for the database to be back."""
+        return self._writers.waiting
 
     # -- schema ---------------------------------------------------------------------------------
-
-    def _migrate(self) -> None:
-        with self._lock:
-            migrate(self._db)
 
     @property
     def schema_version(self) -> int:
         """The schema version the database holds."""
-        with self._lock:
-            return schema_version(self._db)
+        try:
+            with self._pool.connection(timeout=_WAIT) as connection:
+                return schema_version(connection)
+        except (psycopg.Error, PoolTimeout) as error:
+            raise _database_error(error, "cannot read the schema version") from None
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -138,26 +166,27 @@ class PostgresSessionStore:
         if session_id is None:
             session_id = mint_session_id()
         check_cwd(cwd)
-        if session_id in self._owned or self._exists(session_id):
+        if session_id in self._writers or self._exists(session_id):
             raise already_exists(session_id)
         header = SessionHeader(id=session_id, cwd=cwd, created_at=self._clock() if created_at is None else created_at)
         session = Session(header, clock=self._clock, sink=self)
-        self._owned[session_id] = (session, None)
+        self._writers.adopt(session, None)
         return session
 
     def _exists(self, session_id: str) -> bool:
         if "\x00" in session_id:
             return False
         found = self._run("cannot read the sessions", "SELECT 1 FROM sessionref_sessions WHERE id = %s", (session_id,))
-        return found.fetchone() is not None
+        return bool(found.rows)
 
-    def _run(self, what: str, statement: str, parameters: tuple[Any, ...] = ()) -> psycopg.Cursor[Any]:
-        """One statement on the store's connection; a refusal is ``SESSION_QUERY_DATABASE_UNAVAILABLE``
+    def _run(self, what: str, statement: str, parameters: tuple[Any, ...] = ()) -> _Result:
+        """One statement on a pooled connection; a refusal is ``SESSION_QUERY_DATABASE_UNAVAILABLE``
         saying ``what`` failed (the server's words, never the connection string)."""
         try:
-            with self._lock:
-                return self._db.execute(statement, parameters)
-        except psycopg.Error as error:
+            with self._pool.connection(timeout=_WAIT) as connection:
+                cursor = connection.execute(statement, parameters)
+                return _Result(cursor.fetchall() if cursor.description is not None else [], cursor.rowcount)
+        except (psycopg.Error, PoolTimeout) as error:
             raise _database_error(error, what) from None
 
     def get(self, session_id: str) -> Session | None:
@@ -169,9 +198,9 @@ class PostgresSessionStore:
             SessionQueryError: ``SESSION_QUERY_SESSION_LOCKED`` when another writer holds it,
                 ``SESSION_QUERY_NOT_OWNER`` for a teammate's session.
         """
-        owned = self._owned.get(session_id)
+        owned = self._writers.session(session_id)
         if owned is not None:
-            return owned[0]
+            return owned
         owner = self._owner_of(session_id)
         if owner is None:
             return None
@@ -187,7 +216,7 @@ class PostgresSessionStore:
             unlock_and_close(connection)
             return None
         session = Session(loaded.header, loaded.events, clock=self._clock, sink=self)
-        self._owned[session_id] = (session, connection)
+        self._writers.adopt(session, connection)
         return session
 
     def _owner_of(self, session_id: str) -> str | None:
@@ -195,8 +224,8 @@ class PostgresSessionStore:
         if "\x00" in session_id:
             return None  # text in PostgreSQL never holds NUL: no session has such an id
         what = f"cannot read session {js_json_stringify(session_id)}"
-        row = self._run(what, "SELECT owner FROM sessionref_sessions WHERE id = %s", (session_id,)).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._run(what, "SELECT owner FROM sessionref_sessions WHERE id = %s", (session_id,)).rows
+        return str(rows[0][0]) if rows else None
 
     def _lock_connection(self, session_id: str) -> psycopg.Connection[Any]:
         try:
@@ -205,29 +234,14 @@ class PostgresSessionStore:
             raise _database_error(error, "cannot open the session for writing") from None
 
     def write(self, session: Session, events: Iterable[SessionEvent]) -> None:
-        """Persist one append batch in one transaction (the ``EventSink`` of owned sessions).
+        """Persist one append batch in one transaction (the ``EventSink`` of owned sessions); while
+        the database cannot be reached, the batch waits in order for it (``pg_writers``).
 
         Raises:
             SessionQueryError: ``SESSION_QUERY_WRITE_FAILED``; nothing of the batch is written.
         """
-        owned = self._owned.get(session.id)
-        if owned is None or owned[0] is not session:
-            raise SessionQueryError(
-                f"session {js_json_stringify(session.id)} is not open for writing here", SESSION_QUERY_LOCKED
-            )
         batch = list(events)
-        rows = pack_chunk_runs(batch) if self.pack_chunks else [event.to_wire() for event in batch]
-        connection = owned[1]
-        try:
-            if connection is None:
-                connection = self._lock_connection(session.id)
-                self._owned[session.id] = (session, connection)
-            revision = append_rows(connection, session.id, rows, session.header if owned[1] is None else None)
-        except psycopg.errors.UniqueViolation:
-            raise already_exists(session.id) from None
-        except psycopg.Error as error:
-            raise write_failed(session.id, error, "nothing of the batch was written") from None
-        self._written[session.id] = revision
+        self._writers.write(session, pack_chunk_runs(batch) if self.pack_chunks else [e.to_wire() for e in batch])
 
     def put_events(self, header: SessionHeader, events: list[SessionEvent]) -> int:
         """Store a session as another store holds it: created with ``header`` when absent, then
@@ -239,17 +253,17 @@ class PostgresSessionStore:
                 ``SESSION_QUERY_SESSION_LOCKED`` while a writer has it open, ``SESSION_QUERY_WRITE_FAILED``.
         """
         try:
-            with self._lock:
-                return put_session(self._db, header, events)
+            with self._pool.connection(timeout=_WAIT) as connection:
+                return put_session(connection, header, events)
+        except PoolTimeout as error:
+            raise _database_error(error, f"cannot write session {js_json_stringify(header.id)}") from None
         except psycopg.Error as error:
             raise write_failed(header.id, error, "nothing of it was written") from None
 
     def release(self, session_id: str) -> None:
-        """Stop writing one session (its lock is released; the data stays)."""
-        self._written.pop(session_id, None)
-        owned = self._owned.pop(session_id, None)
-        if owned is not None and owned[1] is not None:
-            unlock_and_close(owned[1])
+        """Stop writing one session (its lock is released; the data stays). Events still waiting
+        for the database keep it until they are written."""
+        self._writers.release(session_id)
 
     def delete(self, session_id: str) -> None:
         """Delete a session and its rows.
@@ -313,7 +327,7 @@ class PostgresSessionStore:
             "SELECT r.rolname FROM sessionref_shares sh JOIN pg_roles r ON r.oid = sh.grantee "
             "WHERE sh.session_id = %s ORDER BY r.rolname",
             (session_id,),
-        ).fetchall()
+        ).rows
         return [str(row[0]) for row in rows]
 
     def _shareable(self, session_id: str, team: str) -> int:
@@ -322,22 +336,21 @@ class PostgresSessionStore:
             raise not_found(session_id)
         if owner != self.user:
             raise not_owner(session_id, owner)
-        row = None
+        rows = []
         if "\x00" not in team:
-            row = self._run(
-                "cannot look the team up", "SELECT oid FROM pg_roles WHERE rolname = %s", (team,)
-            ).fetchone()
-        if row is None:
+            rows = self._run("cannot look the team up", "SELECT oid FROM pg_roles WHERE rolname = %s", (team,)).rows
+        if not rows:
             raise SessionQueryError(
                 f"there is no team (database role) named {js_json_stringify(team)}", SESSION_QUERY_UNKNOWN_TEAM
             )
-        return int(row[0])
+        return int(rows[0][0])
 
-    def close(self) -> None:
-        """Release every session this store writes, and disconnect."""
-        for session_id in list(self._owned):
-            self.release(session_id)
-        self._db.close()
+    def close(self) -> int:
+        """Write what still waits for the database if it is back (one try), release every session
+        this store writes, and disconnect; returns how many events could not be stored."""
+        lost = self._writers.close()
+        self._pool.close()
+        return lost
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -351,11 +364,11 @@ class PostgresSessionStore:
         )
         try:
             if connection is None:
-                with self._lock:
-                    rows = self._db.execute(query, (session_id,)).fetchall()
+                with self._pool.connection(timeout=_WAIT) as pooled:
+                    rows = pooled.execute(query, (session_id,)).fetchall()
             else:
                 rows = connection.execute(query, (session_id,)).fetchall()
-        except psycopg.Error as error:
+        except (psycopg.Error, PoolTimeout) as error:
             raise _database_error(error, f"cannot read session {js_json_stringify(session_id)}") from None
         if not rows:
             return None
@@ -375,11 +388,16 @@ class PostgresSessionStore:
         """
         self._pending = False
         try:
-            with self._lock:
-                rows = self._db.execute("SELECT id, header, owner, revision FROM sessionref_sessions").fetchall()
-        except psycopg.Error as error:
+            rows = self._run(
+                "cannot list the sessions", "SELECT id, header, owner, revision FROM sessionref_sessions"
+            ).rows
+        except SessionQueryError:
             self._pending = True
-            raise _database_error(error, "cannot list the sessions") from None
+            raise
+        with self._listing_lock:
+            return self._take_listing(rows)
+
+    def _take_listing(self, rows: list[tuple[Any, ...]]) -> list[SessionRecord]:
         headers, revisions = self._headers, {}
         records: dict[str, SessionRecord] = {}
         where = Path("postgresql:sessionref_sessions")
@@ -389,10 +407,10 @@ class PostgresSessionStore:
                 header = headers[session_id] = header_from_line(line, where)
             revisions[session_id] = revision
             mine = owner == self.user
-            records[session_id] = trusted_record(header, session_id in self._owned, True, None if mine else owner)
-        for session_id, (session, _connection) in self._owned.items():
-            if session_id not in records:
-                records[session_id] = trusted_record(session.header, True, False)
+            records[session_id] = trusted_record(header, session_id in self._writers, True, None if mine else owner)
+        for session in self._writers.sessions():
+            if session.id not in records:
+                records[session.id] = trusted_record(session.header, True, False)
         for gone in headers.keys() - revisions.keys():
             del headers[gone]
         if revisions != self._revisions:
@@ -428,7 +446,7 @@ class PostgresSessionStore:
 
     def written_revision(self, session_id: str) -> StoredRevision | None:
         """The revision of a session this store writes, as of its last append."""
-        return self._written.get(session_id)
+        return self._writers.revision(session_id)
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """The folded current surface.
@@ -436,9 +454,9 @@ class PostgresSessionStore:
         Raises:
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
         """
-        owned = self._owned.get(session_id)
+        owned = self._writers.session(session_id)
         if owned is not None:
-            return owned[0].snapshot()
+            return owned.snapshot()
         loaded = self._load(session_id)
         if loaded is None:
             raise not_found(session_id)
@@ -446,9 +464,9 @@ class PostgresSessionStore:
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
         """The latest ``session/title`` of the raw log, or ``None``."""
-        owned = self._owned.get(session_id)
+        owned = self._writers.session(session_id)
         if owned is not None:
-            return owned[0].title
+            return owned.title
         loaded = self._load(session_id)
         if loaded is None:
             raise not_found(session_id)
@@ -456,9 +474,9 @@ class PostgresSessionStore:
 
     def read_log(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]]:
         """Every event of the raw log, read-only (no write lock)."""
-        owned = self._owned.get(session_id)
+        owned = self._writers.session(session_id)
         if owned is not None:
-            return owned[0].header, list(owned[0].events)
+            return owned.header, list(owned.events)
         loaded = self._load(session_id)
         if loaded is None:
             raise not_found(session_id)
