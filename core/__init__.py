@@ -30,20 +30,18 @@ from core.reference.uri import (
     format_session_reference_mention,
     parse_session_reference_text,
 )
-from core.search.body_index import (
-    INDEX_FILE_NAME,
-    MIN_BODY_QUERY,
-    BodyIndex,
+from core.search.body_index import INDEX_FILE_NAME, BodyIndex, index_path_beside
+from core.search.finder import SearchConfig, SearchHit, SearchResult, SessionSearch
+from core.search.index_values import (
     IndexedSession,
     IndexStatus,
     IndexUnavailable,
-    Snippet,
     SyncReport,
-    index_path_beside,
     indexed_session,
     revision_key,
 )
-from core.search.finder import SearchConfig, SearchHit, SearchResult, SessionSearch
+from core.search.matching import MIN_BODY_QUERY, Snippet
+from core.search.message_index import MessageIndex
 from core.serialization import js_json_stringify, stringify_tag_safe_json, utf8_length
 from core.sessions.external import ClaudeCodeSource, CodexSource, MergedSessionQuery
 from core.sessions.jsonl_listing import StoreProblem
@@ -92,6 +90,7 @@ __all__ = [
     "JsonlSessionStore",
     "MemorySessionStore",
     "MergedSessionQuery",
+    "MessageIndex",
     "ModelError",
     "OpenAICompatibleModel",
     "ParsedReferenceText",

@@ -25,8 +25,8 @@ from textual.content import Content
 
 from core import Candidate, SessionEvent, SessionHeader
 from core.display import visible, visible_lines
-from core.search.body_index import Snippet
 from core.search.finder import SearchHit
+from core.search.matching import Snippet
 from core.sessions.doctor import Diagnosis, Finding, format_diagnosis
 from fuzz.targets import check
 from tui.preview_report import PreviewReport, Problem, ReferenceCard

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from core import JsonlSessionStore
-from core.search.body_index import BodyIndex, IndexedSession, IndexUnavailable, indexed_session, revision_key
+from core.search.body_index import BodyIndex
+from core.search.index_values import IndexedSession, IndexUnavailable, indexed_session, revision_key
 from tests.conftest import say_user
 
 

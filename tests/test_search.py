@@ -36,8 +36,10 @@ from core import (
     project_conversation,
     revision_key,
 )
-from core.search.body_index import INDEX_CORRUPT, INDEX_DISK_FULL, find_folded, make_snippet, trigram_query
+from core.search.body_index import trigram_query
 from core.search.finder import SessionSearch
+from core.search.index_values import INDEX_CORRUPT, INDEX_DISK_FULL
+from core.search.matching import Snippet, find_folded, make_snippet
 from tests.conftest import compact, say_assistant, say_user, text
 
 ROOT = Path(__file__).parent.parent
@@ -268,7 +270,7 @@ def test_snippets_are_one_line_around_the_match() -> None:
     assert "\n" not in snippet.text and "\t" not in snippet.text
     assert snippet.text.startswith("…")
     assert snippet.text[snippet.start : snippet.end] == "NEEDLE"
-    assert make_snippet("short needle", "needle", "user", 0) == body_index.Snippet("short needle", 6, 12, "user", 0)
+    assert make_snippet("short needle", "needle", "user", 0) == Snippet("short needle", 6, 12, "user", 0)
 
 
 def test_trigram_queries_quote_everything() -> None:

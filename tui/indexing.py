@@ -24,7 +24,7 @@ from core import (
     JsonlSessionStore,
     SearchResult,
 )
-from core.search.body_index import INDEX_DISK_FULL, INDEX_READ_ONLY
+from core.search.index_values import INDEX_DISK_FULL, INDEX_READ_ONLY
 
 if TYPE_CHECKING:
     from .app import SessionRefApp  # the host; imported for types only, so there is no cycle

@@ -29,7 +29,6 @@ import itertools
 import multiprocessing
 import os
 import queue
-import re
 import sqlite3
 import threading
 import time
@@ -38,16 +37,29 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import zstandard
 
 from core.files import describe, kind_of
-from core.reference.projection import project_conversation
+from core.search.index_values import (
+    INDEX_CORRUPT,
+    INDEX_DISK_FULL,
+    INDEX_FAILED,
+    INDEX_READ_ONLY,
+    INDEX_UNSAFE,
+    IndexedSession,
+    IndexState,
+    IndexStatus,
+    IndexUnavailable,
+    Reader,
+    SyncReport,
+)
+from core.search.matching import Snippet, fold, make_snippet
 from core.sessions.jsonl_writer import PRIVATE_FILE, make_private_dirs
-from core.sessions.models import ProjectedItem, SurfaceSnapshot, TitleSnapshot
+from core.sessions.models import ProjectedItem
 
 INDEX_FILE_NAME = ".sessionref-index"
 """The index folder, in the store root (its files are never taken for sessions by a listing)."""
@@ -55,8 +67,6 @@ SHARDS = 2
 """SQLite files the index is spread over (written in parallel by a first build)."""
 INDEX_SCHEMA = 4
 """Bumped whenever the tables or the indexed text change: an older file is rebuilt."""
-MIN_BODY_QUERY = 3
-"""Body search needs this many characters (the trigram tokenizer's unit)."""
 CHUNK_BYTES = 8 * 1024
 """A chunk holds whole messages up to this many UTF-8 bytes of text (one message may be larger).
 Small chunks keep a candidate cheap to verify and make the trigram pre-filter selective."""
@@ -64,23 +74,10 @@ CHUNK_BITS = 20
 """Chunk row id = session key << CHUNK_BITS | ordinal."""
 DENSE_CANDIDATES = 4096
 """Above this many candidate chunks a query is "dense": sessions are scanned one by one, in order."""
-SNIPPET_CONTEXT = 24
-"""Characters of a body snippet kept before the match when it sits far into the message."""
-SNIPPET_LENGTH = 160
-"""Characters a body snippet holds at most."""
 COMMIT_INTERVAL = 0.25
 """Seconds of indexing between two commits (what another reader sees, and what a crash can lose)."""
 READ_AHEAD = 8
 """Sessions read and prepared ahead of the writer during a sync (on a second thread)."""
-
-INDEX_CORRUPT = "SEARCH_INDEX_CORRUPT"
-INDEX_DISK_FULL = "SEARCH_INDEX_DISK_FULL"
-INDEX_FAILED = "SEARCH_INDEX_FAILED"
-INDEX_READ_ONLY = "SEARCH_INDEX_READ_ONLY"
-INDEX_UNSAFE = "SEARCH_INDEX_UNSAFE_PATH"
-"""The index folder or one of its files is a symlink or a special file: never followed or opened."""
-
-IndexState = Literal["empty", "building", "ready", "read-only", "failed", "closed"]
 
 
 def index_path_beside(root: str | os.PathLike[str]) -> Path:
@@ -88,94 +85,7 @@ def index_path_beside(root: str | os.PathLike[str]) -> Path:
     return Path(root) / INDEX_FILE_NAME
 
 
-def revision_key(revision: object) -> str:
-    """A store revision as the text the index keeps (``dev:ino:size:mtime`` for a file)."""
-    if isinstance(revision, tuple):
-        return ":".join(str(part) for part in revision)
-    return str(revision)
-
-
 # -- values ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Snippet:
-    """One line of the message a body match was found in.
-
-    ``text`` is the message with runs of whitespace as single spaces, cut around the match
-    (``…`` marks a cut); ``text[start:end]`` is the match. ``message`` is the message's position in
-    the session's projected conversation, ``role`` ``"user"``, ``"assistant"`` or ``"summary"``.
-    """
-
-    text: str
-    start: int
-    end: int
-    role: str
-    message: int
-
-
-@dataclass(frozen=True, slots=True)
-class IndexStatus:
-    """Where the body index stands: ``indexed`` of ``total`` listed sessions are current."""
-
-    state: IndexState
-    indexed: int = 0
-    total: int = 0
-    code: str | None = None
-    message: str | None = None
-
-    @property
-    def complete(self) -> bool:
-        """Whether every listed session is indexed at its current revision."""
-        return self.state in ("ready", "read-only") and self.indexed >= self.total
-
-
-@dataclass(frozen=True, slots=True)
-class IndexedSession:
-    """What the index keeps of one session, read at ``revision``."""
-
-    revision: str
-    title: str | None
-    messages: Sequence[ProjectedItem]
-
-
-def indexed_session(revision: object, surface: SurfaceSnapshot, title: TitleSnapshot | None) -> IndexedSession:
-    """The index's view of a session: its title and its projected conversation (CONTRACT §5)."""
-    return IndexedSession(
-        revision=revision_key(revision),
-        title=title.title if title is not None else None,
-        messages=project_conversation(surface),
-    )
-
-
-@dataclass(slots=True)
-class SyncReport:
-    """What one ``BodyIndex.sync`` did."""
-
-    indexed: int = 0
-    removed: int = 0
-    unreadable: int = 0
-    titles: dict[str, tuple[str, str | None]] = field(default_factory=dict)
-    """Session id -> (revision, title) of every session read during this sync."""
-    finished: bool = False
-
-
-class Reader(Protocol):
-    """Reads one session for the index; ``None`` when it is gone. Any exception marks it unreadable.
-
-    ``sync`` calls it on a helper thread, one session at a time.
-    """
-
-    def __call__(self, session_id: str) -> IndexedSession | None: ...
-
-
-class IndexUnavailable(Exception):
-    """The index cannot be used right now; ``code`` is one of the ``SEARCH_INDEX_*`` codes."""
-
-    def __init__(self, message: str, code: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _classify(error: BaseException) -> IndexUnavailable:
@@ -193,56 +103,6 @@ def _classify(error: BaseException) -> IndexUnavailable:
 
 
 # -- case folding and snippets ------------------------------------------------------------------------
-
-
-def fold(text: str) -> str:
-    """The case-folded form searches compare (``str.lower``, as ``list_candidates`` does)."""
-    return text.lower()
-
-
-def find_folded(text: str, needle: str, *, last: bool = False) -> tuple[int, int] | None:
-    """Where folded ``needle`` occurs in ``text`` (case-insensitively), as a span of ``text``.
-
-    ``last`` finds the last occurrence. Characters whose lower case is longer (``İ``) are mapped
-    back, so the span always covers whole original characters.
-    """
-    if not needle:
-        return None
-    folded = text.lower()
-    at = folded.rfind(needle) if last else folded.find(needle)
-    if at < 0:
-        return None
-    if len(folded) == len(text):
-        return at, at + len(needle)
-    starts: list[int] = []
-    for index, char in enumerate(text):
-        starts.extend([index] * len(char.lower()))
-    starts.append(len(text))
-    end = at + len(needle)
-    return starts[at], (starts[end] if starts[end] > starts[end - 1] else starts[end - 1] + 1)
-
-
-_SPACES = re.compile(r"\s+")
-
-
-def make_snippet(text: str, needle: str, role: str, message: int) -> Snippet | None:
-    """A one-line snippet of ``text`` around the last match of folded ``needle``, or ``None``."""
-    line = _SPACES.sub(" ", text).strip()
-    span = find_folded(line, needle, last=True)
-    if span is None:
-        return None
-    start, end = span
-    # Cut the head only when the match would sit far into the line: a picker row shows ~50 cells.
-    cut = max(0, start - SNIPPET_CONTEXT) if start > 2 * SNIPPET_CONTEXT else 0
-    if cut > 0:
-        space = line.find(" ", cut, start)
-        if space >= 0 and start - space > 8:
-            cut = space + 1
-    prefix = "…" if cut > 0 else ""
-    stop = max(end, cut + SNIPPET_LENGTH - len(prefix))
-    suffix = "…" if stop < len(line) else ""
-    offset = len(prefix) - cut
-    return Snippet(prefix + line[cut:stop] + suffix, start + offset, end + offset, role, message)
 
 
 def _sqlite_text(text: str) -> str:

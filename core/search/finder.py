@@ -2,7 +2,7 @@
 
 ``SessionReferenceService.list_candidates`` stays exactly the contract's (ids and cwds). This is the
 extended search the app's `@` picker uses: ``SessionSearch.search`` matches the title, the id and
-the cwd case-insensitively (from memory), then the message bodies through a ``BodyIndex``, and
+the cwd case-insensitively (from memory), then the message bodies through a ``MessageIndex``, and
 orders the hits in the contract's groups (this cwd, no cwd, elsewhere); inside a group, title/id/cwd
 matches come before body-only matches, each in listing order. Every hit says why it matched.
 """
@@ -19,16 +19,9 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from core.abort import AbortSignal
 from core.errors import INVALID_CONFIG, INVALID_REFERENCE, SessionReferenceError
-from core.search.body_index import (
-    INDEX_DISK_FULL,
-    MIN_BODY_QUERY,
-    BodyIndex,
-    IndexStatus,
-    IndexUnavailable,
-    Snippet,
-    find_folded,
-    fold,
-)
+from core.search.index_values import INDEX_DISK_FULL, IndexStatus, IndexUnavailable
+from core.search.matching import MIN_BODY_QUERY, Snippet, find_folded, fold
+from core.search.message_index import MessageIndex
 from core.sessions.models import Candidate, SessionRecord
 
 MatchField = Literal["title", "id", "cwd", "body"]
@@ -169,7 +162,9 @@ class SessionSearch:
         SessionReferenceError: ``SESSION_REFERENCE_INVALID_CONFIG`` for a bad config.
     """
 
-    def __init__(self, index: BodyIndex | None = None, config: SearchConfig | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, index: MessageIndex | None = None, config: SearchConfig | Mapping[str, Any] | None = None
+    ) -> None:
         self.index = index
         if config is None:
             config = SearchConfig()

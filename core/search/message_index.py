@@ -1,0 +1,41 @@
+"""The seam every message index sits behind, as ``SessionSearch`` uses it.
+
+Two implementations: ``BodyIndex`` (SQLite FTS5 beside a folder store, built and kept current by
+the app) and ``PgMessageIndex`` (PostgreSQL full text with ``pg_trgm``, kept current by the store's
+own append transactions). Both hold only what a reference would send (the projected conversation),
+answer "which sessions may contain this text" and then say where, with a snippet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from core.search.index_values import IndexStatus
+from core.search.matching import Snippet
+
+
+class MessageIndex(Protocol):
+    """What the picker's search reads of a message index."""
+
+    @property
+    def status(self) -> IndexStatus:
+        """Where the index stands (``complete`` once every listed session is searchable)."""
+        ...
+
+    def candidates(self, needle: str, cap: int | None = None) -> dict[str, list[int]] | None:
+        """Session id -> places (index-specific numbers) where folded ``needle`` may occur; ``None``
+        when too many would ("dense": ``scan`` the sessions in listing order instead)."""
+        ...
+
+    def verify(self, session_id: str, places: Sequence[int], needle: str) -> Snippet | None:
+        """The snippet of the first real match among ``places`` of one session, or ``None``."""
+        ...
+
+    def scan(self, session_id: str, needle: str) -> Snippet | None:
+        """The snippet of the first match in one session, or ``None``."""
+        ...
+
+    def interrupt(self) -> None:
+        """Stop a query running on another thread (a newer keystroke)."""
+        ...
