@@ -23,7 +23,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from core.sessions.pg_store import PostgresSessionStore
+from core.database.store import PostgresSessionStore
 
 
 def postgres_bin() -> Path | None:

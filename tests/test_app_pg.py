@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from core import EchoModel
-from core.sessions.pg_store import PostgresSessionStore
+from core.database.store import PostgresSessionStore
 from tests.app_harness import HOME, SIZE, fixed_clock, settle, until
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import Team, cluster, database, running_cluster, team

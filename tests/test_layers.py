@@ -6,12 +6,13 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parent.parent / "core"
-ORDER = ["base", "sessions", "reference", "search", "agent"]
+ORDER = ["base", "sessions", "reference", "search", "database", "agent"]
 ALLOWED = {
     "base": {"base"},
     "sessions": {"base", "sessions"},
     "reference": {"base", "sessions", "reference"},
     "search": {"base", "sessions", "reference", "search"},
+    "database": {"base", "sessions", "reference", "search", "database"},
     "agent": {"base", "sessions", "reference", "agent"},
 }
 

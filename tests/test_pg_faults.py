@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from core.database.store import PostgresSessionStore
 from core.errors import SessionQueryError
-from core.sessions.pg_store import PostgresSessionStore
 from core.sessions.session import Session
 from tests.conftest import say_user
 from tests.pg_cluster import running_cluster
@@ -79,7 +79,7 @@ def test_a_batch_whose_commit_went_through_unconfirmed_is_not_written_twice() ->
         writers = store._writers  # the outbox: a batch the database already has waits again
         writer = writers._writers["once"]
         say_user(session, "second")
-        from core.sessions.pg_writers import _Batch
+        from core.database.writers import _Batch
 
         writer.outbox.append(_Batch([session.events[-1].to_wire()], None))
         assert writers.flush_waiting() and writers.waiting == 0
@@ -98,7 +98,7 @@ def test_a_writer_killed_mid_append_leaves_nothing_behind() -> None:
         store.close()
         script = (
             "import os, sys\n"
-            "from core.sessions.pg_store import PostgresSessionStore\n"
+            "from core.database.store import PostgresSessionStore\n"
             "store = PostgresSessionStore(sys.argv[1])\n"
             "session = store.get('victim')\n"
             "connection = store._writers._writers['victim'].connection\n"

@@ -15,9 +15,9 @@ import psycopg
 import pytest
 
 from core import JsonlSessionStore
+from core.database.schema import _MIGRATIONS
+from core.database.store import SCHEMA_VERSION, PostgresSessionStore
 from core.errors import SessionQueryError
-from core.sessions.pg_schema import _MIGRATIONS
-from core.sessions.pg_store import SCHEMA_VERSION, PostgresSessionStore
 from tests.conftest import compact, say_assistant, say_user
 from tests.pg_cluster import cluster, database
 
@@ -88,7 +88,7 @@ def test_one_writer_per_session_from_any_process(database: str) -> None:
     other.close()
     # A writer killed mid-session: its lock dies with its connection.
     script = (
-        "import os, sys; from core.sessions.pg_store import PostgresSessionStore;"
+        "import os, sys; from core.database.store import PostgresSessionStore;"
         "s = PostgresSessionStore(sys.argv[1]); s.get('shared'); print('locked', flush=True); os.kill(os.getpid(), 9)"
     )
     done = subprocess.run([sys.executable, "-c", script, database], capture_output=True, text=True, cwd=REPO)

@@ -13,9 +13,9 @@ from typing import Any
 import psycopg
 import pytest
 
+from core.database.store import PostgresSessionStore
+from core.database.watch import NotifyWatcher
 from core.errors import SessionQueryError
-from core.sessions.pg_store import PostgresSessionStore
-from core.sessions.pg_watch import NotifyWatcher
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import Team, cluster, database, team
 from tui.cli import main as cli_main

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from core import JsonlSessionStore
-from core.sessions.pg_store import PostgresSessionStore
-from core.sessions.transfer import export_jsonl, import_jsonl
+from core.database.store import PostgresSessionStore
+from core.database.transfer import export_jsonl, import_jsonl
 from tests.conftest import compact, say_assistant, say_user
 from tests.pg_cluster import cluster, database
 from tests.rc8 import NODE, dsh

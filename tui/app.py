@@ -32,6 +32,7 @@ from core import (
     ChatModel,
     JsonlSessionStore,
     MemorySessionStore,
+    MessageIndex,
     ReferenceConfig,
     SearchConfig,
     SearchResult,
@@ -53,7 +54,7 @@ from .indexing import TYPING_PAUSE, MessageIndexer
 from .text import visible, visible_lines
 
 if TYPE_CHECKING:
-    from core.sessions.pg_store import PostgresSessionStore
+    from core.database.store import PostgresSessionStore
 
     Store = JsonlSessionStore | MemorySessionStore | PostgresSessionStore
 Clock = Callable[[], int]
@@ -106,12 +107,16 @@ class SessionRefApp(App[None]):
         self.search_config = search_config if search_config is not None else SearchConfig()
         if index_path is None and isinstance(store, JsonlSessionStore):
             index_path = index_path_beside(store.root)
+        # A database store keeps its own message index current with every append; a folder store's
+        # (or memory store's) is the SQLite index the app builds and keeps beside it.
+        own_index = getattr(store, "message_index", None) if self.search_config.body_search else None
         self.body_index: BodyIndex | None = (
             BodyIndex(index_path if isinstance(store, JsonlSessionStore) else None)
-            if self.search_config.body_search
+            if self.search_config.body_search and own_index is None
             else None
         )
-        self.search = SessionSearch(self.body_index, self.search_config)
+        self.message_index: MessageIndex | None = own_index() if own_index is not None else self.body_index
+        self.search = SessionSearch(self.message_index, self.search_config)
         self._search_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="search")
         self.indexer = MessageIndexer(self, self.body_index)
         self.session = session
@@ -168,6 +173,10 @@ class SessionRefApp(App[None]):
         """Close the body index file (the CLI calls it after the app exits)."""
         if self.body_index is not None:
             self.body_index.close()
+        elif self.message_index is not None:
+            close = getattr(self.message_index, "close", None)
+            if close is not None:
+                close()
 
     def get_default_screen(self) -> ChatScreen:
         return ChatScreen(self)
@@ -379,9 +388,9 @@ class SessionRefApp(App[None]):
             signal=signal,
             budget=budget,
         )
-        if self.body_index is None or len(query) < MIN_BODY_QUERY:
+        if self.message_index is None or len(query) < MIN_BODY_QUERY:
             return search()
-        index = self.body_index
+        index = self.message_index
         remove = signal.add_listener(index.interrupt)
         try:
             return await asyncio.get_running_loop().run_in_executor(self._search_thread, search)

@@ -32,7 +32,7 @@ from core.sessions.query import WatchableStore, listing_order_key
 from .text import owner_badge, tool_badge
 
 if TYPE_CHECKING:
-    from core.sessions.pg_store import PostgresSessionStore
+    from core.database.store import PostgresSessionStore
 
     Store = JsonlSessionStore | MemorySessionStore | PostgresSessionStore
 
@@ -58,6 +58,7 @@ class SessionCatalog:
         self.external = external
         self._external_listings: list[list[SessionRecord] | None] = [None for _ in external]
         self.records: list[SessionRecord] = []
+        self._listed_titles: object = None
         self.unavailable: str | None = None
         """Why the last listing failed (a database that cannot be reached); ``None`` when it worked."""
         self.problems: list[StoreProblem] = []
@@ -289,7 +290,15 @@ class SessionCatalog:
                     external_changed = external_changed or listed is not self._external_listings[number]
                     self._external_listings[number] = listed
                 records.sort(key=listing_order_key)
-            return self._take(records, problems, external_changed)
+            changed = self._take(records, problems, external_changed)
+        listed_titles = getattr(self.store, "listed_titles", None)
+        if listed_titles is not None:  # a database store lists titles with its sessions
+            titles = listed_titles()
+            if titles is not self._listed_titles:
+                self._listed_titles = titles
+                self.accept_titles(titles)
+                changed = True
+        return changed
 
     def _take(self, records: list[SessionRecord], problems: list[Any], external_changed: bool) -> bool:
         # The store hands back the same record objects for sessions that did not change, and list

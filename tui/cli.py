@@ -408,7 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _database_store(url: str, pack_chunks: bool) -> Any:
     """The PostgreSQL store at ``url``, or the exit code after saying why it cannot be used."""
-    from core.sessions.pg_store import PostgresSessionStore  # psycopg only when a database is named
+    from core.database.store import PostgresSessionStore  # psycopg only when a database is named
 
     try:
         return PostgresSessionStore(url, pack_chunks=pack_chunks)

@@ -49,7 +49,7 @@ def share_command(kind: str, argv: Sequence[str]) -> int:
             parser.exit(2, f"sessionref {kind}: {visible(str(error))}\n")
     if url is None:
         parser.error("sharing needs a database: give --store postgresql://... (or $SESSIONREF_STORE)")
-    from core.sessions.pg_store import PostgresSessionStore  # psycopg only for database commands
+    from core.database.store import PostgresSessionStore  # psycopg only for database commands
 
     try:
         store = PostgresSessionStore(url)

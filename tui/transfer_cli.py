@@ -38,8 +38,8 @@ def transfer_command(kind: str, argv: Sequence[str]) -> int:
     if not into:
         parser.add_argument("--compression", choices=["zstd", "none"], default="zstd", help="default: zstd")
     args = parser.parse_args(argv)
-    from core.sessions.pg_store import PostgresSessionStore  # (psycopg only for these commands)
-    from core.sessions.transfer import export_jsonl, import_jsonl
+    from core.database.store import PostgresSessionStore  # (psycopg only for these commands)
+    from core.database.transfer import export_jsonl, import_jsonl
 
     console = Console(stderr=True, highlight=False)
     try:

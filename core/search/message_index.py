@@ -29,11 +29,12 @@ class MessageIndex(Protocol):
         ...
 
     def verify(self, session_id: str, places: Sequence[int], needle: str) -> Snippet | None:
-        """The snippet of the first real match among ``places`` of one session, or ``None``."""
+        """The snippet of the newest message among ``places`` of one session that really contains
+        ``needle``, or ``None``."""
         ...
 
     def scan(self, session_id: str, needle: str) -> Snippet | None:
-        """The snippet of the first match in one session, or ``None``."""
+        """The snippet of the newest message of one session containing ``needle``, or ``None``."""
         ...
 
     def interrupt(self) -> None:

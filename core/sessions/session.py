@@ -141,6 +141,23 @@ class Session:
         last = self._events[-1].seq if self._events else None
         return SurfaceSnapshot.model_construct(session=self.header, captured_through_seq=last, events=self.surface())
 
+    def snapshot_with(self, batch: Sequence[SessionEvent]) -> SurfaceSnapshot:
+        """The snapshot the log will give once ``batch`` (validated events being written) joins it:
+        what a store that indexes on write sees, before the batch is in memory."""
+        # A batch may begin with buffered events, which joined the log already.
+        known = self._events[-1].seq if self._events else -1
+        batch = [event for event in batch if event.seq > known]
+        folder = SurfaceFolder(allow_gaps=True)
+        folder.seqs, folder.next_seq = list(self._folder.seqs), self._folder.next_seq
+        for event in batch:
+            folder.push(event.type, event.seq, event.surface_op, event.source_event_seqs)
+        events = [*self._events, *batch]
+        return SurfaceSnapshot.model_construct(
+            session=self.header,
+            captured_through_seq=events[-1].seq if events else None,
+            events=events_at(events, folder.seqs),
+        )
+
     def append(
         self,
         type: str,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import zstandard
 
+from core.database.store import PostgresSessionStore
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions import jsonl_writer
@@ -27,7 +28,6 @@ from core.sessions.jsonl_codec import header_line
 from core.sessions.jsonl_layout import Compression, session_file
 from core.sessions.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionEvent, SessionHeader
-from core.sessions.pg_store import PostgresSessionStore
 
 Progress = Callable[[int, int], None]
 """Called after each session with (sessions done, sessions in all)."""

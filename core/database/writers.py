@@ -1,7 +1,7 @@
 """The sessions a PostgreSQL store writes: each one's lock connection, and what waits while the
 database cannot be reached.
 
-Each session open for writing holds its writer lock on a connection of its own (``pg_rows``). When
+Each session open for writing holds its writer lock on a connection of its own (``rows``). When
 that connection is lost (the server restarted, the network went), the batch that failed and every
 later one wait in the session's outbox, in order: the session keeps them in memory, so a reply
 streaming at the time goes on, and the host says that the database is unreachable and how many
@@ -24,10 +24,11 @@ from typing import Any
 
 import psycopg
 
+from core.database.rows import append_rows, lock_session, seqs_of, unlock_and_close, write_failed
+from core.database.search import Message, SearchDelta, search_delta
 from core.errors import SessionQueryError
 from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
 from core.sessions.models import SessionHeader
-from core.sessions.pg_rows import append_rows, lock_session, seqs_of, unlock_and_close, write_failed
 from core.sessions.session import Session, already_exists
 
 RETRY_FIRST = 0.25
@@ -39,6 +40,8 @@ class _Batch:
     rows: list[dict[str, Any]]
     header: SessionHeader | None
     """The session's header when this batch creates it (its first)."""
+    search: SearchDelta | None = None
+    title: str | None = None
 
     @property
     def last_seq(self) -> int:
@@ -59,6 +62,9 @@ class _Writer:
     """Whether the session's row exists in the database (its first batch was written)."""
     released: bool = False
     """Released while events still waited: let go once they are written."""
+    searchable: list[Message] | None = None
+    """The searchable messages the database holds (or will, once the outbox is written); ``None``
+    when unknown (a session opened from the database: its first change rewrites them)."""
 
 
 class PgWriters:
@@ -95,7 +101,8 @@ class PgWriters:
     def adopt(self, session: Session, connection: psycopg.Connection[Any] | None) -> None:
         """Write ``session`` from now on: new (``connection`` ``None``, nothing stored yet) or
         opened with its lock connection."""
-        self._writers[session.id] = _Writer(session, connection, stored=connection is not None)
+        stored = connection is not None
+        self._writers[session.id] = _Writer(session, connection, stored=stored, searchable=None if stored else [])
 
     def revision(self, session_id: str) -> int | None:
         """The session's revision as of the last batch written here."""
@@ -109,7 +116,9 @@ class PgWriters:
 
     # -- writing ----------------------------------------------------------------------------------
 
-    def write(self, session: Session, rows: list[dict[str, Any]]) -> None:
+    def write(
+        self, session: Session, rows: list[dict[str, Any]], searchable: list[Message] | None, title: str | None
+    ) -> None:
         """Write one batch, or keep it in the session's outbox while the database is unreachable.
 
         Raises:
@@ -121,25 +130,30 @@ class PgWriters:
             writer = self._writers.get(session.id)
             if writer is None or writer.session is not session:
                 raise SessionQueryError(f"session {session.id!r} is not open for writing here", SESSION_QUERY_LOCKED)
-            batch = _Batch(rows, None if writer.stored else session.header)
+            search = None if searchable is None else search_delta(writer.searchable, searchable)
+            batch = _Batch(rows, None if writer.stored else session.header, search, title)
             if writer.outbox:
                 writer.outbox.append(batch)  # behind what already waits, in order
                 self._changed()
-                return
-            try:
-                self._write_now(writer, batch)
-            except psycopg.OperationalError as error:
-                # The connection is gone (or could not be made): the batch waits for the database.
-                self._lost(writer, error)
-                writer.outbox.append(batch)
-                self._changed()
-                self._start_retrying()
+            else:
+                try:
+                    self._write_now(writer, batch)
+                except psycopg.OperationalError as error:
+                    # The connection is gone (or could not be made): the batch waits for the database.
+                    self._lost(writer, error)
+                    writer.outbox.append(batch)
+                    self._changed()
+                    self._start_retrying()
+            if searchable is not None:
+                writer.searchable = searchable  # what the database holds once this batch is in
 
     def _write_now(self, writer: _Writer, batch: _Batch) -> None:
         if writer.connection is None:
             writer.connection = lock_session(self._conninfo, writer.session.id)
         try:
-            revision = append_rows(writer.connection, writer.session.id, batch.rows, batch.header)
+            revision = append_rows(
+                writer.connection, writer.session.id, batch.rows, batch.header, batch.search, batch.title
+            )
         except psycopg.errors.UniqueViolation:
             raise already_exists(writer.session.id) from None
         except psycopg.OperationalError:

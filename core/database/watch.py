@@ -1,6 +1,6 @@
 """Hearing a PostgreSQL store change: ``LISTEN sessionref_changed`` on a connection of its own.
 
-Every change to sessions or shares notifies the channel with an empty payload (``pg_schema``), so a
+Every change to sessions or shares notifies the channel with an empty payload (``schema``), so a
 listener learns *that* something changed, never what: it lists again, and row-level security
 decides what it sees. A burst (a reply streamed batch by batch) is reported once, when it pauses or
 after ``LONGEST_BURST``, so another machine's session shows within a second without a re-listing

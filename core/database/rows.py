@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from core.database.search import Message, SearchDelta, storable, write_search_delta
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
@@ -69,10 +70,16 @@ def unlock_and_close(connection: psycopg.Connection[Any]) -> None:
 
 
 def append_rows(
-    connection: psycopg.Connection[Any], session_id: str, rows: list[dict[str, Any]], header: SessionHeader | None
+    connection: psycopg.Connection[Any],
+    session_id: str,
+    rows: list[dict[str, Any]],
+    header: SessionHeader | None,
+    search: SearchDelta | None = None,
+    title: str | None = None,
 ) -> int:
     """One batch of JSONL rows in one transaction (the session created first when ``header`` is
-    given); returns the session's new revision.
+    given), with what it changes in the session's searchable messages and title; returns the
+    session's new revision.
 
     Raises:
         psycopg.Error: nothing of the batch was written.
@@ -83,15 +90,25 @@ def append_rows(
             connection.execute(_INSERT_SESSION, (header.id, line, header.cwd, header.created_at))
         with connection.cursor() as cursor:
             cursor.executemany(_INSERT_ROW, [(session_id, *seqs_of(row), js_json_stringify(row)) for row in rows])
+        if search is not None:
+            write_search_delta(connection, session_id, search)
+        if title is not None:
+            connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (storable(title), session_id))
         found = connection.execute("SELECT revision FROM sessionref_sessions WHERE id = %s", (session_id,)).fetchone()
     assert found is not None  # the session's own row, written by its owner
     return int(found[0])
 
 
-def put_session(connection: psycopg.Connection[Any], header: SessionHeader, events: list[SessionEvent]) -> int:
+def put_session(
+    connection: psycopg.Connection[Any],
+    header: SessionHeader,
+    events: list[SessionEvent],
+    messages: list[Message],
+    title: str | None,
+) -> int:
     """A session as another store holds it: created with ``header`` when absent, then the events
-    past its last seq, in one transaction (an import; nobody may be writing it). Returns how many
-    events were added.
+    past its last seq, in one transaction (an import; nobody may be writing it), with its searchable
+    ``messages`` and ``title`` as they stand after all ``events``. Returns how many events were added.
 
     Raises:
         SessionQueryError: ``SESSION_QUERY_SESSION_EXISTS`` when the id holds another header (or
@@ -119,6 +136,10 @@ def put_session(connection: psycopg.Connection[Any], header: SessionHeader, even
             cursor.executemany(
                 _INSERT_ROW, [(header.id, *seqs_of(row), js_json_stringify(row)) for row in pack_chunk_runs(newer)]
             )
+        if newer:  # the whole session is searchable as it now stands
+            write_search_delta(connection, header.id, SearchDelta(0, messages))
+            connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (
+                None if title is None else storable(title), header.id))  # fmt: skip
     return len(newer)
 
 

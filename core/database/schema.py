@@ -5,7 +5,8 @@ seqs only increase. Version 2 adds owners, teams and change notification: a sess
 role that created it, its owner may share it with roles (teams), and row-level security (forced on
 the tables' owner too) lets a role see its own sessions and those shared with a role it is a member
 of, and write only its own. Every change notifies ``sessionref_changed`` with an empty payload, so a
-listener learns that something changed, never what.
+listener learns that something changed, never what. Version 3 adds message search (the projected
+conversation with a ``pg_trgm`` index, kept by the append's own transaction) and the title column.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import psycopg
 
 from core.errors import SessionQueryError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SESSION_QUERY_SCHEMA_TOO_NEW = "SESSION_QUERY_SCHEMA_TOO_NEW"
 
 _SCHEMA_V1 = """
@@ -123,7 +124,33 @@ GRANT USAGE ON SEQUENCE sessionref_revisions TO PUBLIC;
 GRANT SELECT ON sessionref_schema TO PUBLIC;
 """
 
-_MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2}
+_SCHEMA_V3 = """
+-- Message search in the database: the projected conversation of every session (what a reference
+-- would send), kept current by the append's own transaction, with a trigram index so substrings
+-- and CJK match as in the SQLite index. Titles are kept on the session row for the listing.
+CREATE EXTENSION IF NOT EXISTS pg_trgm;
+ALTER TABLE sessionref_sessions ADD COLUMN title text;
+CREATE TABLE sessionref_messages (
+    session_id text NOT NULL REFERENCES sessionref_sessions (id) ON DELETE CASCADE,
+    position integer NOT NULL,
+    role text NOT NULL,
+    body text NOT NULL,
+    folded text NOT NULL,
+    PRIMARY KEY (session_id, position)
+);
+CREATE INDEX sessionref_messages_folded ON sessionref_messages USING gin (folded gin_trgm_ops);
+ALTER TABLE sessionref_messages ENABLE ROW LEVEL SECURITY;
+ALTER TABLE sessionref_messages FORCE ROW LEVEL SECURITY;
+CREATE POLICY messages_read ON sessionref_messages FOR SELECT
+    USING (EXISTS (SELECT 1 FROM sessionref_sessions s WHERE s.id = session_id));
+CREATE POLICY messages_add ON sessionref_messages FOR INSERT WITH CHECK (
+    EXISTS (SELECT 1 FROM sessionref_sessions s WHERE s.id = session_id AND s.owner = current_user));
+CREATE POLICY messages_remove ON sessionref_messages FOR DELETE USING (
+    EXISTS (SELECT 1 FROM sessionref_sessions s WHERE s.id = session_id AND s.owner = current_user));
+GRANT SELECT, INSERT, DELETE ON sessionref_messages TO PUBLIC;
+"""
+
+_MIGRATIONS = {1: _SCHEMA_V1, 2: _SCHEMA_V2, 3: _SCHEMA_V3}
 """Version -> the SQL that brings the version before it there."""
 
 

@@ -12,7 +12,7 @@ The same behaviour as ``JsonlSessionStore``, kept by the database rather than by
   refuses a row whose first seq is not past the session's last one (``SESSION_QUERY_WRITE_FAILED``).
 - **Schema versions**: ``sessionref_schema`` holds the version; the store creates or migrates what
   it knows and refuses a newer one (``SESSION_QUERY_SCHEMA_TOO_NEW``), never downgrading it.
-- **Owners and teams** (``pg_schema``): a session belongs to the role that created it and may be
+- **Owners and teams** (``schema``): a session belongs to the role that created it and may be
   shared with teams (roles); row-level security lets a role list, read and reference its own and
   its teams' sessions and write only its own. A session it may not see reads exactly as one that
   does not exist (``SESSION_QUERY_SESSION_NOT_FOUND``); a teammate's is never opened for writing
@@ -32,6 +32,11 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from core.database.rows import lock_session, put_session, unlock_and_close, write_failed
+from core.database.schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
+from core.database.search import PgMessageIndex, searchable
+from core.database.watch import NotifyWatcher
+from core.database.writers import PgWriters
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
@@ -45,13 +50,18 @@ from core.sessions.models import (
     TitleSnapshot,
     trusted_record,
 )
-from core.sessions.pg_rows import lock_session, put_session, unlock_and_close, write_failed
-from core.sessions.pg_schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
-from core.sessions.pg_watch import NotifyWatcher
-from core.sessions.pg_writers import PgWriters
 from core.sessions.query import listing_order_key
-from core.sessions.session import Clock, Session, already_exists, check_cwd, mint_session_id, not_found, system_clock
-from core.sessions.surface import events_at
+from core.sessions.session import (
+    Clock,
+    Session,
+    already_exists,
+    check_cwd,
+    mint_session_id,
+    not_found,
+    system_clock,
+    title_from_event,
+)
+from core.sessions.surface import SurfaceFolder, events_at
 from core.sessions.watch import ChangeCallback
 
 __all__ = [
@@ -104,6 +114,7 @@ class PostgresSessionStore:
         self._writers = PgWriters(conninfo)
         self._listing_lock = threading.Lock()
         self._revisions: dict[str, StoredRevision] = {}
+        self._titles: dict[str, tuple[str, str | None]] = {}
         self._headers: dict[str, SessionHeader] = {}
         self._pending = True
         self.watched = False
@@ -235,13 +246,19 @@ class PostgresSessionStore:
 
     def write(self, session: Session, events: Iterable[SessionEvent]) -> None:
         """Persist one append batch in one transaction (the ``EventSink`` of owned sessions); while
-        the database cannot be reached, the batch waits in order for it (``pg_writers``).
+        the database cannot be reached, the batch waits in order for it (``writers``).
 
         Raises:
             SessionQueryError: ``SESSION_QUERY_WRITE_FAILED``; nothing of the batch is written.
         """
         batch = list(events)
-        self._writers.write(session, pack_chunk_runs(batch) if self.pack_chunks else [e.to_wire() for e in batch])
+        rows = pack_chunk_runs(batch) if self.pack_chunks else [event.to_wire() for event in batch]
+        # Only a batch that changes the surface changes what search finds (streamed chunks do not).
+        changes_surface = any(event.surface_op is not None for event in batch)
+        messages = searchable(session.snapshot_with(batch)) if changes_surface else None
+        titles = [title_from_event(event) for event in batch if event.type == "session/title"]
+        title = next((found.title for found in reversed(titles) if found is not None), None)
+        self._writers.write(session, rows, messages, title)
 
     def put_events(self, header: SessionHeader, events: list[SessionEvent]) -> int:
         """Store a session as another store holds it: created with ``header`` when absent, then
@@ -253,8 +270,17 @@ class PostgresSessionStore:
                 ``SESSION_QUERY_SESSION_LOCKED`` while a writer has it open, ``SESSION_QUERY_WRITE_FAILED``.
         """
         try:
+            folder = SurfaceFolder(allow_gaps=True)
+            for event in events:
+                folder.push(event.type, event.seq, event.surface_op, event.source_event_seqs)
+            surface = SurfaceSnapshot.model_construct(
+                session=header, captured_through_seq=events[-1].seq if events else None,
+                events=events_at(events, folder.seqs),
+            )  # fmt: skip
+            titles = [title_from_event(event) for event in events if event.type == "session/title"]
+            title = next((found.title for found in reversed(titles) if found is not None), None)
             with self._pool.connection(timeout=_WAIT) as connection:
-                return put_session(connection, header, events)
+                return put_session(connection, header, events, searchable(surface), title)
         except PoolTimeout as error:
             raise _database_error(error, f"cannot write session {js_json_stringify(header.id)}") from None
         except psycopg.Error as error:
@@ -389,7 +415,7 @@ class PostgresSessionStore:
         self._pending = False
         try:
             rows = self._run(
-                "cannot list the sessions", "SELECT id, header, owner, revision FROM sessionref_sessions"
+                "cannot list the sessions", "SELECT id, header, owner, revision, title FROM sessionref_sessions"
             ).rows
         except SessionQueryError:
             self._pending = True
@@ -398,10 +424,11 @@ class PostgresSessionStore:
             return self._take_listing(rows)
 
     def _take_listing(self, rows: list[tuple[Any, ...]]) -> list[SessionRecord]:
-        headers, revisions = self._headers, {}
+        headers, revisions, titles = self._headers, {}, {}
         records: dict[str, SessionRecord] = {}
         where = Path("postgresql:sessionref_sessions")
-        for session_id, line, owner, revision in rows:
+        for session_id, line, owner, revision, title in rows:
+            titles[session_id] = (str(revision), title)
             header = headers.get(session_id)
             if header is None or self._revisions.get(session_id) != revision:
                 header = headers[session_id] = header_from_line(line, where)
@@ -415,7 +442,17 @@ class PostgresSessionStore:
             del headers[gone]
         if revisions != self._revisions:
             self._revisions = revisions  # a new object only when something changed (hosts compare identity)
+            self._titles = titles
         return sorted(records.values(), key=listing_order_key)
+
+    def listed_titles(self) -> dict[str, tuple[str, str | None]]:
+        """Session id -> (revision key, title) as the last listing saw them (the title column the
+        append keeps): a host shows titles without reading any session."""
+        return self._titles
+
+    def message_index(self) -> PgMessageIndex:
+        """Message search on this database (kept current by every append; see ``search``)."""
+        return PgMessageIndex(self._conninfo)
 
     # -- what a host watching the database reads ----------------------------------------------------
 

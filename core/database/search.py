@@ -1,0 +1,172 @@
+"""Message search in the database: the projected conversation of every session in
+``sessionref_messages``, kept by the append's own transaction, searched with a ``pg_trgm`` index.
+
+What is kept is what a reference would send (CONTRACT §5 projection: prompts, answers, compaction
+summaries; never tool output or baked snapshots), one row per projected message, its text as is
+and case-folded as the picker folds (``matching.fold``). A needle matches where ``LIKE`` finds it
+in the folded text (the trigram index makes that fast, CJK and substrings included); the snippet is
+made from the stored text, exactly as the SQLite index makes it. Row-level security decides what a
+role may find: a session it may not see never yields a row, a count or a snippet.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from core.reference.projection import project_conversation
+from core.search.index_values import INDEX_FAILED, IndexStatus
+from core.search.matching import Snippet, fold, make_snippet
+from core.sessions.models import SurfaceSnapshot
+
+DENSE_SESSIONS = 4096
+"""Above this many matching sessions a query is "dense": the finder scans sessions in listing order."""
+QUERY_TIMEOUT_MS = 3000
+"""The longest a search query may run (a pathological needle must not hold the picker's thread)."""
+
+Message = tuple[str, str]
+"""One searchable message: its role (``user``, ``assistant``, ``summary``) and its text."""
+
+
+def searchable(snapshot: SurfaceSnapshot) -> list[Message]:
+    """What search keeps of a session: its projected conversation."""
+    return [("summary" if item.checkpoint else item.role, item.text) for item in project_conversation(snapshot)]
+
+
+def storable(text: str) -> str:
+    """``text`` as PostgreSQL text can hold it: NUL and lone surrogates (a hostile log) become
+    U+FFFD. No picker query can contain either, so no match is lost."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class SearchDelta:
+    """What one batch changes in a session's searchable messages: the first ``keep`` stay, those
+    after are replaced by ``added`` (positions ``keep``, ``keep + 1``...)."""
+
+    keep: int
+    added: list[Message]
+
+
+def search_delta(previous: Sequence[Message] | None, current: list[Message]) -> SearchDelta | None:
+    """The change from ``previous`` (what the database holds; ``None``: unknown) to ``current``,
+    or ``None`` when there is none. An append adds at the end; anything else (a compaction's
+    replacement) rewrites the session's messages."""
+    if previous is None:
+        return SearchDelta(0, current)
+    keep = len(previous) if len(previous) <= len(current) and list(current[: len(previous)]) == list(previous) else 0
+    if keep == len(previous) == len(current):
+        return None
+    return SearchDelta(keep, current[keep:])
+
+
+def write_search_delta(connection: psycopg.Connection[Any], session_id: str, delta: SearchDelta) -> None:
+    """Apply ``delta`` inside the caller's transaction."""
+    connection.execute(
+        "DELETE FROM sessionref_messages WHERE session_id = %s AND position >= %s", (session_id, delta.keep)
+    )
+    if delta.added:
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO sessionref_messages (session_id, position, role, body, folded) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                [
+                    (session_id, delta.keep + number, role, storable(text), storable(fold(text)))
+                    for number, (role, text) in enumerate(delta.added)
+                ],
+            )
+
+
+def like_pattern(needle: str) -> str:
+    """The ``LIKE`` pattern for text containing ``needle`` (``%``, ``_`` and ``\\`` taken literally)."""
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+class PgMessageIndex:
+    """The ``MessageIndex`` of a PostgreSQL store (see the module docstring): always complete,
+    since every append keeps it current. One connection of its own, so a newer keystroke can
+    cancel the query of an older one (``interrupt``)."""
+
+    def __init__(self, conninfo: str) -> None:
+        self._conninfo = conninfo
+        self._connection: psycopg.Connection[Any] | None = None
+        self._lock = threading.Lock()
+        self._first: dict[str, tuple[int, str, str]] = {}
+        """Session id -> its newest matching message (position, role, text), from the last ``candidates``."""
+        self._needle = ""
+        self._failure: str | None = None
+
+    @property
+    def status(self) -> IndexStatus:
+        if self._failure is not None:
+            return IndexStatus("failed", code=INDEX_FAILED, message=self._failure)
+        return IndexStatus("ready")
+
+    def _query(self, statement: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                if self._connection is None or self._connection.closed or self._connection.broken:
+                    self._connection = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
+                    self._connection.execute(f"SET statement_timeout = {QUERY_TIMEOUT_MS}")  # a constant
+                rows = self._connection.execute(statement, parameters).fetchall()
+            except psycopg.errors.QueryCanceled:
+                return []  # interrupted by a newer keystroke (or too slow): nothing found this time
+            except psycopg.Error as error:
+                primary = getattr(getattr(error, "diag", None), "message_primary", None)
+                self._failure = f"message search failed ({primary or type(error).__name__})"
+                return []
+        self._failure = None
+        return rows
+
+    def candidates(self, needle: str, cap: int | None = None) -> dict[str, list[int]] | None:
+        limit = DENSE_SESSIONS if cap is None else cap
+        if "\x00" in needle:
+            return {}
+        rows = self._query(
+            "SELECT DISTINCT ON (session_id) session_id, position, role, body FROM sessionref_messages "
+            "WHERE folded LIKE %s ORDER BY session_id, position DESC LIMIT %s",
+            (like_pattern(storable(needle)), limit + 1),
+        )
+        if len(rows) > limit:
+            return None
+        self._needle = needle
+        self._first = {str(session_id): (int(position), role, body) for session_id, position, role, body in rows}
+        return {session_id: [first[0]] for session_id, first in self._first.items()}
+
+    def verify(self, session_id: str, places: Sequence[int], needle: str) -> Snippet | None:
+        first = self._first.get(session_id) if needle == self._needle else None
+        if first is not None and first[0] in places:
+            return make_snippet(first[2], needle, first[1], first[0])
+        return self.scan(session_id, needle)
+
+    def scan(self, session_id: str, needle: str) -> Snippet | None:
+        if "\x00" in needle or "\x00" in session_id:
+            return None
+        rows = self._query(
+            "SELECT position, role, body FROM sessionref_messages WHERE session_id = %s AND folded LIKE %s "
+            "ORDER BY position DESC LIMIT 1",
+            (session_id, like_pattern(storable(needle))),
+        )
+        return make_snippet(rows[0][2], needle, rows[0][1], rows[0][0]) if rows else None
+
+    def interrupt(self) -> None:
+        connection = self._connection
+        if connection is not None and not connection.closed:
+            connection.cancel_safe(timeout=1.0)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
