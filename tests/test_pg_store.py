@@ -156,7 +156,7 @@ async def test_a_version_1_database_is_migrated_with_its_sessions_kept(database:
             "INSERT INTO sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s)",
             ("old", '{"type":"session","id":"old","createdAt":5,"cwd":"/w","version":0,"delegationDepth":0}', "/w", 5),
         )
-        row = {"type": "user/message", "seq": 0, "time": 6, "data": {"content": [{"type": "text", "text": "kept"}]},
+        row = {"type": "user/message", "seq": 0, "time": 6, "data": {"content": [{"type": "text", "text": "kept"}], "source": {"kind": "user"}},
                "surfaceOp": "append"}  # fmt: skip
         connection.execute(
             "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES ('old', 0, 0, %s)",
@@ -167,6 +167,10 @@ async def test_a_version_1_database_is_migrated_with_its_sessions_kept(database:
     [record] = await store.list_sessions()
     assert record.header.id == "old" and record.owner is None  # the migrating role owns what was there
     assert [event.data for event in (await store.read_surface("old")).events] == [row["data"]]
+    # What was written before message search existed is searchable once migrated.
+    index = store.message_index()
+    assert index.candidates("kept") == {"old": [0]}
+    index.close()
     session = store.get("old")
     assert session is not None
     say_user(session, "and more")

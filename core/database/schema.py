@@ -163,10 +163,11 @@ def schema_version(connection: psycopg.Connection[Any]) -> int:
     return int(row[0]) if row is not None and row[0] is not None else 0
 
 
-def migrate(connection: psycopg.Connection[Any]) -> None:
+def migrate(connection: psycopg.Connection[Any]) -> int:
     """Bring the database to ``SCHEMA_VERSION`` (one migrator at a time, across machines).
 
-    A role that may not create tables can still use a database that is already current.
+    A role that may not create tables can still use a database that is already current. Returns
+    the version the database had before (0: it was empty).
 
     Raises:
         SessionQueryError: ``SESSION_QUERY_SCHEMA_TOO_NEW`` for a version this code does not know.
@@ -182,9 +183,10 @@ def migrate(connection: psycopg.Connection[Any]) -> None:
                 SESSION_QUERY_SCHEMA_TOO_NEW,
             )
         if version == SCHEMA_VERSION:
-            return
+            return version
         if version == 0:
             connection.execute("CREATE TABLE sessionref_schema (version integer NOT NULL)")
         for step in range(version + 1, SCHEMA_VERSION + 1):
             connection.execute(_MIGRATIONS[step])
             connection.execute("INSERT INTO sessionref_schema (version) VALUES (%s)", (step,))
+    return version

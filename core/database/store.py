@@ -34,7 +34,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.database.rows import lock_session, put_session, unlock_and_close, write_failed
 from core.database.schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
-from core.database.search import PgMessageIndex, searchable
+from core.database.search import PgMessageIndex, SearchDelta, searchable, write_search_delta
 from core.database.watch import NotifyWatcher
 from core.database.writers import PgWriters
 from core.errors import SessionQueryError
@@ -122,7 +122,9 @@ class PostgresSessionStore:
         self.problems: list[Any] = []
         try:
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as first:
-                migrate(first)
+                before = migrate(first)
+                if 0 < before < 3:
+                    _backfill_search(first)
                 row = first.execute("SELECT current_user").fetchone()
         except psycopg.Error as error:
             raise _database_error(error, "cannot connect to the session database") from None
@@ -529,6 +531,34 @@ class PostgresSessionStore:
         if loaded is None:
             raise not_found(header.id)
         return StoredSession(revision=loaded.revision, surface=loaded.surface(), title=loaded.title)
+
+
+def _backfill_search(connection: psycopg.Connection[Any]) -> None:
+    """Make the sessions written before message search existed (schema < 3) searchable, each in
+    its own transaction: those this role may write (all of them for the administrator who usually
+    migrates; a session another role owns waits for its owner's next append)."""
+    rows = connection.execute(
+        "SELECT s.id FROM sessionref_sessions s WHERE s.owner = current_user OR "
+        "(SELECT rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user)"
+    ).fetchall()
+    for (session_id,) in rows:
+        found = connection.execute(
+            "SELECT s.header, r.row FROM sessionref_sessions s LEFT JOIN sessionref_rows r ON r.session_id = s.id "
+            "WHERE s.id = %s ORDER BY r.first_seq",
+            (session_id,),
+        ).fetchall()
+        lines = [found[0][0]] + [row for _, row in found if row is not None]
+        try:
+            log = load_log(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"), Path("postgresql:"), "none")
+        except SessionQueryError:
+            continue  # a damaged session stays unsearchable, and readable as far as it goes
+        surface = SurfaceSnapshot.model_construct(
+            session=log.header, captured_through_seq=None, events=events_at(log.events, log.surface_seqs)
+        )
+        with connection.transaction():
+            write_search_delta(connection, session_id, SearchDelta(0, searchable(surface)))
+            title = log.title.title if log.title is not None else None
+            connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (title, session_id))
 
 
 @dataclass(frozen=True, slots=True)
