@@ -156,8 +156,8 @@ async def test_a_version_1_database_is_migrated_with_its_sessions_kept(database:
             "INSERT INTO sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s)",
             ("old", '{"type":"session","id":"old","createdAt":5,"cwd":"/w","version":0,"delegationDepth":0}', "/w", 5),
         )
-        row = {"type": "user/message", "seq": 0, "time": 6, "data": {"content": [{"type": "text", "text": "kept"}], "source": {"kind": "user"}},
-               "surfaceOp": "append"}  # fmt: skip
+        data = {"content": [{"type": "text", "text": "kept"}], "source": {"kind": "user"}}
+        row = {"type": "user/message", "seq": 0, "time": 6, "data": data, "surfaceOp": "append"}
         connection.execute(
             "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES ('old', 0, 0, %s)",
             (json.dumps(row),),
