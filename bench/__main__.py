@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median is reported)")
     parser.add_argument(
         "--only",
-        choices=["engine", "store", "search", "external", "app", "context", "versus"],
+        choices=["engine", "store", "search", "external", "app", "context", "versus", "database"],
         help="run one group of benchmarks",
     )
     args = parser.parse_args()
@@ -154,6 +154,10 @@ def main() -> None:
         from bench.app import bench_app
 
         bench_app(args.repeats)
+    if args.only in (None, "database"):
+        from bench.database import main as bench_database
+
+        bench_database(args.repeats)
 
 
 if __name__ == "__main__":

@@ -39,8 +39,8 @@ def _as_owner(command: list[str], owner: str | None) -> list[str]:
 class Cluster:
     """A throwaway cluster's server, which a test may stop and start again (a restart)."""
 
-    def __init__(self, binaries: Path, folder: Path, owner: str | None) -> None:
-        self.binaries, self.folder, self.owner = binaries, folder, owner
+    def __init__(self, binaries: Path, folder: Path, owner: str | None, durable: bool = False) -> None:
+        self.binaries, self.folder, self.owner, self.durable = binaries, folder, owner, durable
         self.data, self.socket = folder / "data", folder / "socket"
         self.conninfo = f"host={self.socket} user=postgres dbname=postgres"
 
@@ -55,7 +55,9 @@ class Cluster:
         )
 
     def start(self) -> None:
-        options = f"-k {self.socket} -c listen_addresses='' -c fsync=off -c max_connections=200"
+        # Tests run without fsync (faster, nothing to keep); a benchmark's server is durable.
+        durability = "" if self.durable else " -c fsync=off"
+        options = f"-k {self.socket} -c listen_addresses=''{durability} -c max_connections=200"
         self._pg_ctl("-o", options, "-l", str(self.folder / "log"), "-w", "start")
 
     def stop(self, mode: str = "immediate") -> None:
@@ -64,8 +66,9 @@ class Cluster:
 
 
 @contextmanager
-def running_cluster() -> Iterator[Cluster]:
-    """A running cluster of its own (``initdb`` in a temporary folder), removed afterwards."""
+def running_cluster(durable: bool = False) -> Iterator[Cluster]:
+    """A running cluster of its own (``initdb`` in a temporary folder), removed afterwards;
+    ``durable`` keeps ``fsync`` on (as a real server runs)."""
     binaries = postgres_bin()
     if binaries is None:
         reason = "PostgreSQL is not installed (apt-get install postgresql)"
@@ -81,7 +84,7 @@ def running_cluster() -> Iterator[Cluster]:
             os.chown(path, entry.pw_uid, entry.pw_gid)
     initdb = [str(binaries / "initdb"), "-D", str(folder / "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8"]
     subprocess.run(_as_owner(initdb, owner), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True, cwd=folder)
-    cluster = Cluster(binaries, folder, owner)
+    cluster = Cluster(binaries, folder, owner, durable)
     cluster.start()
     try:
         yield cluster

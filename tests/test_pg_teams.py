@@ -217,3 +217,31 @@ def test_sharing_from_the_command_line(team: Team, capsys: pytest.CaptureFixture
     assert "SESSION_QUERY_SESSION_NOT_FOUND" in err and "\x1b" not in err  # data never reaches the terminal raw
     assert cli_main(["unshare", "cli-shared", "--with", team.team, "--store", team.alice]) == 0
     assert "no longer shared with" in capsys.readouterr().out
+
+
+async def test_the_listing_follows_every_change_and_costs_nothing_when_there_is_none(team: Team) -> None:
+    _write(team.alice, "a1", "one")
+    _write(team.alice, "a2", "two")
+    alice, bob = PostgresSessionStore(team.alice), PostgresSessionStore(team.bob)
+    alice.share("a1", team.team)
+    first = await bob.list_sessions()
+    assert [r.header.id for r in first] == ["a1"]
+    assert await bob.list_sessions() is first  # nothing changed: the same list, nothing fetched
+    # A swap (one shared, the other unshared) keeps the count: the listing still sees both changes.
+    alice.share("a2", team.team)
+    alice.unshare("a1", team.team)
+    assert [r.header.id for r in await bob.list_sessions()] == ["a2"]
+    # Deleted and created again with the same id in another folder: the new header is listed.
+    alice.delete("a2")
+    again = alice.create("a2", cwd="/elsewhere")
+    say_user(again, "again")
+    alice.share("a2", team.team)
+    [record] = await bob.list_sessions()
+    assert record.header.cwd == "/elsewhere"
+    # Appends show as new revisions (what the catalog re-reads titles by).
+    before = bob.listed_revision(record.header)
+    say_user(again, "more")
+    await bob.list_sessions()
+    assert bob.listed_revision(record.header) != before
+    alice.close()
+    bob.close()

@@ -129,6 +129,16 @@ _SCHEMA_V3 = """
 -- would send), kept current by the append's own transaction, with a trigram index so substrings
 -- and CJK match as in the SQLite index. Titles are kept on the session row for the listing.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
+-- A share or unshare gives the session a new revision: listings fetch only what moved.
+CREATE OR REPLACE FUNCTION sessionref_share_changed() RETURNS trigger AS $$
+BEGIN
+    UPDATE sessionref_sessions SET revision = nextval('sessionref_revisions')
+        WHERE id = CASE WHEN TG_OP = 'DELETE' THEN OLD.session_id ELSE NEW.session_id END;
+    RETURN NULL;
+END;
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER sessionref_share_revision AFTER INSERT OR DELETE ON sessionref_shares
+    FOR EACH ROW EXECUTE FUNCTION sessionref_share_changed();
 ALTER TABLE sessionref_sessions ADD COLUMN title text;
 CREATE TABLE sessionref_messages (
     session_id text NOT NULL REFERENCES sessionref_sessions (id) ON DELETE CASCADE,

@@ -23,8 +23,8 @@ from core.search.index_values import INDEX_FAILED, IndexStatus
 from core.search.matching import Snippet, fold, make_snippet
 from core.sessions.models import SurfaceSnapshot
 
-DENSE_SESSIONS = 4096
-"""Above this many matching sessions a query is "dense": the finder scans sessions in listing order."""
+DENSE_MESSAGES = 4096
+"""Above this many matching messages a query is "dense": the finder scans sessions in listing order."""
 QUERY_TIMEOUT_MS = 3000
 """The longest a search query may run (a pathological needle must not hold the picker's thread)."""
 
@@ -130,19 +130,24 @@ class PgMessageIndex:
         return rows
 
     def candidates(self, needle: str, cap: int | None = None) -> dict[str, list[int]] | None:
-        limit = DENSE_SESSIONS if cap is None else cap
+        limit = DENSE_MESSAGES if cap is None else cap
         if "\x00" in needle:
             return {}
+        # Matching messages, not sessions: the query stops after ``limit`` rows, so a common needle
+        # (most sessions match) costs the first rows only and is answered as "dense".
         rows = self._query(
-            "SELECT DISTINCT ON (session_id) session_id, position, role, body FROM sessionref_messages "
-            "WHERE folded LIKE %s ORDER BY session_id, position DESC LIMIT %s",
+            "SELECT session_id, position, role, body FROM sessionref_messages WHERE folded LIKE %s LIMIT %s",
             (like_pattern(storable(needle)), limit + 1),
         )
         if len(rows) > limit:
             return None
-        self._needle = needle
-        self._first = {str(session_id): (int(position), role, body) for session_id, position, role, body in rows}
-        return {session_id: [first[0]] for session_id, first in self._first.items()}
+        newest: dict[str, tuple[int, str, str]] = {}
+        for session_id, position, role, body in rows:
+            known = newest.get(session_id)
+            if known is None or position > known[0]:
+                newest[session_id] = (int(position), role, body)
+        self._needle, self._first = needle, newest
+        return {session_id: [found[0]] for session_id, found in newest.items()}
 
     def verify(self, session_id: str, places: Sequence[int], needle: str) -> Snippet | None:
         first = self._first.get(session_id) if needle == self._needle else None

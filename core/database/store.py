@@ -32,6 +32,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from core.database.listing import DatabaseListing
 from core.database.rows import lock_session, put_session, unlock_and_close, write_failed
 from core.database.schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
 from core.database.search import PgMessageIndex, SearchDelta, searchable, write_search_delta
@@ -40,7 +41,7 @@ from core.database.writers import PgWriters
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
-from core.sessions.jsonl_codec import header_from_line, load_log
+from core.sessions.jsonl_codec import load_log
 from core.sessions.jsonl_store import StoredSession
 from core.sessions.models import (
     SessionEvent,
@@ -48,9 +49,7 @@ from core.sessions.models import (
     SessionRecord,
     SurfaceSnapshot,
     TitleSnapshot,
-    trusted_record,
 )
-from core.sessions.query import listing_order_key
 from core.sessions.session import (
     Clock,
     Session,
@@ -113,9 +112,6 @@ class PostgresSessionStore:
         self.pack_chunks = pack_chunks
         self._writers = PgWriters(conninfo)
         self._listing_lock = threading.Lock()
-        self._revisions: dict[str, StoredRevision] = {}
-        self._titles: dict[str, tuple[str, str | None]] = {}
-        self._headers: dict[str, SessionHeader] = {}
         self._pending = True
         self.watched = False
         """Set by a host that hears the database's change notifications (``watcher``)."""
@@ -131,6 +127,7 @@ class PostgresSessionStore:
         assert row is not None
         self.user: str = row[0]
         """The database role this store acts as: its sessions are the ones it may write."""
+        self._listing = DatabaseListing(self.user)
         # Reads share a small pool: a connection that died with a server restart is replaced on its
         # next use (checked before each use), and threads (listing, indexing) read side by side.
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
@@ -415,42 +412,24 @@ class PostgresSessionStore:
             SessionQueryError: ``SESSION_QUERY_DATABASE_UNAVAILABLE``.
         """
         self._pending = False
+        unsaved = [session.header for session in self._writers.sessions() if not self._writers.stored(session.id)]
         try:
-            rows = self._run(
-                "cannot list the sessions", "SELECT id, header, owner, revision, title FROM sessionref_sessions"
-            ).rows
+            with self._listing_lock:
+                return self._listing.current(
+                    lambda statement, parameters: self._run("cannot list the sessions", statement, parameters).rows,
+                    self._writers.ids(),
+                    unsaved,
+                )
         except SessionQueryError:
             self._pending = True
+            with self._listing_lock:
+                self._listing.forget()
             raise
-        with self._listing_lock:
-            return self._take_listing(rows)
-
-    def _take_listing(self, rows: list[tuple[Any, ...]]) -> list[SessionRecord]:
-        headers, revisions, titles = self._headers, {}, {}
-        records: dict[str, SessionRecord] = {}
-        where = Path("postgresql:sessionref_sessions")
-        for session_id, line, owner, revision, title in rows:
-            titles[session_id] = (str(revision), title)
-            header = headers.get(session_id)
-            if header is None or self._revisions.get(session_id) != revision:
-                header = headers[session_id] = header_from_line(line, where)
-            revisions[session_id] = revision
-            mine = owner == self.user
-            records[session_id] = trusted_record(header, session_id in self._writers, True, None if mine else owner)
-        for session in self._writers.sessions():
-            if session.id not in records:
-                records[session.id] = trusted_record(session.header, True, False)
-        for gone in headers.keys() - revisions.keys():
-            del headers[gone]
-        if revisions != self._revisions:
-            self._revisions = revisions  # a new object only when something changed (hosts compare identity)
-            self._titles = titles
-        return sorted(records.values(), key=listing_order_key)
 
     def listed_titles(self) -> dict[str, tuple[str, str | None]]:
         """Session id -> (revision key, title) as the last listing saw them (the title column the
         append keeps): a host shows titles without reading any session."""
-        return self._titles
+        return self._listing.titles
 
     def message_index(self) -> PgMessageIndex:
         """Message search on this database (kept current by every append; see ``search``)."""
@@ -477,11 +456,11 @@ class PostgresSessionStore:
 
     def listed_revisions(self) -> dict[str, StoredRevision]:
         """Session id -> revision as the last listing saw them; the same object while nothing changed."""
-        return self._revisions
+        return self._listing.revisions
 
     def listed_revision(self, header: SessionHeader) -> StoredRevision | None:
         """The revision the last listing saw for a session."""
-        return self._revisions.get(header.id)
+        return self._listing.revisions.get(header.id)
 
     def written_revision(self, session_id: str) -> StoredRevision | None:
         """The revision of a session this store writes, as of its last append."""

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from core.sessions.chunk_rows import pack_chunk_runs
 from core.sessions.jsonl_codec import header_line
 from core.sessions.jsonl_layout import Compression, session_file
 from core.sessions.jsonl_store import JsonlSessionStore
-from core.sessions.models import SessionEvent, SessionHeader
+from core.sessions.models import SessionEvent, SessionHeader, SessionRecord
 
 Progress = Callable[[int, int], None]
 """Called after each session with (sessions done, sessions in all)."""
@@ -49,31 +51,48 @@ class TransferReport:
     """Sessions left out, each with the reason (unreadable files, conflicting copies)."""
 
 
+IMPORT_WORKERS = 4
+"""Sessions imported side by side (each on a pooled connection: the server's work runs in parallel)."""
+
+
 def import_jsonl(
-    root: str | os.PathLike[str], store: PostgresSessionStore, progress: Progress | None = None
+    root: str | os.PathLike[str],
+    store: PostgresSessionStore,
+    progress: Progress | None = None,
+    workers: int = IMPORT_WORKERS,
 ) -> TransferReport:
     """Copy the sessions of the JSONL store at ``root`` into ``store`` (see the module docstring)."""
     source = JsonlSessionStore(root)
     report = TransferReport()
+    local = threading.local()
+
+    def put(record: SessionRecord) -> tuple[int, int]:
+        if not hasattr(local, "source"):
+            local.source = JsonlSessionStore(root)  # a reader per thread (each keeps its own cache)
+        header, events = local.source.read_log(record.header.id)
+        return store.put_events(header, events), len(events)
+
     try:
         records = asyncio.run(source.list_sessions())
         report.problems.extend(problem.message for problem in source.problems)
-        for done, record in enumerate(records, 1):
-            try:
-                header, events = source.read_log(record.header.id)
-                added = store.put_events(header, events)
-            except SessionQueryError as error:
-                report.problems.append(f"{js_json_stringify(record.header.id)}: {error} ({error.code})")
-            else:
-                report.events += added
-                if added == len(events) and added:
-                    report.copied += 1
-                elif added:
-                    report.extended += 1
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="import") as pool:
+            futures = {pool.submit(put, record): record for record in records}
+            for done, future in enumerate(as_completed(futures), 1):
+                record = futures[future]
+                try:
+                    added, total = future.result()
+                except SessionQueryError as error:
+                    report.problems.append(f"{js_json_stringify(record.header.id)}: {error} ({error.code})")
                 else:
-                    report.unchanged += 1
-            if progress is not None:
-                progress(done, len(records))
+                    report.events += added
+                    if added == total and added:
+                        report.copied += 1
+                    elif added:
+                        report.extended += 1
+                    else:
+                        report.unchanged += 1
+                if progress is not None:
+                    progress(done, len(records))
     finally:
         source.close()
     return report

@@ -98,6 +98,15 @@ class PgWriters:
     def sessions(self) -> list[Session]:
         return [writer.session for writer in list(self._writers.values())]
 
+    def ids(self) -> list[str]:
+        """The sessions written here."""
+        return list(self._writers)
+
+    def stored(self, session_id: str) -> bool:
+        """Whether a session written here has its row in the database (its first batch is in)."""
+        writer = self._writers.get(session_id)
+        return writer is not None and writer.stored
+
     def adopt(self, session: Session, connection: psycopg.Connection[Any] | None) -> None:
         """Write ``session`` from now on: new (``connection`` ``None``, nothing stored yet) or
         opened with its lock connection."""

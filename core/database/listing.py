@@ -1,0 +1,88 @@
+"""The PostgreSQL store's listing, kept between calls and brought up to date by what changed.
+
+Every change to a session (an append, a title, a share or unshare: the schema's triggers) gives it a
+new revision from one sequence. A listing first asks for two numbers, the newest revision and the
+count of sessions this role may see (one aggregate, row-level security applied); when both are as
+last time nothing is fetched and the same list comes back (hosts compare it by identity). When the
+newest revision moved, only the rows past the last one are fetched and merged; when the count then
+disagrees (a session deleted or no longer shared), the whole listing is read again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.sessions.jsonl_codec import header_from_line
+from core.sessions.models import SessionHeader, SessionRecord, trusted_record
+from core.sessions.query import listing_order_key
+
+Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
+"""Runs one read statement and returns its rows (errors are the caller's)."""
+
+_WHERE = Path("postgresql:sessionref_sessions")
+_COLUMNS = "SELECT id, header, owner, revision, title FROM sessionref_sessions"
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    line: str
+    header: SessionHeader
+    owner: str
+    revision: int
+    title: str | None
+
+
+class DatabaseListing:
+    """The kept listing of one store (see the module docstring); not thread-safe (the store locks)."""
+
+    def __init__(self, user: str) -> None:
+        self.user = user
+        self._rows: dict[str, _Row] = {}
+        self._probe: tuple[int, int] | None = None
+        self._records: list[SessionRecord] = []
+        self._live: frozenset[str] = frozenset()
+        self.revisions: dict[str, int] = {}
+        """Session id -> revision; a new object only when something changed."""
+        self.titles: dict[str, tuple[str, str | None]] = {}
+        """Session id -> (revision key, title); a new object only when something changed."""
+
+    def current(self, run: Run, live: Collection[str], unsaved: list[SessionHeader]) -> list[SessionRecord]:
+        """The listing now: ``live`` are the ids this store writes, ``unsaved`` the headers of
+        sessions it writes that have no row yet."""
+        newest, count = run("SELECT coalesce(max(revision), 0), count(*) FROM sessionref_sessions", ())[0]
+        probe = (int(newest), int(count))
+        live_now = frozenset(live) | {header.id for header in unsaved}
+        if probe == self._probe and live_now == self._live:
+            return self._records
+        changed = probe != self._probe
+        if changed:
+            if self._probe is not None and probe[0] >= self._probe[0]:
+                self._merge(run(_COLUMNS + " WHERE revision > %s", (self._probe[0],)))
+            if len(self._rows) != probe[1] or self._probe is None or probe[0] < self._probe[0]:
+                self._rows = {}
+                self._merge(run(_COLUMNS, ()))
+            self._probe = probe
+            self.revisions = {session_id: row.revision for session_id, row in self._rows.items()}
+            self.titles = {session_id: (str(row.revision), row.title) for session_id, row in self._rows.items()}
+        self._live = live_now
+        records = [
+            trusted_record(row.header, session_id in live_now, True, None if row.owner == self.user else row.owner)
+            for session_id, row in self._rows.items()
+        ]
+        records += [trusted_record(header, True, False) for header in unsaved if header.id not in self._rows]
+        self._records = sorted(records, key=listing_order_key)
+        return self._records
+
+    def _merge(self, rows: list[tuple[Any, ...]]) -> None:
+        for session_id, line, owner, revision, title in rows:
+            known = self._rows.get(session_id)
+            # A header never changes; parse it only when the text is new (a session re-created).
+            header = known.header if known is not None and known.line == line else header_from_line(line, _WHERE)
+            self._rows[session_id] = _Row(line, header, owner, int(revision), title)
+
+    def forget(self) -> None:
+        """Read everything again next time (after a failure)."""
+        self._probe = None
