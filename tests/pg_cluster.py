@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -111,12 +112,24 @@ def cluster() -> Iterator[str]:
 
 
 @pytest.fixture
-def database(cluster: str) -> str:
-    """A fresh database of its own for each test; its connection string."""
+def database(cluster: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh database of its own for each test; its connection string. Every store the test
+    opened is closed afterwards, even when the test failed half way (a store left to the garbage
+    collector would stop its pool's threads from one of them)."""
     name = f"t{os.getpid()}_{next(_numbers)}"
     with psycopg.connect(cluster, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
-    return cluster.replace("dbname=postgres", f"dbname={name}")
+    opened: list[PostgresSessionStore] = []
+    original = PostgresSessionStore.__init__
+
+    def tracked(self: PostgresSessionStore, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        opened.append(self)
+
+    monkeypatch.setattr(PostgresSessionStore, "__init__", tracked)
+    yield cluster.replace("dbname=postgres", f"dbname={name}")
+    for store in opened:
+        store.close()
 
 
 @dataclass

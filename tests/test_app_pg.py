@@ -89,7 +89,8 @@ async def test_a_teammates_shared_session_is_listed_found_and_referenced_an_unsh
         await pilot.press("tab", "enter")
         await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
     store.close()
-    _header, events = PostgresSessionStore(team.bob).read_log("bob-today")
+    with PostgresSessionStore(team.bob) as reader:
+        _header, events = reader.read_log("bob-today")
     prompt = next(event for event in events if event.type == "user/message")
     assert prompt.data["envelope"]["prefixContexts"][0]["meta"]["references"][0]["sessionId"] == "shared-plan"
     context = prompt.data["content"][0]["text"]

@@ -57,17 +57,21 @@ class DatabaseListing:
         live_now = frozenset(live) | {header.id for header in unsaved}
         if probe == self._probe and live_now == self._live:
             return self._records
-        changed = probe != self._probe
-        if changed:
+        shape_changed = live_now != self._live
+        if probe != self._probe:
             if self._probe is not None and probe[0] >= self._probe[0]:
-                self._merge(run(_COLUMNS + " WHERE revision > %s", (self._probe[0],)))
+                shape_changed |= self._merge(run(_COLUMNS + " WHERE revision > %s", (self._probe[0],)))
             if len(self._rows) != probe[1] or self._probe is None or probe[0] < self._probe[0]:
                 self._rows = {}
                 self._merge(run(_COLUMNS, ()))
+                shape_changed = True
             self._probe = probe
             self.revisions = {session_id: row.revision for session_id, row in self._rows.items()}
             self.titles = {session_id: (str(row.revision), row.title) for session_id, row in self._rows.items()}
         self._live = live_now
+        if not shape_changed:
+            # Sessions only grew (new revisions, titles): the records (header, owner, live) are as they were.
+            return self._records
         records = [
             trusted_record(row.header, session_id in live_now, True, None if row.owner == self.user else row.owner)
             for session_id, row in self._rows.items()
@@ -76,12 +80,17 @@ class DatabaseListing:
         self._records = sorted(records, key=listing_order_key)
         return self._records
 
-    def _merge(self, rows: list[tuple[Any, ...]]) -> None:
+    def _merge(self, rows: list[tuple[Any, ...]]) -> bool:
+        """Take fetched rows; returns whether a record changes (a new session, header or owner)."""
+        shape_changed = False
         for session_id, line, owner, revision, title in rows:
             known = self._rows.get(session_id)
             # A header never changes; parse it only when the text is new (a session re-created).
-            header = known.header if known is not None and known.line == line else header_from_line(line, _WHERE)
+            same = known is not None and known.line == line and known.owner == owner
+            header = known.header if same and known is not None else header_from_line(line, _WHERE)
+            shape_changed |= not same
             self._rows[session_id] = _Row(line, header, owner, int(revision), title)
+        return shape_changed
 
     def forget(self) -> None:
         """Read everything again next time (after a failure)."""

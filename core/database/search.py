@@ -27,6 +27,10 @@ DENSE_MESSAGES = 4096
 """Above this many matching messages a query is "dense": the finder scans sessions in listing order."""
 QUERY_TIMEOUT_MS = 3000
 """The longest a search query may run (a pathological needle must not hold the picker's thread)."""
+KEYSTROKE_LOOKUP_MS = 25
+"""The longest a keystroke's candidate lookup may run before the needle is treated as dense."""
+QUICK_BUDGET = 0.05
+"""A search budget below this (seconds) is a keystroke's first answer."""
 
 Message = tuple[str, str]
 """One searchable message: its role (``user``, ``assistant``, ``summary``) and its text."""
@@ -106,6 +110,7 @@ class PgMessageIndex:
         """Session id -> its newest matching message (position, role, text), from the last ``candidates``."""
         self._needle = ""
         self._failure: str | None = None
+        self._timeout: int | None = None
 
     @property
     def status(self) -> IndexStatus:
@@ -113,15 +118,21 @@ class PgMessageIndex:
             return IndexStatus("failed", code=INDEX_FAILED, message=self._failure)
         return IndexStatus("ready")
 
-    def _query(self, statement: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    def _query(
+        self, statement: str, parameters: tuple[Any, ...], timeout_ms: int = QUERY_TIMEOUT_MS
+    ) -> list[tuple[Any, ...]] | None:
+        """The rows, or ``None`` when the query was cancelled (too slow, or a newer keystroke)."""
         with self._lock:
             try:
                 if self._connection is None or self._connection.closed or self._connection.broken:
                     self._connection = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
-                    self._connection.execute(f"SET statement_timeout = {QUERY_TIMEOUT_MS}")  # a constant
+                    self._timeout = None
+                if timeout_ms != self._timeout:
+                    self._connection.execute(f"SET statement_timeout = {int(timeout_ms)}")
+                    self._timeout = timeout_ms
                 rows = self._connection.execute(statement, parameters).fetchall()
             except psycopg.errors.QueryCanceled:
-                return []  # interrupted by a newer keystroke (or too slow): nothing found this time
+                return None
             except psycopg.Error as error:
                 primary = getattr(getattr(error, "diag", None), "message_primary", None)
                 self._failure = f"message search failed ({primary or type(error).__name__})"
@@ -129,17 +140,23 @@ class PgMessageIndex:
         self._failure = None
         return rows
 
-    def candidates(self, needle: str, cap: int | None = None) -> dict[str, list[int]] | None:
+    def candidates(
+        self, needle: str, cap: int | None = None, budget: float | None = None
+    ) -> dict[str, list[int]] | None:
         limit = DENSE_MESSAGES if cap is None else cap
         if "\x00" in needle:
             return {}
         # Matching messages, not sessions: the query stops after ``limit`` rows, so a common needle
-        # (most sessions match) costs the first rows only and is answered as "dense".
+        # (most sessions match) costs the first rows only and is answered as "dense". A keystroke's
+        # search (a small budget) gives the lookup KEYSTROKE_LOOKUP_MS: a needle whose trigrams are
+        # too common to look up that fast is answered as dense too, and scanned in listing order.
+        quick = budget is not None and budget < QUICK_BUDGET
         rows = self._query(
             "SELECT session_id, position, role, body FROM sessionref_messages WHERE folded LIKE %s LIMIT %s",
             (like_pattern(storable(needle)), limit + 1),
+            timeout_ms=KEYSTROKE_LOOKUP_MS if quick else QUERY_TIMEOUT_MS,
         )
-        if len(rows) > limit:
+        if rows is None or len(rows) > limit:
             return None
         newest: dict[str, tuple[int, str, str]] = {}
         for session_id, position, role, body in rows:
@@ -163,7 +180,9 @@ class PgMessageIndex:
             "ORDER BY position DESC LIMIT 1",
             (session_id, like_pattern(storable(needle))),
         )
-        return make_snippet(rows[0][2], needle, rows[0][1], rows[0][0]) if rows else None
+        if not rows:
+            return None
+        return make_snippet(rows[0][2], needle, rows[0][1], rows[0][0])
 
     def interrupt(self) -> None:
         connection = self._connection

@@ -370,6 +370,12 @@ class PostgresSessionStore:
             )
         return int(rows[0][0])
 
+    def __enter__(self) -> PostgresSessionStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def close(self) -> int:
         """Write what still waits for the database if it is back (one try), release every session
         this store writes, and disconnect; returns how many events could not be stored."""

@@ -1121,10 +1121,12 @@ class BodyIndex:
             titles.update(shard.titles())
         return titles
 
-    def candidates(self, needle: str, cap: int | None = None) -> dict[str, list[int]] | None:
+    def candidates(
+        self, needle: str, cap: int | None = None, budget: float | None = None
+    ) -> dict[str, list[int]] | None:
         """Sessions whose chunks may contain folded ``needle``, newest chunk first; ``None`` when
         more than ``cap`` (default ``DENSE_CANDIDATES``) chunks may (a dense query: ``scan`` the
-        sessions wanted instead).
+        sessions wanted instead). ``budget`` is not needed here (the FTS lookup is bounded by ``cap``).
 
         A superset (the index keeps no positions): ``verify`` decides.
 

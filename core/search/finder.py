@@ -273,7 +273,7 @@ class SessionSearch:
         whether the search got through (not stopped by ``budget``)."""
         index = self.index
         assert index is not None
-        candidates = index.candidates(needle)
+        candidates = index.candidates(needle, budget=budget)
         if signal is not None:
             signal.throw_if_aborted()
         if candidates is not None and not candidates:

@@ -23,9 +23,13 @@ class MessageIndex(Protocol):
         """Where the index stands (``complete`` once every listed session is searchable)."""
         ...
 
-    def candidates(self, needle: str, cap: int | None = None) -> dict[str, list[int]] | None:
+    def candidates(
+        self, needle: str, cap: int | None = None, budget: float | None = None
+    ) -> dict[str, list[int]] | None:
         """Session id -> places (index-specific numbers) where folded ``needle`` may occur; ``None``
-        when too many would ("dense": ``scan`` the sessions in listing order instead)."""
+        when too many would ("dense": ``scan`` the sessions in listing order instead). ``budget``
+        is the search's time budget in seconds: an index whose lookup may take longer answers
+        "dense" rather than hold a keystroke."""
         ...
 
     def verify(self, session_id: str, places: Sequence[int], needle: str) -> Snippet | None:
