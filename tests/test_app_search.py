@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-import core.search.body_index as body_index
+import core.search.shard_writes as shard_writes
 import tui.app as app_module
 import tui.indexing as indexing
 from core import INDEX_FILE_NAME, EchoModel, JsonlSessionStore
+from core.search.index_values import INDEX_DISK_FULL
 from tests.app_harness import SIZE, fixed_clock, open_app, settle, until
 from tests.conftest import say_user
 from tests.test_app import open_picker, picker_ids, type_text
@@ -161,7 +162,7 @@ async def test_without_body_search_only_titles_ids_and_cwds_match(demo_template:
 async def test_while_indexing_the_picker_says_so_and_keeps_matching_titles(
     demo_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(body_index, "COMMIT_INTERVAL", 0.0)  # every session's progress shows
+    monkeypatch.setattr(shard_writes, "COMMIT_INTERVAL", 0.0)  # every session's progress shows
     app, _store = open_app(demo_template, tmp_path / "store")
     gate = threading.Event()
     read = app.catalog.read_indexed
@@ -308,15 +309,15 @@ async def test_a_corrupted_index_while_the_app_runs_is_rebuilt(app: SessionRefAp
 async def test_a_full_disk_turns_message_search_off_and_it_comes_back(
     demo_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = body_index._Batch.commit
+    original = shard_writes.WriteBatch.commit
     full = True
 
     def commit(self: Any) -> None:
         if full and self.active:
-            raise body_index.sqlite3.OperationalError("database or disk is full")
+            raise shard_writes.sqlite3.OperationalError("database or disk is full")
         original(self)
 
-    monkeypatch.setattr(body_index._Batch, "commit", commit)
+    monkeypatch.setattr(shard_writes.WriteBatch, "commit", commit)
     monkeypatch.setattr(indexing, "INDEX_RETRY", 3600.0)
     app, _store = open_app(demo_template, tmp_path / "store")
     async with app.run_test(size=SIZE) as pilot:
@@ -324,7 +325,7 @@ async def test_a_full_disk_turns_message_search_off_and_it_comes_back(
         index = app.body_index
         assert index is not None
         await until(pilot, lambda: index.status.state == "failed" and not app.indexing)
-        assert index.status.code == body_index.INDEX_DISK_FULL
+        assert index.status.code == INDEX_DISK_FULL
         sidebar = app.chat.query_one(SessionSidebar)
         assert str(sidebar.border_subtitle).endswith("message search off")
         await search_settled(pilot, "sto")

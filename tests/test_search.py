@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import core.search.body_index as body_index
+import core.search.shard_writes as shard_writes
 from core import (
     BodyIndex,
     IndexUnavailable,
@@ -36,8 +37,8 @@ from core import (
     project_conversation,
     revision_key,
 )
-from core.search.body_index import trigram_query
 from core.search.finder import SessionSearch
+from core.search.index_chunks import trigram_query
 from core.search.index_values import INDEX_CORRUPT, INDEX_DISK_FULL
 from core.search.matching import Snippet, find_folded, make_snippet
 from tests.conftest import compact, say_assistant, say_user, text
@@ -533,19 +534,19 @@ def test_a_writer_failing_at_its_last_commit_does_not_hang_the_sync(
     indexed.writer.close()
     sources = indexed.sources()
     indexed.index.open()
-    original = body_index._Batch.commit
+    original = shard_writes.WriteBatch.commit
 
     def commit(self: Any) -> None:
         if self.active:
             raise sqlite3.OperationalError("database or disk is full")
         original(self)
 
-    monkeypatch.setattr(body_index, "COMMIT_INTERVAL", 3600.0)  # so the only commit is the last one
-    monkeypatch.setattr(body_index._Batch, "commit", commit)
+    monkeypatch.setattr(shard_writes, "COMMIT_INTERVAL", 3600.0)  # so the only commit is the last one
+    monkeypatch.setattr(shard_writes.WriteBatch, "commit", commit)
     with pytest.raises(IndexUnavailable) as error:
         indexed.index.sync(sources, indexed.read)
     assert error.value.code == INDEX_DISK_FULL
-    monkeypatch.setattr(body_index._Batch, "commit", original)
+    monkeypatch.setattr(shard_writes.WriteBatch, "commit", original)
     assert indexed.index.sync(sources, indexed.read).indexed == 6
     indexed.titles = {}
     assert len(indexed.ids("lemur")) == 6

@@ -1,0 +1,207 @@
+"""How the SQLite message index stores a session: its projected messages in chunks of at most
+``CHUNK_BYTES`` of text (original text zstd-compressed, message starts, roles, a digest), the
+folded words the FTS table indexes, and reading sessions ahead of the writer during a sync."""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import itertools
+import sqlite3
+import threading
+from array import array
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import zstandard
+
+from core.search.index_values import (
+    IndexedSession,
+    Reader,
+)
+from core.search.matching import fold
+from core.sessions.models import ProjectedItem
+
+CHUNK_BYTES = 8 * 1024
+"""A chunk holds whole messages up to this many UTF-8 bytes of text (one message may be larger).
+Small chunks keep a candidate cheap to verify and make the trigram pre-filter selective."""
+CHUNK_BITS = 20
+"""Chunk row id = session key << CHUNK_BITS | ordinal."""
+READ_AHEAD = 8
+"""Sessions read and prepared ahead of the writer during a sync (on a second thread)."""
+
+
+CHUNK_MASK = (1 << CHUNK_BITS) - 1
+
+
+def sqlite_text(text: str) -> str:
+    # SQLite takes valid UTF-8 only; a lone surrogate (a hostile log) becomes U+FFFD in the
+    # pre-filter text. Verification reads the stored original, so matches stay exact.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+    return text
+
+
+def trigram_query(needle: str) -> str | None:
+    """The FTS5 query for chunks that may contain folded ``needle``: its trigrams, ANDed.
+
+    Only trigrams inside one word of the needle count (the index holds words, ``terms_text``);
+    ``None`` when there is none, i.e. the needle cannot be pre-filtered.
+    """
+    needle = sqlite_text(needle)
+    grams = dict.fromkeys(word[i : i + 3] for word in needle.split() for i in range(len(word) - 2))
+    if not grams:
+        return None
+    return " AND ".join('"' + gram.replace('"', '""') + '"' for gram in grams)
+
+
+# -- chunks ---------------------------------------------------------------------------------------------
+
+ROLE_CODES = {"user": "u", "assistant": "a", "summary": "s"}
+ROLES = {code: role for role, code in ROLE_CODES.items()}
+
+
+@dataclass(slots=True)
+class Chunk:
+    """A run of messages as stored: text joined by ``\\n``, start offsets, role codes."""
+
+    first_message: int
+    text: str
+    starts: array[int]
+    roles: str
+    body: bytes = b""
+    digest: bytes = b""
+    terms: str = ""
+
+
+def chunks_of(items: Sequence[ProjectedItem]) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    texts: list[str] = []
+    roles: list[str] = []
+    first = size = 0
+    for position, item in enumerate(items):
+        length = len(item.text) if item.text.isascii() else len(item.text.encode("utf-8", "surrogatepass"))
+        if texts and size + length > CHUNK_BYTES:
+            chunks.append(_chunk(first, texts, roles))
+            texts, roles, first, size = [], [], position, 0
+        texts.append(item.text)
+        roles.append(ROLE_CODES["summary" if item.checkpoint else item.role])
+        size += length
+    if texts:
+        chunks.append(_chunk(first, texts, roles))
+    return chunks
+
+
+def _chunk(first: int, texts: list[str], roles: list[str]) -> Chunk:
+    starts = array("I")
+    offset = 0
+    for text in texts:
+        starts.append(offset)
+        offset += len(text) + 1
+    return Chunk(first, "\n".join(texts), starts, "".join(roles))
+
+
+def seal(chunk: Chunk, compressor: zstandard.ZstdCompressor) -> None:
+    raw = chunk.text.encode("utf-8", "surrogatepass")
+    chunk.body = compressor.compress(raw)
+    chunk.digest = hashlib.blake2b(raw + chunk.roles.encode() + chunk.starts.tobytes(), digest_size=16).digest()
+    chunk.terms = terms_text(chunk.text)
+
+
+def unpack(body: bytes) -> str:
+    return zstandard.ZstdDecompressor().decompress(body).decode("utf-8", "surrogatepass")
+
+
+def terms_text(text: str) -> str:
+    """What the FTS table indexes for a chunk: its distinct whitespace-separated words, folded.
+
+    Whitespace never occurs inside a picker query, so every trigram a query can contain lies inside
+    one word: indexing each distinct word once loses no match and halves the text the tokenizer
+    walks. (A query with whitespace filters on its trigrams without whitespace; see ``trigram_query``.)
+    """
+    # A NUL ends the text for SQLite's tokenizer: split there too (no query can hold one), so the
+    # words after it are indexed.
+    return sqlite_text(" ".join(dict.fromkeys(fold(text).replace("\x00", " ").split())))
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A session read and chunked on the helper thread, ready to write."""
+
+    session_id: str
+    revision: str
+    session: IndexedSession | None
+    chunks: list[Chunk]
+    unreadable: bool = False
+
+
+def stored_title(title: str | None) -> str | None:
+    return None if title is None else "t" + sqlite_text(title)
+
+
+def read_title(stored: str | None) -> str | None:
+    return None if stored is None else stored[1:]
+
+
+def starts_of(blob: bytes) -> array[int]:
+    starts = array("I")
+    starts.frombytes(blob)
+    return starts
+
+
+def unindex(connection: sqlite3.Connection, rowid: int, body: bytes) -> None:
+    # A contentless FTS table forgets a row only when given exactly the text it indexed.
+    connection.execute(
+        "INSERT INTO terms(terms, rowid, text) VALUES ('delete', ?, ?)", (rowid, terms_text(unpack(body)))
+    )
+
+
+def prepare_session(session_id: str, revision: str, read: Reader, compressor: zstandard.ZstdCompressor) -> Prepared:
+    try:
+        session = read(session_id)
+    except Exception:
+        return Prepared(session_id, revision, IndexedSession(revision, None, ()), [], unreadable=True)
+    if session is None:
+        return Prepared(session_id, revision, None, [])
+    chunks = chunks_of(session.messages)
+    for chunk in chunks:
+        seal(chunk, compressor)
+    return Prepared(session_id, revision, session, chunks)
+
+
+def prepared_ahead(todo: Sequence[tuple[str, str]], read: Reader, stop: threading.Event | None) -> Iterator[Prepared]:
+    """Read and chunk the sessions of ``todo`` on a helper thread, ``READ_AHEAD`` ahead of the caller."""
+    if len(todo) <= 1:
+        compressor = zstandard.ZstdCompressor(level=3)
+        for session_id, revision in todo:
+            if stop is not None and stop.is_set():
+                return
+            yield prepare_session(session_id, revision, read, compressor)
+        return
+    local = threading.local()
+
+    def prepare(session_id: str, revision: str) -> Prepared:
+        if not hasattr(local, "compressor"):
+            local.compressor = zstandard.ZstdCompressor(level=3)
+        return prepare_session(session_id, revision, read, local.compressor)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="index-read") as helper:
+        pending: collections.deque[Future[Prepared]] = collections.deque()
+        work = iter(todo)
+        try:
+            for session_id, revision in itertools.islice(work, READ_AHEAD):
+                pending.append(helper.submit(prepare, session_id, revision))
+            while pending:
+                if stop is not None and stop.is_set():
+                    return
+                prepared = pending.popleft().result()
+                following = next(work, None)
+                if following is not None:
+                    pending.append(helper.submit(prepare, *following))
+                yield prepared
+        finally:
+            for future in pending:
+                future.cancel()

@@ -1,0 +1,232 @@
+"""Searching one SQLite file of the message index: titles, candidate chunks for a needle,
+verifying them against the stored text, and a session's messages."""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import zstandard
+
+from core.search.index_chunks import (
+    CHUNK_BITS,
+    CHUNK_MASK,
+    ROLES,
+    read_title,
+    starts_of,
+    trigram_query,
+    unpack,
+)
+from core.search.index_values import (
+    INDEX_CORRUPT,
+    IndexUnavailable,
+)
+from core.search.matching import Snippet, make_snippet
+from core.search.shard_files import ShardFiles, classify_failure
+from core.search.shard_writes import ShardWrites
+
+
+class ShardReads(ShardFiles):
+    """Reading a shard (a mixin of ``Shard``)."""
+
+    # -- reading --------------------------------------------------------------------------------------
+
+    def _query(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """Rows of a read on the reader connection (none when the index is not open).
+
+        A damaged file found here is remembered, so the next ``sync`` rebuilds it.
+        """
+        self._lock.acquire()
+        locked = True
+        try:
+            connection = self._reader
+            if connection is None:
+                return []
+            if connection is not self._writer:
+                # Its own connection: reading never waits for the writer (WAL), and closing the
+                # connection waits for this read.
+                with self._reading:
+                    self._lock.release()
+                    locked = False
+                    return connection.execute(sql, tuple(parameters)).fetchall()
+            return connection.execute(sql, tuple(parameters)).fetchall()
+        except sqlite3.Error as error:
+            problem = classify_failure(error)
+            if problem.code == INDEX_CORRUPT:
+                self._damaged = problem
+                status = self._status
+                self._set_status("failed", status.indexed, status.total, problem)
+            raise problem from error
+        finally:
+            if locked:
+                self._lock.release()
+
+    def titles(self) -> dict[str, tuple[str, str | None]]:
+        """Session id -> (revision, title) of every indexed session.
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        rows = self._query("SELECT id, revision, title FROM sessions")
+        return {session_id: (revision, read_title(title)) for session_id, revision, title in rows}
+
+    def candidates(self, needle: str, cap: int) -> dict[str, list[int]] | None:
+        """Sessions whose chunks may contain folded ``needle``, newest chunk first; ``None`` when
+        more than ``cap`` chunks may (a dense query: ``scan`` the sessions wanted instead).
+
+        A superset (the index keeps no positions): ``verify`` decides.
+
+        Raises:
+            IndexUnavailable: the index cannot be read (or ``interrupt`` stopped the search).
+        """
+        query = trigram_query(needle)
+        if query is None:
+            return None if needle else {}  # nothing to pre-filter on: every chunk is a candidate
+        rows = self._query("SELECT rowid FROM terms WHERE terms MATCH ? LIMIT ?", (query, cap + 1))
+        if len(rows) > cap:
+            return None
+        found: dict[str, list[int]] = {}
+        ids = self._ids
+        for (rowid,) in sorted(rows, reverse=True):
+            session_id = ids.get(rowid >> CHUNK_BITS)
+            if session_id is not None:
+                found.setdefault(session_id, []).append(rowid)
+        return found
+
+    def verify(self, chunk_rowids: Sequence[int], needle: str) -> Snippet | None:
+        """The newest message among these chunks that really contains ``needle``, as a snippet.
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        if not chunk_rowids:
+            return None
+        marks = ",".join("?" * len(chunk_rowids))
+        rows = self._query(
+            f"SELECT first_message, roles, starts, body FROM chunks WHERE rowid IN ({marks}) ORDER BY rowid DESC",
+            chunk_rowids,
+        )
+        return self._first_match(rows, needle)
+
+    def scan(self, session_id: str, needle: str) -> Snippet | None:
+        """Like ``verify`` over every chunk of ``session_id`` (no pre-filter: for dense queries,
+        where nearly every chunk is a candidate anyway and reading them is cheaper than asking).
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        known = self._known.get(session_id)
+        if known is None or not needle:
+            return None
+        low = known[0] << CHUNK_BITS
+        rows = self._query(
+            "SELECT first_message, roles, starts, body FROM chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid DESC",
+            (low, low | CHUNK_MASK),
+        )
+        return self._first_match(rows, needle)
+
+    def _first_match(self, rows: Iterable[tuple[int, str, bytes, bytes]], needle: str) -> Snippet | None:
+        for first_message, roles, starts, body in rows:
+            found = self._find(self._decode(body), starts_of(starts), needle)
+            if found is not None:
+                position, text = found
+                snippet = make_snippet(
+                    text, needle, ROLES.get(roles[position : position + 1], "user"), first_message + position
+                )
+                if snippet is not None:
+                    return snippet
+        return None
+
+    @staticmethod
+    def _find(text: str, starts: Sequence[int], needle: str) -> tuple[int, str] | None:
+        """The last message of a chunk containing ``needle``: (position in the chunk, its text)."""
+        folded = text.lower()
+        if len(folded) != len(text):
+            # Lower-casing changed lengths (rare letters): compare message by message.
+            pieces = text.split("\n") if len(starts) == text.count("\n") + 1 else None
+            messages = pieces or [
+                text[start : (starts[i + 1] - 1 if i + 1 < len(starts) else len(text))]
+                for i, start in enumerate(starts)
+            ]
+            for position in range(len(messages) - 1, -1, -1):
+                if needle in messages[position].lower():
+                    return position, messages[position]
+            return None
+        at = folded.rfind(needle)
+        while at >= 0:
+            position = bisect.bisect_right(starts, at) - 1
+            end = starts[position + 1] - 1 if position + 1 < len(starts) else len(text)
+            if at + len(needle) <= end:
+                return position, text[starts[position] : end]
+            at = folded.rfind(needle, 0, at + len(needle) - 1)  # it crossed into the next message
+        return None
+
+    def _decode(self, body: bytes) -> str:
+        try:
+            return unpack(body)
+        except (zstandard.ZstdError, UnicodeDecodeError, TypeError) as error:
+            problem = IndexUnavailable(f"the index file is damaged: {error}", INDEX_CORRUPT)
+            self._damaged = problem
+            raise problem from error
+
+    def messages(self, session_id: str) -> list[tuple[str, str]]:
+        """The indexed projected conversation of a session as ``(role, text)`` pairs (empty if unknown).
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        known = self._known.get(session_id)
+        if known is None:
+            return []
+        low = known[0] << CHUNK_BITS
+        rows = self._query(
+            "SELECT roles, starts, body FROM chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
+            (low, low | CHUNK_MASK),
+        )
+        messages: list[tuple[str, str]] = []
+        for roles, starts, body in rows:
+            text = self._decode(body)
+            offsets = starts_of(starts)
+            for position, start in enumerate(offsets):
+                end = offsets[position + 1] - 1 if position + 1 < len(offsets) else len(text)
+                messages.append((ROLES.get(roles[position : position + 1], "user"), text[start:end]))
+        return messages
+
+    def interrupt(self) -> None:
+        """Abort a search running on another thread (it raises ``IndexUnavailable``)."""
+        with self._handle:
+            connection = self._reader
+            if connection is not None and connection is not self._writer:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.interrupt()
+
+    def size_bytes(self) -> int:
+        """Bytes on disk (file and write-ahead log)."""
+        if self.path is None:
+            return 0
+        total = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(FileNotFoundError):
+                total += os.path.getsize(str(self.path) + suffix)
+        return total
+
+    def checkpoint(self) -> None:
+        """Merge the FTS segments and fold the write-ahead log into the file (after a big build)."""
+        with self._lock:
+            if self._writer is None:
+                return
+            with contextlib.suppress(sqlite3.Error):
+                self._writer.execute("INSERT INTO terms(terms) VALUES ('optimize')")
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+class Shard(ShardWrites, ShardReads):
+    """One SQLite file of the index: its sessions, chunks and FTS table, and its writer lock.
+
+    One process writes a shard at a time (an advisory lock on ``<file>.lock``); another process
+    searches it read-only and takes over writing once the first one exits.
+    """

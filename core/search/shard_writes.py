@@ -1,0 +1,288 @@
+"""Keeping one SQLite file of the message index current: which sessions to (re)index, writing
+their chunks in batches, and following another process's progress read-only."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from core.search.index_chunks import (
+    CHUNK_BITS,
+    CHUNK_MASK,
+    Prepared,
+    sqlite_text,
+    stored_title,
+    unindex,
+)
+from core.search.index_values import (
+    INDEX_CORRUPT,
+    INDEX_DISK_FULL,
+    INDEX_READ_ONLY,
+    IndexState,
+    IndexUnavailable,
+    SyncReport,
+)
+from core.search.shard_files import ShardFiles, classify_failure
+
+COMMIT_INTERVAL = 0.25
+"""Seconds of indexing between two commits (what another reader sees, and what a crash can lose)."""
+
+
+class ShardWrites(ShardFiles):
+    """Keeping a shard current (a mixin of ``Shard``)."""
+
+    def refresh(self, sources: Sequence[tuple[str, str]]) -> None:
+        """Read another process's progress from the file, never taking the writer lock."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._reader is not None and self._file_replaced():
+                self._drop_connections()
+            if self._reader is None:
+                try:
+                    self._open_reader_only()
+                except (IndexUnavailable, sqlite3.Error, OSError):
+                    self._set_status("building", 0, len(sources))
+                    return
+            self._refresh_read_only(sources)
+
+    # -- keeping it current ---------------------------------------------------------------------------
+
+    def plan(self, sources: Sequence[tuple[str, str]]) -> list[tuple[str, str]] | None:
+        """Open the shard, drop sessions no longer in ``sources``, and say which to (re)index.
+
+        ``None`` when another process keeps this shard (its progress and titles are read instead).
+
+        Raises:
+            IndexUnavailable: the shard cannot be opened or written.
+        """
+        self._wanted = wanted = dict(sources)
+        with self._lock:
+            if self._closed:
+                return []
+            try:
+                try:
+                    self._open()
+                except (sqlite3.Error, OSError) as error:
+                    raise classify_failure(error) from error
+            except IndexUnavailable as problem:
+                state: IndexState = "read-only" if problem.code == INDEX_READ_ONLY else "failed"
+                self._set_status(state, 0, len(sources), problem)
+                if problem.code == INDEX_READ_ONLY:
+                    return None
+                raise
+            if self._writer is None:
+                self._refresh_read_only(sources)
+                return None
+            writer = self._writer
+        todo = [(sid, revision) for sid, revision in sources if self._known_revision(sid) != revision]
+        self._set_status("building" if todo else "ready", len(wanted) - len(todo), len(wanted))
+        gone = [session_id for session_id in list(self._known) if session_id not in wanted]
+        if gone:
+            batch = self._batch()
+            try:
+                batch.begin()
+                for session_id in gone:
+                    self._delete_session(writer, session_id)
+                batch.commit()
+            except (sqlite3.Error, OSError) as error:
+                batch.rollback()
+                raise self._after_failure(classify_failure(error), wanted) from error
+            self.removed = len(gone)
+        return todo
+
+    def _batch(self) -> WriteBatch:
+        # A file-backed shard has its own reader connection, so searches never wait for a batch;
+        # in memory the one connection is shared and the lock keeps a search out of a batch.
+        assert self._writer is not None
+        shared = self._reader is self._writer
+        return WriteBatch(self._writer, self._lock if shared else threading.RLock(), shared)
+
+    def apply(
+        self,
+        todo: Sequence[tuple[str, str]],
+        prepared: Iterable[Prepared],
+        report: SyncReport,
+        *,
+        pause: Callable[[], None] | None = None,
+        progress: Callable[[], None] | None = None,
+    ) -> None:
+        """Write ``prepared`` sessions (those of ``todo``, in order), committing every ``COMMIT_INTERVAL``.
+
+        Raises:
+            IndexUnavailable: the disk is full or the shard cannot be written (what was committed
+                stays; the next sync goes on from there).
+        """
+        wanted = self._wanted
+        writer = self._writer
+        assert writer is not None
+        total = len(wanted)
+        done = total - len(todo)
+        batch = self._batch()
+        try:
+            started = time.perf_counter()
+            for item in prepared:
+                if pause is not None:
+                    if batch.shared:
+                        batch.commit()
+                    pause()
+                if item.unreadable:
+                    report.unreadable += 1
+                if item.session is not None:
+                    batch.begin()
+                    self._write_session(writer, item)
+                    report.titles[item.session_id] = (item.revision, item.session.title)
+                    report.indexed += 1
+                done += 1
+                if time.perf_counter() - started > COMMIT_INTERVAL:
+                    batch.commit()
+                    started = time.perf_counter()
+                    self._set_status("building", done, total)
+                    if progress is not None:
+                        progress()
+            batch.commit()
+        except (sqlite3.Error, OSError) as error:
+            batch.rollback()
+            raise self._after_failure(classify_failure(error), wanted) from error
+        finally:
+            batch.rollback()
+        current = self._count_current(wanted)
+        self._set_status("ready" if current >= total else "building", current, total)
+
+    def _after_failure(self, failure: IndexUnavailable, wanted: Mapping[str, str]) -> IndexUnavailable:
+        with self._lock:
+            # What was not committed is gone from the file: forget it here too.
+            connection = self._reader or self._writer
+            try:
+                if connection is not None:
+                    self._load_known(connection)
+            except sqlite3.Error as error:
+                self._known, self._ids = {}, {}
+                if failure.code != INDEX_DISK_FULL:
+                    failure = classify_failure(error)
+            if failure.code == INDEX_CORRUPT:
+                self._damaged = failure
+            self._set_status("failed", self._count_current(wanted), len(wanted), failure)
+        return failure
+
+    def _refresh_read_only(self, sources: Sequence[tuple[str, str]]) -> None:
+        # Another process writes; take its progress from the file.
+        wanted = dict(sources)
+        try:
+            assert self._reader is not None
+            self._load_known(self._reader)
+        except sqlite3.Error as error:
+            self._set_status("failed", 0, len(wanted), classify_failure(error))
+            return
+        owned = IndexUnavailable("another sessionref keeps the index; searching its copy", INDEX_READ_ONLY)
+        self._set_status("read-only", self._count_current(wanted), len(wanted), owned)
+
+    def _count_current(self, wanted: Mapping[str, str]) -> int:
+        return sum(1 for session_id, revision in wanted.items() if self._known_revision(session_id) == revision)
+
+    def _delete_session(self, connection: sqlite3.Connection, session_id: str) -> None:
+        known = self._known.pop(session_id, None)
+        if known is None:
+            return
+        key = known[0]
+        self._ids.pop(key, None)
+        low, high = key << CHUNK_BITS, (key << CHUNK_BITS) | CHUNK_MASK
+        for rowid, body in connection.execute(
+            "SELECT rowid, body FROM chunks WHERE rowid BETWEEN ? AND ?", (low, high)
+        ).fetchall():
+            unindex(connection, rowid, body)
+        connection.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (low, high))
+        connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
+
+    def _write_session(self, connection: sqlite3.Connection, prepared: Prepared) -> None:
+        session = prepared.session
+        assert session is not None
+        session_id, chunks = prepared.session_id, prepared.chunks
+        title = session.title
+        known = self._known.get(session_id)
+        if known is None:
+            key = self._next_key
+            self._next_key += 1
+            connection.execute(
+                "INSERT INTO sessions(key, id, revision, title, messages) VALUES (?, ?, ?, ?, ?)",
+                (key, sqlite_text(session_id), session.revision, stored_title(title), len(session.messages)),
+            )
+            old: list[tuple[int, bytes, bytes]] = []
+        else:
+            key = known[0]
+            connection.execute(
+                "UPDATE sessions SET revision = ?, title = ?, messages = ? WHERE key = ?",
+                (session.revision, stored_title(title), len(session.messages), key),
+            )
+            old = connection.execute(
+                "SELECT rowid, digest, body FROM chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
+                (key << CHUNK_BITS, (key << CHUNK_BITS) | CHUNK_MASK),
+            ).fetchall()
+        base = key << CHUNK_BITS
+        for ordinal, chunk in enumerate(chunks[: CHUNK_MASK + 1]):
+            rowid = base | ordinal
+            row = (chunk.first_message, chunk.roles, chunk.starts.tobytes(), chunk.digest, chunk.body, rowid)
+            if ordinal < len(old):
+                if old[ordinal][1] == chunk.digest:
+                    continue  # unchanged: an append re-indexes only the last chunk
+                unindex(connection, rowid, old[ordinal][2])
+                connection.execute(
+                    "UPDATE chunks SET first_message = ?, roles = ?, starts = ?, digest = ?, body = ? WHERE rowid = ?",
+                    row,
+                )
+            else:
+                connection.execute(
+                    "INSERT INTO chunks(first_message, roles, starts, digest, body, rowid) VALUES (?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+            connection.execute("INSERT INTO terms(rowid, text) VALUES (?, ?)", (rowid, chunk.terms))
+        for rowid, _digest, body in old[len(chunks) :]:
+            unindex(connection, rowid, body)
+            connection.execute("DELETE FROM chunks WHERE rowid = ?", (rowid,))
+        self._known[session_id] = (key, session.revision)
+        self._ids[key] = session_id
+
+
+class WriteBatch:
+    """An ``IMMEDIATE`` transaction opened on the first write and committed on demand."""
+
+    def __init__(self, connection: sqlite3.Connection, lock: threading.RLock, shared: bool) -> None:
+        self.connection = connection
+        self.lock = lock
+        self.shared = shared
+        self.active = False
+
+    def begin(self) -> None:
+        if not self.active:
+            self.lock.acquire()
+            try:
+                self.connection.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                self.lock.release()
+                raise
+            self.active = True
+
+    def commit(self) -> None:
+        if self.active:
+            try:
+                self.connection.execute("COMMIT")
+            except BaseException:
+                # A failed commit (a full disk) can leave the transaction open: end it here.
+                with contextlib.suppress(sqlite3.Error):
+                    self.connection.execute("ROLLBACK")
+                raise
+            finally:
+                self.active = False
+                self.lock.release()
+
+    def rollback(self) -> None:
+        if self.active:
+            try:
+                with contextlib.suppress(sqlite3.Error):
+                    self.connection.execute("ROLLBACK")
+            finally:
+                self.active = False
+                self.lock.release()
