@@ -217,11 +217,11 @@ async def test_superseded_lookups_are_aborted_and_dropped(app: SessionRefApp) ->
         original = index.candidates
         signals: list[Any] = []
 
-        def slow_first(needle: str) -> Any:
+        def slow_first(needle: str, cap: Any = None, budget: Any = None) -> Any:
             if not signals:
                 signals.append(app.chat._lookup_abort.signal)
                 time.sleep(0.5)
-            return original(needle)
+            return original(needle, cap, budget)
 
         index.candidates = slow_first  # type: ignore[method-assign]
         await type_text(pilot, "@web")

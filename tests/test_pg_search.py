@@ -169,3 +169,17 @@ def test_a_search_can_be_interrupted(database: str) -> None:
     assert asyncio.run(asyncio.to_thread(index.candidates, "words")) == {"s": [0]}
     index.close()
     store.close()
+
+
+async def test_hostile_titles_are_kept_as_text(database: str) -> None:
+    store = PostgresSessionStore(database)
+    session = store.create("titled", cwd="/w")
+    say_user(session, "words")
+    hostile = "[b]bold[/b] \x1b[2J <script> %_\\ ' ; DROP \x00 end"
+    session.append("session/title", {"title": hostile, "messageSeqs": [], "source": "user"})
+    await store.list_sessions()
+    stored = store.listed_titles()["titled"][1]
+    assert stored == hostile.replace("\x00", "\ufffd")  # text as it was, NUL as PostgreSQL can hold it
+    title = await store.read_title("titled")
+    assert title is not None and title.title == hostile  # the log itself keeps it exactly
+    store.close()

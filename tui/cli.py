@@ -457,7 +457,10 @@ def _run_app(
         app.run()
     finally:
         app.close_index()
-        store.close()
+        lost = store.close()
+    if lost:  # a database store whose database was still away: those events never reached it
+        print(f"sessionref: warning: {lost} events could not be stored (the session database was unreachable)",
+              file=sys.stderr)  # fmt: skip
     if args.demo and root is not None:
         print(f"sessionref: the demo store is in {visible(root)}", file=sys.stderr)
     return 0
