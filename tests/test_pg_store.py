@@ -107,11 +107,13 @@ def test_a_batch_is_all_or_nothing_and_seqs_only_increase_in_the_database(databa
     store = PostgresSessionStore(database)
     session = store.create("s", cwd="/w")
     say_user(session, "one")
-    # The database itself refuses a row that does not follow the last seq.
-    with psycopg.connect(database) as connection, pytest.raises(psycopg.errors.CheckViolation):
-        connection.execute(
-            "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES ('s', 0, 0, '{}')"
-        )
+    # The database itself refuses a row that does not follow the last seq, and rows of one
+    # statement that do not follow each other.
+    for values in ("('s', -3, -3, '{}')", "('s', 1, 2, '{}'), ('s', 2, 2, '{}')"):
+        with psycopg.connect(database) as connection, pytest.raises(psycopg.errors.CheckViolation):
+            connection.execute(
+                f"INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES {values}"  # type: ignore[arg-type]
+            )
     # A batch whose second row the database refuses leaves nothing of the batch.
     with psycopg.connect(database, autocommit=True) as connection:
         connection.execute(

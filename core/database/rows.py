@@ -22,7 +22,11 @@ from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED, SESSION_QUERY_WRITE
 from core.sessions.models import SessionEvent, SessionHeader
 from core.sessions.session import already_exists
 
-_INSERT_ROW = "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES (%s, %s, %s, %s)"
+_INSERT_ROWS = (
+    "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) "
+    "SELECT %s, first, last, row FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS t(first, last, row)"
+)
+"""A batch's rows in one statement: the schema's trigger checks and records them once per batch."""
 _INSERT_SESSION = "INSERT INTO sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s)"
 _TRY_LOCK = "SELECT pg_try_advisory_lock(hashtextextended('sessionref:' || %s, 0))"
 
@@ -88,8 +92,7 @@ def append_rows(
         if header is not None:
             line = header_line(header).rstrip("\n")
             connection.execute(_INSERT_SESSION, (header.id, line, header.cwd, header.created_at))
-        with connection.cursor() as cursor:
-            cursor.executemany(_INSERT_ROW, [(session_id, *seqs_of(row), js_json_stringify(row)) for row in rows])
+        insert_rows(connection, session_id, rows)
         if search is not None:
             write_search_delta(connection, session_id, search)
         if title is not None:
@@ -132,15 +135,21 @@ def put_session(
         if found is None or found[0] != line or not found[2]:
             raise already_exists(header.id)
         newer = [event for event in events if event.seq > found[1]]
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                _INSERT_ROW, [(header.id, *seqs_of(row), js_json_stringify(row)) for row in pack_chunk_runs(newer)]
-            )
+        insert_rows(connection, header.id, pack_chunk_runs(newer))
         if newer:  # the whole session is searchable as it now stands
             write_search_delta(connection, header.id, SearchDelta(0, messages))
             connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (
                 None if title is None else storable(title), header.id))  # fmt: skip
     return len(newer)
+
+
+def insert_rows(connection: psycopg.Connection[Any], session_id: str, rows: list[dict[str, Any]]) -> None:
+    """Insert a batch's JSONL rows in one statement (nothing for an empty batch)."""
+    if not rows:
+        return
+    seqs = [seqs_of(row) for row in rows]
+    texts = [js_json_stringify(row) for row in rows]
+    connection.execute(_INSERT_ROWS, (session_id, [first for first, _ in seqs], [last for _, last in seqs], texts))
 
 
 def seqs_of(row: dict[str, Any]) -> tuple[int, int]:

@@ -129,6 +129,31 @@ _SCHEMA_V3 = """
 -- would send), kept current by the append's own transaction, with a trigram index so substrings
 -- and CJK match as in the SQLite index. Titles are kept on the session row for the listing.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
+-- Seqs only increase, checked once per statement over all its rows (a batch is one multi-row
+-- insert): the session row is updated once per batch, not once per row.
+DROP TRIGGER IF EXISTS sessionref_seqs_only_increase ON sessionref_rows;
+CREATE OR REPLACE FUNCTION sessionref_rows_follow() RETURNS trigger AS $$
+DECLARE
+    broken record;
+BEGIN
+    PERFORM 1 FROM sessionref_sessions s WHERE s.id IN (SELECT session_id FROM new_rows) FOR UPDATE;
+    SELECT * INTO broken FROM (
+        SELECT n.session_id, n.first_seq,
+               coalesce(lag(n.last_seq) OVER (PARTITION BY n.session_id ORDER BY n.first_seq), s.last_seq) AS previous
+        FROM new_rows n JOIN sessionref_sessions s ON s.id = n.session_id
+    ) c WHERE c.first_seq <= c.previous LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'seq % does not follow % in session %', broken.first_seq, broken.previous, broken.session_id
+            USING ERRCODE = 'check_violation';
+    END IF;
+    UPDATE sessionref_sessions s SET last_seq = m.last_seq, revision = nextval('sessionref_revisions')
+        FROM (SELECT session_id, max(last_seq) AS last_seq FROM new_rows GROUP BY session_id) m
+        WHERE s.id = m.session_id;
+    RETURN NULL;
+END;
+$$ LANGUAGE plpgsql;
+CREATE TRIGGER sessionref_rows_follow AFTER INSERT ON sessionref_rows
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION sessionref_rows_follow();
 -- A share or unshare gives the session a new revision: listings fetch only what moved.
 CREATE OR REPLACE FUNCTION sessionref_share_changed() RETURNS trigger AS $$
 BEGIN

@@ -80,15 +80,18 @@ def write_search_delta(connection: psycopg.Connection[Any], session_id: str, del
         "DELETE FROM sessionref_messages WHERE session_id = %s AND position >= %s", (session_id, delta.keep)
     )
     if delta.added:
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO sessionref_messages (session_id, position, role, body, folded) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                [
-                    (session_id, delta.keep + number, role, storable(text), storable(fold(text)))
-                    for number, (role, text) in enumerate(delta.added)
-                ],
-            )
+        connection.execute(
+            "INSERT INTO sessionref_messages (session_id, position, role, body, folded) "
+            "SELECT %s, %s + ordinality - 1, role, body, folded "
+            "FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS t(role, body, folded, ordinality)",
+            (
+                session_id,
+                delta.keep,
+                [role for role, _ in delta.added],
+                [storable(text) for _, text in delta.added],
+                [storable(fold(text)) for _, text in delta.added],
+            ),
+        )
 
 
 def like_pattern(needle: str) -> str:
