@@ -35,7 +35,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from core.database.listing import DatabaseListing
 from core.database.rows import lock_session, put_session, unlock_and_close, write_failed
 from core.database.schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
-from core.database.search import PgMessageIndex, SearchDelta, searchable, write_search_delta
+from core.database.search import PgMessageIndex, backfill_search, searchable
+from core.database.teams import SESSION_QUERY_NOT_OWNER, SESSION_QUERY_UNKNOWN_TEAM, TeamSharing, not_owner
 from core.database.watch import NotifyWatcher
 from core.database.writers import PgWriters
 from core.errors import SessionQueryError
@@ -77,8 +78,6 @@ StoredRevision = int
 """A session's revision in the database: a number from one sequence, new with every change."""
 
 SESSION_QUERY_DATABASE = "SESSION_QUERY_DATABASE_UNAVAILABLE"
-SESSION_QUERY_NOT_OWNER = "SESSION_QUERY_NOT_OWNER"
-SESSION_QUERY_UNKNOWN_TEAM = "SESSION_QUERY_UNKNOWN_TEAM"
 
 
 def _database_error(error: psycopg.Error, what: str) -> SessionQueryError:
@@ -97,7 +96,7 @@ class _Result:
     rowcount: int
 
 
-class PostgresSessionStore:
+class PostgresSessionStore(TeamSharing):
     """Sessions in PostgreSQL (see the module docstring).
 
     Args:
@@ -120,7 +119,7 @@ class PostgresSessionStore:
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as first:
                 before = migrate(first)
                 if 0 < before < 3:
-                    _backfill_search(first)
+                    backfill_search(first)
                 row = first.execute("SELECT current_user").fetchone()
         except psycopg.Error as error:
             raise _database_error(error, "cannot connect to the session database") from None
@@ -307,69 +306,6 @@ class PostgresSessionStore:
         if not deleted:
             raise not_found(session_id)
 
-    # -- teams ------------------------------------------------------------------------------------
-
-    def share(self, session_id: str, team: str) -> bool:
-        """Let the members of ``team`` (a database role) read and reference one of this role's
-        sessions; ``False`` when it already was shared with them.
-
-        Raises:
-            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``, ``SESSION_QUERY_NOT_OWNER``,
-                ``SESSION_QUERY_UNKNOWN_TEAM``.
-        """
-        grantee = self._shareable(session_id, team)
-        added = self._run(
-            "cannot share the session",
-            "INSERT INTO sessionref_shares (session_id, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-            (session_id, grantee),
-        ).rowcount
-        return bool(added)
-
-    def unshare(self, session_id: str, team: str) -> bool:
-        """Stop sharing one of this role's sessions with ``team``; ``False`` when it was not shared.
-
-        Raises:
-            SessionQueryError: as ``share``.
-        """
-        grantee = self._shareable(session_id, team)
-        removed = self._run(
-            "cannot stop sharing the session",
-            "DELETE FROM sessionref_shares WHERE session_id = %s AND grantee = %s",
-            (session_id, grantee),
-        ).rowcount
-        return bool(removed)
-
-    def shared_with(self, session_id: str) -> list[str]:
-        """The teams a session is shared with, as this role may see them (sorted).
-
-        Raises:
-            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
-        """
-        if self._owner_of(session_id) is None:
-            raise not_found(session_id)
-        rows = self._run(
-            "cannot read the session's teams",
-            "SELECT r.rolname FROM sessionref_shares sh JOIN pg_roles r ON r.oid = sh.grantee "
-            "WHERE sh.session_id = %s ORDER BY r.rolname",
-            (session_id,),
-        ).rows
-        return [str(row[0]) for row in rows]
-
-    def _shareable(self, session_id: str, team: str) -> int:
-        owner = self._owner_of(session_id)
-        if owner is None:
-            raise not_found(session_id)
-        if owner != self.user:
-            raise not_owner(session_id, owner)
-        rows = []
-        if "\x00" not in team:
-            rows = self._run("cannot look the team up", "SELECT oid FROM pg_roles WHERE rolname = %s", (team,)).rows
-        if not rows:
-            raise SessionQueryError(
-                f"there is no team (database role) named {js_json_stringify(team)}", SESSION_QUERY_UNKNOWN_TEAM
-            )
-        return int(rows[0][0])
-
     def __enter__(self) -> PostgresSessionStore:
         return self
 
@@ -518,34 +454,6 @@ class PostgresSessionStore:
         return StoredSession(revision=loaded.revision, surface=loaded.surface(), title=loaded.title)
 
 
-def _backfill_search(connection: psycopg.Connection[Any]) -> None:
-    """Make the sessions written before message search existed (schema < 3) searchable, each in
-    its own transaction: those this role may write (all of them for the administrator who usually
-    migrates; a session another role owns waits for its owner's next append)."""
-    rows = connection.execute(
-        "SELECT s.id FROM sessionref_sessions s WHERE s.owner = current_user OR "
-        "(SELECT rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user)"
-    ).fetchall()
-    for (session_id,) in rows:
-        found = connection.execute(
-            "SELECT s.header, r.row FROM sessionref_sessions s LEFT JOIN sessionref_rows r ON r.session_id = s.id "
-            "WHERE s.id = %s ORDER BY r.first_seq",
-            (session_id,),
-        ).fetchall()
-        lines = [found[0][0]] + [row for _, row in found if row is not None]
-        try:
-            log = load_log(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"), Path("postgresql:"), "none")
-        except SessionQueryError:
-            continue  # a damaged session stays unsearchable, and readable as far as it goes
-        surface = SurfaceSnapshot.model_construct(
-            session=log.header, captured_through_seq=None, events=events_at(log.events, log.surface_seqs)
-        )
-        with connection.transaction():
-            write_search_delta(connection, session_id, SearchDelta(0, searchable(surface)))
-            title = log.title.title if log.title is not None else None
-            connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (title, session_id))
-
-
 @dataclass(frozen=True, slots=True)
 class _Loaded:
     header: SessionHeader
@@ -560,12 +468,3 @@ class _Loaded:
             captured_through_seq=self.events[-1].seq if self.events else None,
             events=events_at(self.events, self.surface_seqs),
         )
-
-
-def not_owner(session_id: str, owner: str) -> SessionQueryError:
-    """The error for writing (or sharing) a session another role owns."""
-    return SessionQueryError(
-        f"session {js_json_stringify(session_id)} belongs to {js_json_stringify(owner)}: it can be read and"
-        " referenced, not written",
-        SESSION_QUERY_NOT_OWNER,
-    )
