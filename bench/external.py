@@ -1,6 +1,6 @@
 """Benchmarks of the Claude Code and Codex CLI sources: listing 2,000 + 2,000 sessions, one 20 MB read.
 
-Files are written in the tools' own shapes (see ``core/sessions/external.py``) into a temp folder cached
+Files are written in the tools' own shapes (see ``core/sessions/sources/``) into a temp folder cached
 across runs. "Cold" is a fresh source object (nothing cached in the process; the OS page cache is
 warm, as on a machine where the tools just ran); "warm" lists again with the per-file cache.
 """
@@ -16,7 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.sessions.external import ClaudeCodeSource, CodexSource, MergedSessionQuery
+from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.merged import MergedSessionQuery
 
 SESSIONS = 2_000
 _ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-external-v2"
@@ -207,7 +209,7 @@ def main(repeats: int = 5) -> None:
 _HUGE = """
 import sys, time
 from pathlib import Path
-from core.sessions.external import ClaudeCodeSource
+from core.sessions.sources.claude import ClaudeCodeSource
 
 def high_water_mb():  # this process's own peak (ru_maxrss would include the parent's, across exec)
     with open("/proc/self/status") as status:

@@ -43,7 +43,6 @@ from core.search.index_values import (
 from core.search.matching import MIN_BODY_QUERY, Snippet
 from core.search.message_index import MessageIndex
 from core.serialization import js_json_stringify, stringify_tag_safe_json, utf8_length
-from core.sessions.external import ClaudeCodeSource, CodexSource, MergedSessionQuery
 from core.sessions.jsonl_listing import StoreProblem
 from core.sessions.jsonl_store import JsonlSessionStore, StoredSession
 from core.sessions.models import (
@@ -62,6 +61,9 @@ from core.sessions.models import (
 )
 from core.sessions.query import SessionQuery
 from core.sessions.session import MemorySessionStore, Session
+from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.merged import MergedSessionQuery
 from core.sessions.surface import derive_messages, display_prompt_content, fold_surface
 
 __all__ = [

@@ -47,11 +47,12 @@ from core.errors import (
 )
 from core.reference.service import FRAME_CLOSE, FRAME_OPEN, REFERENCED_SESSIONS_HEADER
 from core.serialization import tag_safe_json_length
-from core.sessions.external import ClaudeCodeSource, CodexSource
 from core.sessions.jsonl_codec import SESSION_QUERY_CORRUPT, load_log
 from core.sessions.jsonl_layout import SESSION_QUERY_INVALID_ID
 from core.sessions.jsonl_store import SESSION_QUERY_WRONG_ENCODING, JsonlSessionStore
 from core.sessions.models import SessionEvent
+from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.codex import CodexSource
 from tests.shared_fixtures import fixtures_root
 
 DOCUMENTED_CODES = frozenset(get_args(SessionReferenceErrorCode)) | {

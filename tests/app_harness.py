@@ -12,7 +12,7 @@ from textual.pilot import Pilot
 
 from core import ChatModel, EchoModel, JsonlSessionStore, ReferenceConfig
 from core.agent.loop import ContextSettings
-from core.sessions.external import ExternalSource
+from core.sessions.sources.merged import ExternalSource
 from tui.app import SessionRefApp, make_app
 from tui.demo import DEMO_PROJECT, DEMO_START, seed_demo
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from core import JsonlSessionStore
-from core.sessions.external import CLAUDE_PREFIX, CODEX_PREFIX, ClaudeCodeSource, CodexSource
+from core.sessions.sources.claude import CLAUDE_PREFIX, ClaudeCodeSource
+from core.sessions.sources.codex import CODEX_PREFIX, CodexSource
 from tests.app_harness import SIZE, open_app, settle, until
 from tests.external_fixtures import CLAUDE_UUID, CODEX_UUID, seed_external, tree_state
 from tests.test_app import open_picker, picker_ids, picker_rows, type_text

@@ -117,7 +117,8 @@ def test_demo_refuses_a_folder_that_is_not_empty(tmp_path: Path, capsys: pytest.
 def test_other_agents_roots_come_from_options_then_environment_then_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from core.sessions.external import ClaudeCodeSource, CodexSource
+    from core.sessions.sources.claude import ClaudeCodeSource
+    from core.sessions.sources.codex import CodexSource
     from tui.cli import _external_sources, build_parser
 
     monkeypatch.setenv("HOME", str(tmp_path))

@@ -18,14 +18,10 @@ from hypothesis import strategies as st
 
 from core import JsonlSessionStore, ReferenceInput, SessionQueryError, SessionReferenceService
 from core.reference.projection import project_conversation
-from core.sessions.external import (
-    CLAUDE_PREFIX,
-    CODEX_PREFIX,
-    ClaudeCodeSource,
-    CodexSource,
-    MergedSessionQuery,
-    _millis,
-)
+from core.sessions.sources.claude import CLAUDE_PREFIX, ClaudeCodeSource
+from core.sessions.sources.codex import CODEX_PREFIX, CodexSource
+from core.sessions.sources.files import millis
+from core.sessions.sources.merged import MergedSessionQuery
 from tests.conftest import say_user
 from tests.external_fixtures import tree_state
 
@@ -358,14 +354,14 @@ async def test_listing_again_rereads_only_changed_files(tmp_path: Path, monkeypa
 def test_timestamps_in_the_tools_shape_read_as_the_standard_parser_reads_them(moment: datetime) -> None:
     written = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03}Z"
     reference = int(datetime.fromisoformat(written.replace("Z", "+00:00")).timestamp() * 1000)
-    assert _millis(written) == reference
+    assert millis(written) == reference
 
 
 def test_odd_timestamps_fall_back_or_are_none() -> None:
-    assert _millis("2025-06-01T10:00:05+02:00") == 1748764805000
-    assert _millis("2025-06-01T10:00:60.000Z") is None
-    assert _millis("2025-06-01T10:00:05") is None  # no zone: not a time we can place
-    assert _millis("soon") is None and _millis(17) is None
+    assert millis("2025-06-01T10:00:05+02:00") == 1748764805000
+    assert millis("2025-06-01T10:00:60.000Z") is None
+    assert millis("2025-06-01T10:00:05") is None  # no zone: not a time we can place
+    assert millis("soon") is None and millis(17) is None
 
 
 async def test_claude_sub_agent_files_are_not_sessions(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from core.reference.projection import project_conversation
-from core.sessions.external import ClaudeCodeSource, CodexSource
+from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.codex import CodexSource
 from tests.shared_fixtures import shared_fixtures
 
 

@@ -104,7 +104,8 @@ def test_picker_with_claude_code_and_codex_sessions(snap_compare: Any, demo_temp
     """`@` with a Claude Code session (badge CC, "Flaky lock test fix", 30s) first in This folder; the
     Codex session (badge CX, "Make the hero image load lazily", 8m) is last in Elsewhere, below the
     picker's fold, and the sidebar shows both badges in their groups."""
-    from core.sessions.external import ClaudeCodeSource, CodexSource
+    from core.sessions.sources.claude import ClaudeCodeSource
+    from core.sessions.sources.codex import CodexSource
     from tests.external_fixtures import seed_external
 
     seed_external(tmp_path / "claude", tmp_path / "codex")

@@ -43,9 +43,9 @@ from core import (
 )
 from core.agent.loop import ContextSettings
 from core.search.finder import FULL_BUDGET
-from core.sessions.external import ExternalSource
 from core.sessions.query import Watcher
 from core.sessions.session import not_found, system_clock
+from core.sessions.sources.merged import ExternalSource
 
 from .catalog import SessionCatalog
 from .chat import ChatScreen

@@ -25,9 +25,9 @@ from core import (
     indexed_session,
     revision_key,
 )
-from core.sessions.external import ExternalSource, source_of
 from core.sessions.models import SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
+from core.sessions.sources.merged import ExternalSource, source_of
 
 from .text import owner_badge, tool_badge
 

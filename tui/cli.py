@@ -37,7 +37,9 @@ from core.agent.compaction import CompactionPolicy
 from core.agent.loop import ContextSettings
 from core.agent.tokens import WindowMemory
 from core.sessions.doctor import diagnose, format_diagnosis
-from core.sessions.external import ClaudeCodeSource, CodexSource, ExternalSource, claude_root, codex_root
+from core.sessions.sources.claude import ClaudeCodeSource, claude_root
+from core.sessions.sources.codex import CodexSource, codex_root
+from core.sessions.sources.merged import ExternalSource
 
 from .settings import (
     ConfigError,

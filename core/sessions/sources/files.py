@@ -1,0 +1,284 @@
+"""What every read-only source of another tool shares: reading its JSONL files line by line up to
+the last complete line (bounded, never following a link, malformed lines counted), the session it
+yields as surface events, and the file-backed source base (listing by file revision, caching)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from core.collector import collector_paused
+from core.files import open_regular
+from core.sessions.jsonl_listing import Revision, StoreProblem
+from core.sessions.jsonl_store import file_revision
+from core.sessions.models import (
+    SessionEvent,
+    SessionHeader,
+    SessionRecord,
+    SurfaceSnapshot,
+    TitleSnapshot,
+    trusted_event,
+)
+from core.sessions.query import listing_order_key
+from core.sessions.session import not_found
+
+HEAD_BYTES = 256 * 1024
+"""How much of a file the listing reads for its header (first timestamp, cwd, Codex meta)."""
+
+UUID_AT_END = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+TITLE_LENGTH = 80
+
+
+def millis(value: Any) -> int | None:
+    """Epoch milliseconds of an ISO 8601 timestamp (``...Z`` or an offset), or ``None``."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return int(parsed.timestamp() * 1000)
+
+
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_TRAILING = frozenset(" \t\r\n")
+
+
+def decode_line(text: str) -> Any:
+    """``json.loads`` of one line, minus its per-call setup (the C scanner, then only whitespace)."""
+    start = 0
+    length = len(text)
+    while start < length and text[start] in _TRAILING:
+        start += 1
+    try:
+        value, end = _scan(text, start)
+    except StopIteration as error:
+        raise ValueError(f"no JSON value at {error.value}") from None
+    if text[end:].strip(" \t\r\n"):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def json_lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON or ``None`` when malformed) of every complete line, streamed.
+
+    Only bytes present when the file was opened are read, and a last line without its newline
+    (being written) is left out, so a file another program appends to reads as a consistent prefix.
+    """
+    # Another tool's files may be symlinks (people link ~/.claude), but only a regular file is opened:
+    # a FIFO would block the listing, a device never end.
+    with os.fdopen(open_regular(path, follow=True), "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        budget = size if limit is None else min(size, limit)
+        read = 0
+        for number in itertools.count():
+            # A line is read up to what is left of the budget: one endless line cannot be read whole.
+            raw = handle.readline(budget - read + 1)
+            if not raw:
+                return
+            read += len(raw)
+            if read > budget or not raw.endswith(b"\n"):
+                return
+            if raw.isspace():
+                continue
+            try:
+                # (json.loads on bytes, minus its encoding sniffing: these files are UTF-8.)
+                yield number, decode_line(raw.decode("utf-8", "surrogatepass"))
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                yield number, None
+
+
+def text_blocks(value: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": value}]
+
+
+def first_line_title(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
+
+
+CODEX_REQUEST = "## My request for Codex:"
+"""What Codex's IDE and Desktop clients put before the words the user typed (after open tabs, files)."""
+
+
+def prompt_title(text: str) -> str | None:
+    """A title from a prompt; ``None`` for text a tool wrote in the user's turn (``<task-notification>``
+    and other tag blocks)."""
+    at = text.find(CODEX_REQUEST)
+    if at >= 0:
+        text = text[at + len(CODEX_REQUEST) :]
+    if not text.strip() or text.lstrip().startswith("<"):
+        return None
+    return first_line_title(text)
+
+
+@dataclass
+class ExternalSession:
+    """One session of another agent as read: its header, folded surface, title and problems."""
+
+    header: SessionHeader
+    events: list[SessionEvent]
+    title: str | None
+    problems: int = 0
+    last_seq: int | None = None
+
+
+@dataclass
+class Entry:
+    path: Path
+    revision: Revision
+    header: SessionHeader | None
+    session: ExternalSession | None = None
+    problem: str | None = None
+
+
+def surface_event(kind: str, seq: int, time: int, data: dict[str, Any]) -> SessionEvent:
+    # Built here from checked values: no need to validate each of a long transcript's events again.
+    return trusted_event(kind, seq, time, data, "append")
+
+
+@dataclass
+class SurfaceBuilder:
+    """Collects surface events in order; a checkpoint drops everything before it."""
+
+    events: list[SessionEvent] = field(default_factory=list)
+    turn: int = 0
+
+    def user(self, seq: int, time: int, text: str) -> None:
+        self.turn += 1
+        data = {"content": text_blocks(text), "source": {"kind": "user"}}
+        self.events.append(surface_event("user/message", seq, time, data))
+
+    def assistant(self, seq: int, time: int, text: str) -> None:
+        data = {"turn": max(1, self.turn), "step": 0, "content": text_blocks(text)}
+        self.events.append(surface_event("assistant/message", seq, time, data))
+
+    def checkpoint(self, seq: int, time: int, text: str) -> None:
+        source = {"kind": "plugin", "plugin": "compact"}
+        data = {"content": text_blocks(text), "source": source}
+        self.events = [surface_event("user/message", seq, time, data)]
+
+
+class FileSource:
+    """What both agents' sources share: a cached listing by file revision and lazy reads."""
+
+    prefix = ""
+    name = ""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self._entries: dict[str, Entry] = {}
+        self._by_path: dict[str, Entry] = {}
+        self._records: list[SessionRecord] | None = None
+        self.problems: list[StoreProblem] = []
+
+    def _files(self) -> Iterator[str]:
+        raise NotImplementedError
+
+    def _header(self, path: Path) -> SessionHeader | None:
+        raise NotImplementedError
+
+    def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
+        raise NotImplementedError
+
+    def listing(self) -> list[SessionRecord]:
+        """Every session, newest first: one ``stat`` per file; a file's head is read again only
+        when its revision changed, and the same list object comes back while nothing did."""
+        known = self._by_path
+        fresh: dict[str, Entry] = {}
+        changed = self._records is None
+        for path in self._files():
+            try:
+                revision = file_revision(path, follow=True)
+            except OSError:
+                changed = True
+                continue  # gone meanwhile
+            entry = known.get(path)
+            if entry is None or entry.revision != revision:
+                changed = True
+                entry = self._entry(Path(path), revision)
+            fresh[path] = entry
+        self._by_path = fresh
+        if not changed and len(fresh) == len(known) and self._records is not None:
+            return self._records
+        entries: dict[str, Entry] = {}
+        problems: list[StoreProblem] = []
+        records: list[SessionRecord] = []
+        for entry in fresh.values():
+            if entry.header is None:
+                problems.append(StoreProblem(entry.path, entry.problem or f"no readable {self.name} record"))
+            else:
+                entries[entry.header.id] = entry
+                records.append(SessionRecord.model_construct(header=entry.header, live=False, persisted=True))
+        records.sort(key=listing_order_key)
+        self._entries, self.problems, self._records = entries, problems, records
+        return records
+
+    def _entry(self, path: Path, revision: Revision) -> Entry:
+        try:
+            return Entry(path, revision, self._header(path))
+        except OSError as error:
+            return Entry(path, revision, None, problem=f"cannot read: {error.strerror or error}")
+
+    def session(self, session_id: str) -> ExternalSession:
+        """The session as read now (cached by file revision).
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND`` (not listed, or its file is gone).
+        """
+        entry = self._entries.get(session_id)
+        if entry is None:
+            self.listing()
+            entry = self._entries.get(session_id)
+        if entry is None or entry.header is None:
+            raise not_found(session_id)
+        try:
+            revision = file_revision(entry.path, follow=True)
+            if entry.session is None or revision != entry.revision:
+                entry.revision = revision
+                with collector_paused():  # tens of thousands of small acyclic containers
+                    entry.session = self._read(entry.path, entry.header)
+        except OSError as error:
+            raise not_found(session_id) from error
+        return entry.session
+
+    def revision(self, session_id: str) -> Revision | None:
+        """The file revision the last listing saw (``None`` when not listed)."""
+        entry = self._entries.get(session_id)
+        return entry.revision if entry is not None else None
+
+    def surface(self, session_id: str) -> SurfaceSnapshot:
+        """``read_surface``, synchronously (for a host's own threads)."""
+        session = self.session(session_id)
+        # Its events were built from checked values (``trusted_event``): no validation pass again.
+        return SurfaceSnapshot.model_construct(
+            session=session.header, captured_through_seq=session.last_seq, events=list(session.events)
+        )
+
+    def title(self, session_id: str) -> TitleSnapshot | None:
+        """``read_title``, synchronously (for a host's own threads)."""
+        session = self.session(session_id)
+        if session.title is None:
+            return None
+        seq = session.last_seq or 0
+        return TitleSnapshot(title=session.title, message_seqs=[], event_seq=seq, updated_at=session.header.created_at)
+
+    # Like the dsh store's, these coroutines read synchronously: a host that must not wait runs
+    # them (or the plain methods above) on a thread of its own.
+    async def list_sessions(self) -> list[SessionRecord]:
+        return self.listing()
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        return self.surface(session_id)
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        return self.title(session_id)

@@ -1,0 +1,57 @@
+"""Other tools' sources beside the store: which source an id belongs to, and one listing over all.
+
+Adding a tool: a module beside ``claude`` and ``codex`` with a ``FileSource`` subclass, and its
+class in ``ExternalSource`` below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from core.sessions.models import (
+    SessionRecord,
+    SurfaceSnapshot,
+    TitleSnapshot,
+)
+from core.sessions.query import SessionQuery, listing_order_key
+from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.codex import CodexSource
+
+ExternalSource = ClaudeCodeSource | CodexSource
+"""A read-only source of another agent's sessions."""
+
+
+def source_of(sources: Sequence[ExternalSource], session_id: str) -> ExternalSource | None:
+    """Which of ``sources`` a namespaced id (``claude:…``, ``codex:…``) belongs to, if any."""
+    return next((source for source in sources if session_id.startswith(source.prefix)), None)
+
+
+# -- one listing over several sources ---------------------------------------------------------------
+
+
+class MergedSessionQuery:
+    """The dsh store and other agents' sources as one ``SessionQuery``: one listing in contract
+    order (newest first, ties by id), each read routed to the source that listed the session."""
+
+    def __init__(self, primary: SessionQuery, sources: Sequence[ExternalSource]) -> None:
+        self.primary = primary
+        self.sources = list(sources)
+
+    def source_of(self, session_id: str) -> ExternalSource | None:
+        """The external source a namespaced id belongs to (``None``: the primary store)."""
+        return source_of(self.sources, session_id)
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        listings = await asyncio.gather(self.primary.list_sessions(), *(s.list_sessions() for s in self.sources))
+        merged = [record for listing in listings for record in listing]
+        merged.sort(key=listing_order_key)
+        return merged
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        source = self.source_of(session_id)
+        return await (source.read_surface(session_id) if source else self.primary.read_surface(session_id))
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        source = self.source_of(session_id)
+        return await (source.read_title(session_id) if source else self.primary.read_title(session_id))
