@@ -72,6 +72,23 @@ def test_picker_open_with_three_groups(snap_compare: Any, app: SessionRefApp) ->
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+@pytest.mark.parametrize("theme", ["textual-light", "nord"])
+def test_picker_under_a_light_and_a_dark_theme(snap_compare: Any, app: SessionRefApp, theme: str) -> None:
+    """The main screen with the picker open (a match marked, a tool-less and a titled row, headings,
+    ages) under one light and one dark built-in theme: the rows' parts (headings, muted text, the
+    match mark, the current-session mark) follow the theme's colours."""
+
+    async def run_before(pilot: Any) -> None:
+        pilot.app.theme = theme
+        await settle(pilot)
+        for key in ["@", "s", "t", "o"]:
+            await pilot.press(key)
+        await until(pilot, lambda: pilot.app.chat.picker.is_open and pilot.app.chat.picker.candidates)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def _search_picker(query: str) -> Any:
     async def run_before(pilot: Any) -> None:
         await settle(pilot)

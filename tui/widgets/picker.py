@@ -23,7 +23,7 @@ from textual.strip import Strip
 from core import Candidate, SearchHit, SearchResult
 
 from ..text import age, elide_middle, fit_cells, short_cwd, tool_badge, visible
-from .rows import BADGE_STYLE, HEADING_STYLE, MUTED_STYLE, RowList
+from .rows import RowList
 
 GROUP_TITLES = ("This folder", "No folder", "Elsewhere")
 VISIBLE_ROWS = 8
@@ -32,10 +32,7 @@ PICKER_WIDTH = 64
 ROW_WIDTH = PICKER_WIDTH - 3  # inside the border, beside the scrollbar
 LABEL_WIDTH = ROW_WIDTH - CWD_WIDTH - 4 - 2
 
-_MATCH = Style(bold=True, underline=True, color="#ffaf00")
-_EMPTY = Style(italic=True, color="#8a8f98")
-
-_NOTE = Style(italic=True, color="#8a8f98")
+_ITALIC = Style(italic=True)
 DETAIL_INDENT = "    "
 ROLE_PREFIX = {"user": "you: ", "assistant": "ai: ", "summary": "summary: "}
 
@@ -47,19 +44,22 @@ def group_of(candidate: Candidate, target_cwd: str | None) -> int:
     return 1 if candidate.cwd is None else 2
 
 
-def label_segments(label: str, query: str, width: int, style: Style | None = None) -> list[Segment]:
+def label_segments(
+    label: str, query: str, width: int, style: Style | None = None, match: Style | None = None
+) -> list[Segment]:
     """The displayed label (control characters as ``\\xNN``), fitted to ``width``, first match marked."""
-    return marked_segments(fit_cells(visible(label), width), query, style)
+    return marked_segments(fit_cells(visible(label), width), query, style, match)
 
 
-def marked_segments(shown: str, query: str, style: Style | None = None) -> list[Segment]:
-    """``shown`` (already safe and fitted) with the first case-insensitive match of ``query`` marked."""
+def marked_segments(shown: str, query: str, style: Style | None = None, match: Style | None = None) -> list[Segment]:
+    """``shown`` (already safe and fitted) with the first case-insensitive match of ``query`` marked
+    in ``match`` (the picker's ``rows--match`` part)."""
     needle = visible(query).lower() if query else ""
     at = shown.lower().find(needle) if needle else -1
     if at < 0 or len(shown.lower()) != len(shown):
         return [Segment(shown, style)]
     end = at + len(needle)
-    return [Segment(shown[:at], style), Segment(shown[at:end], _MATCH), Segment(shown[end:], style)]
+    return [Segment(shown[:at], style), Segment(shown[at:end], match), Segment(shown[end:], style)]
 
 
 def _contains(shown: str, query: str) -> bool:
@@ -168,14 +168,14 @@ class MentionPicker(RowList, can_focus=False):
             if group != current:
                 current = group
                 heading = GROUP_TITLES[group]
-                rows.append(PickerRow(heading, [Segment(fit_cells(heading, ROW_WIDTH), HEADING_STYLE)], None))
+                rows.append(PickerRow(heading, [Segment(fit_cells(heading, ROW_WIDTH), self.part("heading"))], None))
             rows.extend(self._rows(hit, query, now))
         if not rows:
             empty = fit_cells(f"No sessions match “{elide_middle(visible(query), 30)}”", ROW_WIDTH)
-            rows.append(PickerRow(empty, [Segment(empty, _EMPTY)], None))
+            rows.append(PickerRow(empty, [Segment(empty, self.part("muted") + _ITALIC)], None))
         if note:
             shown = fit_cells(visible(note), ROW_WIDTH)
-            rows.append(PickerRow(shown, [Segment(shown, _NOTE)], None))
+            rows.append(PickerRow(shown, [Segment(shown, self.part("muted") + _ITALIC)], None))
         self.rows = rows
         self.highlighted = next((i for i in range(len(rows)) if self.is_selectable(i)), None)
         self.virtual_size = Size(ROW_WIDTH, len(rows))
@@ -200,11 +200,12 @@ class MentionPicker(RowList, can_focus=False):
         # Mark the match where the row shows it; what it does not show goes on a line below.
         in_label = hit.field in ("title", "id") and _contains(label, query)
         in_cwd = hit.field == "cwd" and candidate.cwd is not None and _contains(cwd, query)
-        segments = [Segment(badge, BADGE_STYLE), Segment(" ")] if badge else []
-        segments += marked_segments(label, query if in_label else "")
+        muted, match = self.part("muted"), self.part("match")
+        segments = [Segment(badge, self.part("badge")), Segment(" ")] if badge else []
+        segments += marked_segments(label, query if in_label else "", None, match)
         when = age(candidate.created_at, now).rjust(4)
-        segments += [Segment(" "), *marked_segments(cwd, query if in_cwd else "", MUTED_STYLE)]
-        segments += [Segment(" "), Segment(when, MUTED_STYLE)]
+        segments += [Segment(" "), *marked_segments(cwd, query if in_cwd else "", muted, match)]
+        segments += [Segment(" "), Segment(when, muted)]
         rows = [PickerRow("".join(segment.text for segment in segments), segments, candidate)]
         detail = self._detail(hit, query, in_label or in_cwd)
         if detail is not None:
@@ -225,7 +226,8 @@ class MentionPicker(RowList, can_focus=False):
             prefix, text = DETAIL_INDENT + "title ", fit_cells(visible(candidate.label), ROW_WIDTH - 10)
         else:
             return None
-        return [Segment(prefix, MUTED_STYLE), *marked_segments(text, query, MUTED_STYLE)]
+        muted = self.part("muted")
+        return [Segment(prefix, muted), *marked_segments(text, query, muted, self.part("match"))]
 
     def row_count(self) -> int:
         return len(self.rows)

@@ -12,24 +12,58 @@ from textual import events
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-# Explicit greys rather than ``dim``: Textual would blend dim text again on every paint.
-HEADING_STYLE = Style(bold=True, color="#8a8f98")
-MUTED_STYLE = Style(color="#8a8f98")
-BADGE_STYLE = Style(bold=True, color="#1e1e1e", bgcolor="#d19a66")
-"""The tool badge (``CC``, ``CX``) of another agent's session."""
+ROW_PARTS = ("heading", "muted", "badge", "match", "mark", "problem")
+"""The parts of a row with a look of their own; each is the component class ``rows--<part>``."""
 
 
 class RowList(ScrollView):
     """Rows ``0 .. row_count()-1``; subclasses say which are selectable and what each shows.
 
-    ``HIGHLIGHT`` names the component class whose style marks the highlighted row.
+    ``HIGHLIGHT`` names the component class whose style marks the highlighted row. The parts of a
+    row (``ROW_PARTS``) take their colours from the theme through component classes, so a theme
+    switch (or a light terminal's theme) repaints them too; ``part(name)`` is the Rich style.
     """
 
     HIGHLIGHT = ""
+    COMPONENT_CLASSES = {f"rows--{part}" for part in ROW_PARTS}
+    DEFAULT_CSS = """
+    RowList {
+        & > .rows--heading { color: $text-muted; text-style: bold; }
+        & > .rows--muted { color: $text-muted; }
+        & > .rows--badge { color: $background; background: $secondary; text-style: bold; }
+        & > .rows--match { color: $warning; text-style: bold underline; }
+        & > .rows--mark { color: $warning; text-style: bold; }
+        & > .rows--problem { color: $error; }
+    }
+    """
+
+    def part(self, name: str) -> Style:
+        """The style of row part ``name`` (one of ``ROW_PARTS``) under the current theme.
+
+        Only what the part sets (colour, background, text style), so a highlighted row keeps its
+        background; translucent theme colours (``$text-muted``) are blended onto the widget's own
+        background here, since a terminal cell has no alpha. Cached per theme.
+        """
+        key = (name, self.app.theme)
+        cached = self._parts.get(key)
+        if cached is None:
+            styles = self.get_component_styles(f"rows--{name}")
+            behind = self.background_colors[1]
+            if styles.has_rule("background"):
+                behind += styles.background
+            color = None
+            if styles.has_rule("color"):
+                # ``$text-muted`` is "auto" text in some themes: the contrast colour of what is behind it.
+                wanted = behind.get_contrast_text(styles.color.a) if styles.auto_color else styles.color
+                color = (behind + wanted).rich_color
+            bgcolor = behind.rich_color if styles.has_rule("background") else None
+            cached = self._parts[key] = Style(color=color, bgcolor=bgcolor) + styles.text_style
+        return cached
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.highlighted: int | None = None
+        self._parts: dict[tuple[str, str], Style] = {}
 
     def row_count(self) -> int:
         """How many rows there are."""

@@ -25,12 +25,9 @@ from core.collector import collector_paused
 
 from ..text import age, fit_cells, tool_badge, visible
 from .picker import GROUP_TITLES
-from .rows import BADGE_STYLE, HEADING_STYLE, MUTED_STYLE, RowList
+from .rows import RowList
 
 _CURRENT = Style(bold=True)
-_MARK = Style(bold=True, color="#ffaf00")
-_PROBLEM = Style(color="#ff5f5f")
-_PROBLEMHEADING_STYLE = Style(bold=True, color="#ff5f5f")
 
 
 class SidebarRow(NamedTuple):
@@ -153,14 +150,16 @@ class SessionSidebar(RowList, can_focus=True):
     def row_segments(self, index: int, width: int) -> list[Segment]:
         row = self.rows[index]
         if row.heading is not None:
-            style = _PROBLEMHEADING_STYLE if row.heading.startswith("Unreadable") else HEADING_STYLE
+            style = self.part("heading")
+            if row.heading.startswith("Unreadable"):
+                style += self.part("problem")
             return [Segment(row.heading, style)]
         if row.problem is not None:
             path = str(row.problem.path)
             # A dsh session is its folder (…/<id>/session.jsonl); another tool's session is its file.
             folder = os.path.basename(path).startswith("session.jsonl")
             name = visible((os.path.basename(os.path.dirname(path)) if folder else os.path.basename(path)) or path)
-            return [Segment(fit_cells(f"  ✖ {name}", width), _PROBLEM)]
+            return [Segment(fit_cells(f"  ✖ {name}", width), self.part("problem"))]
         header = row.header
         assert header is not None
         current = header.id == self.current_id
@@ -169,11 +168,11 @@ class SessionSidebar(RowList, can_focus=True):
         room = width - 2 - len(when) - 1 - (cell_len(badge) + 1 if badge else 0)
         label = fit_cells(visible(self.title_of(header) or header.id), max(1, room))
         return [
-            Segment("▸ " if current else "  ", _MARK),
-            *([Segment(badge, BADGE_STYLE), Segment(" ")] if badge else []),
+            Segment("▸ " if current else "  ", self.part("mark")),
+            *([Segment(badge, self.part("badge")), Segment(" ")] if badge else []),
             Segment(label, _CURRENT if current else None),
             Segment(" "),
-            Segment(when, MUTED_STYLE),
+            Segment(when, self.part("muted")),
         ]
 
     # -- choosing ---------------------------------------------------------------------------------
