@@ -26,14 +26,14 @@ from tests.conftest import say_user
 from tests.test_app import open_picker, picker_ids, type_text
 from tui.app import SessionRefApp
 from tui.demo import DEMO_PROJECT
-from tui.widgets.picker import _MATCH
 from tui.widgets.sidebar import SessionSidebar
 
 
 def rows_of(app: SessionRefApp) -> list[tuple[str, bool, str]]:
     """(text, is detail line, marked text) of every picker row."""
+    match = app.chat.picker.part("match")  # the theme's match mark
     return [
-        (row.text.rstrip(), row.detail, "".join(s.text for s in row.segments if s.style == _MATCH))
+        (row.text.rstrip(), row.detail, "".join(s.text for s in row.segments if s.style == match))
         for row in app.chat.picker.rows
     ]
 
