@@ -44,6 +44,8 @@ class RowList(ScrollView):
         background; translucent theme colours (``$text-muted``) are blended onto the widget's own
         background here, since a terminal cell has no alpha. Cached per theme.
         """
+        if not self.is_attached:
+            return Style()  # a widget used outside any app (the display fuzz target): no theme to follow
         key = (name, self.app.theme)
         cached = self._parts.get(key)
         if cached is None:
