@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from core.database.errors import server_words
 from core.database.search import Message, SearchDelta, storable, write_search_delta
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
@@ -39,9 +40,9 @@ def locked_elsewhere(session_id: str) -> SessionQueryError:
 
 def write_failed(session_id: str, error: psycopg.Error, outcome: str) -> SessionQueryError:
     """A refused write, in the server's words (never the connection string)."""
-    reason = getattr(error.diag, "message_primary", None) or type(error).__name__
     return SessionQueryError(
-        f"cannot write session {js_json_stringify(session_id)}: {reason} ({outcome})", SESSION_QUERY_WRITE_FAILED
+        f"cannot write session {js_json_stringify(session_id)}: {server_words(error)} ({outcome})",
+        SESSION_QUERY_WRITE_FAILED,
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 
+from core.database.errors import server_words
 from core.errors import SessionQueryError
 from core.reference.projection import project_conversation
 from core.search.index_values import INDEX_FAILED, IndexStatus
@@ -141,8 +142,7 @@ class PgMessageIndex:
             except psycopg.errors.QueryCanceled:
                 return None
             except psycopg.Error as error:
-                primary = getattr(getattr(error, "diag", None), "message_primary", None)
-                self._failure = f"message search failed ({primary or type(error).__name__})"
+                self._failure = f"message search failed ({server_words(error)})"
                 return []
         self._failure = None
         return rows

@@ -32,6 +32,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from core.database.errors import SESSION_QUERY_DATABASE, database_error
 from core.database.listing import DatabaseListing
 from core.database.rows import lock_session, put_session, unlock_and_close, write_failed
 from core.database.schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
@@ -77,15 +78,6 @@ __all__ = [
 StoredRevision = int
 """A session's revision in the database: a number from one sequence, new with every change."""
 
-SESSION_QUERY_DATABASE = "SESSION_QUERY_DATABASE_UNAVAILABLE"
-
-
-def _database_error(error: psycopg.Error, what: str) -> SessionQueryError:
-    # The message of the server, never the connection string (it may hold a password).
-    detail = error.diag.message_primary if isinstance(error, psycopg.errors.DatabaseError) else None
-    return SessionQueryError(f"{what}: {detail or type(error).__name__}", SESSION_QUERY_DATABASE)
-
-
 _WAIT = 5.0
 """Seconds a read waits for a pooled connection (a database that is down fails after this)."""
 
@@ -122,7 +114,7 @@ class PostgresSessionStore(TeamSharing):
                     backfill_search(first)
                 row = first.execute("SELECT current_user").fetchone()
         except psycopg.Error as error:
-            raise _database_error(error, "cannot connect to the session database") from None
+            raise database_error(error, "cannot connect to the session database") from None
         assert row is not None
         self.user: str = row[0]
         """The database role this store acts as: its sessions are the ones it may write."""
@@ -160,7 +152,7 @@ class PostgresSessionStore(TeamSharing):
             with self._pool.connection(timeout=_WAIT) as connection:
                 return schema_version(connection)
         except (psycopg.Error, PoolTimeout) as error:
-            raise _database_error(error, "cannot read the schema version") from None
+            raise database_error(error, "cannot read the schema version") from None
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -196,7 +188,7 @@ class PostgresSessionStore(TeamSharing):
                 cursor = connection.execute(statement, parameters)
                 return _Result(cursor.fetchall() if cursor.description is not None else [], cursor.rowcount)
         except (psycopg.Error, PoolTimeout) as error:
-            raise _database_error(error, what) from None
+            raise database_error(error, what) from None
 
     def get(self, session_id: str) -> Session | None:
         """The session, opened for writing (locked until ``release``/``close``); ``None`` when absent.
@@ -240,7 +232,7 @@ class PostgresSessionStore(TeamSharing):
         try:
             return lock_session(self._conninfo, session_id)
         except psycopg.Error as error:
-            raise _database_error(error, "cannot open the session for writing") from None
+            raise database_error(error, "cannot open the session for writing") from None
 
     def write(self, session: Session, events: Iterable[SessionEvent]) -> None:
         """Persist one append batch in one transaction (the ``EventSink`` of owned sessions); while
@@ -280,7 +272,7 @@ class PostgresSessionStore(TeamSharing):
             with self._pool.connection(timeout=_WAIT) as connection:
                 return put_session(connection, header, events, searchable(surface), title)
         except PoolTimeout as error:
-            raise _database_error(error, f"cannot write session {js_json_stringify(header.id)}") from None
+            raise database_error(error, f"cannot write session {js_json_stringify(header.id)}") from None
         except psycopg.Error as error:
             raise write_failed(header.id, error, "nothing of it was written") from None
 
@@ -336,7 +328,7 @@ class PostgresSessionStore(TeamSharing):
             else:
                 rows = connection.execute(query, (session_id,)).fetchall()
         except (psycopg.Error, PoolTimeout) as error:
-            raise _database_error(error, f"cannot read session {js_json_stringify(session_id)}") from None
+            raise database_error(error, f"cannot read session {js_json_stringify(session_id)}") from None
         if not rows:
             return None
         lines = [rows[0][0]] + [row for _, row, _ in rows if row is not None]

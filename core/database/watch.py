@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from core.database.errors import server_words
 from core.sessions.watch import LONGEST_BURST, QUIET, ChangeCallback
 
 CHANNEL = "sessionref_changed"
@@ -57,7 +58,7 @@ class NotifyWatcher:
         try:
             self._connection = self._listen()
         except psycopg.Error as error:
-            self.failure = f"cannot listen for changes in the session database ({_reason(error)})"
+            self.failure = f"cannot listen for changes in the session database ({server_words(error)})"
             self.ready.set()
             return False
         self._thread = threading.Thread(target=self._run, name="sessionref-listen", daemon=True)
@@ -123,10 +124,3 @@ class NotifyWatcher:
             except psycopg.Error:
                 pause = min(pause * 2, RETRY_LONGEST)
         return None
-
-
-def _reason(error: psycopg.Error) -> str:
-    # The server's words or the error's kind, never the connection string (it may hold a password).
-    diag = getattr(error, "diag", None)
-    primary = getattr(diag, "message_primary", None)
-    return primary or type(error).__name__

@@ -24,6 +24,7 @@ from typing import Any
 
 import psycopg
 
+from core.database.errors import server_words
 from core.database.rows import append_rows, lock_session, seqs_of, unlock_and_close, write_failed
 from core.database.search import Message, SearchDelta, search_delta
 from core.errors import SessionQueryError
@@ -176,7 +177,7 @@ class PgWriters:
         if writer.connection is not None:
             writer.connection.close()  # the lock went with the server's end of it
             writer.connection = None
-        reason = getattr(getattr(error, "diag", None), "message_primary", None) or "the connection was lost"
+        reason = server_words(error, "the connection was lost")
         self.unavailable = f"the session database cannot be reached ({reason}); reconnecting"
 
     # -- waiting for the database -------------------------------------------------------------------
