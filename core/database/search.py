@@ -14,19 +14,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from core.database.errors import server_words
-from core.errors import SessionQueryError
 from core.reference.projection import project_conversation
 from core.search.index_values import INDEX_FAILED, IndexStatus
 from core.search.matching import Snippet, fold, make_snippet
-from core.sessions.jsonl_codec import load_log
 from core.sessions.models import SurfaceSnapshot
-from core.sessions.surface import events_at
 
 DENSE_MESSAGES = 4096
 """Above this many matching messages a query is "dense": the finder scans sessions in listing order."""
@@ -201,31 +197,3 @@ class PgMessageIndex:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
-
-
-def backfill_search(connection: psycopg.Connection[Any]) -> None:
-    """Make the sessions written before message search existed (schema < 3) searchable, each in
-    its own transaction: those this role may write (all of them for the administrator who usually
-    migrates; a session another role owns waits for its owner's next append)."""
-    rows = connection.execute(
-        "SELECT s.id FROM sessionref_sessions s WHERE s.owner = current_user OR "
-        "(SELECT rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user)"
-    ).fetchall()
-    for (session_id,) in rows:
-        found = connection.execute(
-            "SELECT s.header, r.row FROM sessionref_sessions s LEFT JOIN sessionref_rows r ON r.session_id = s.id "
-            "WHERE s.id = %s ORDER BY r.first_seq",
-            (session_id,),
-        ).fetchall()
-        lines = [found[0][0]] + [row for _, row in found if row is not None]
-        try:
-            log = load_log(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"), Path("postgresql:"), "none")
-        except SessionQueryError:
-            continue  # a damaged session stays unsearchable, and readable as far as it goes
-        surface = SurfaceSnapshot.model_construct(
-            session=log.header, captured_through_seq=None, events=events_at(log.events, log.surface_seqs)
-        )
-        with connection.transaction():
-            write_search_delta(connection, session_id, SearchDelta(0, searchable(surface)))
-            title = log.title.title if log.title is not None else None
-            connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (title, session_id))

@@ -29,14 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.database.errors import SESSION_QUERY_DATABASE, database_error
 from core.database.listing import DatabaseListing
 from core.database.rows import lock_session, put_session, unlock_and_close, write_failed
 from core.database.schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
-from core.database.search import PgMessageIndex, backfill_search, searchable
+from core.database.search import PgMessageIndex, SearchDelta, searchable, write_search_delta
 from core.database.teams import SESSION_QUERY_NOT_OWNER, SESSION_QUERY_UNKNOWN_TEAM, TeamSharing, not_owner
 from core.database.watch import NotifyWatcher
 from core.database.writers import PgWriters
@@ -57,12 +56,12 @@ from core.sessions.session import (
     Session,
     already_exists,
     check_cwd,
+    latest_title,
     mint_session_id,
     not_found,
     system_clock,
-    title_from_event,
 )
-from core.sessions.surface import SurfaceFolder, events_at
+from core.sessions.surface import events_at, fold_surface
 from core.sessions.watch import ChangeCallback
 
 __all__ = [
@@ -111,7 +110,7 @@ class PostgresSessionStore(TeamSharing):
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as first:
                 before = migrate(first)
                 if 0 < before < 3:
-                    backfill_search(first)
+                    _backfill_search(first)
                 row = first.execute("SELECT current_user").fetchone()
         except psycopg.Error as error:
             raise database_error(error, "cannot connect to the session database") from None
@@ -246,9 +245,8 @@ class PostgresSessionStore(TeamSharing):
         # Only a batch that changes the surface changes what search finds (streamed chunks do not).
         changes_surface = any(event.surface_op is not None for event in batch)
         messages = searchable(session.snapshot_with(batch)) if changes_surface else None
-        titles = [title_from_event(event) for event in batch if event.type == "session/title"]
-        title = next((found.title for found in reversed(titles) if found is not None), None)
-        self._writers.write(session, rows, messages, title)
+        title = latest_title(batch)
+        self._writers.write(session, rows, messages, title.title if title is not None else None)
 
     def put_events(self, header: SessionHeader, events: list[SessionEvent]) -> int:
         """Store a session as another store holds it: created with ``header`` when absent, then
@@ -260,17 +258,15 @@ class PostgresSessionStore(TeamSharing):
                 ``SESSION_QUERY_SESSION_LOCKED`` while a writer has it open, ``SESSION_QUERY_WRITE_FAILED``.
         """
         try:
-            folder = SurfaceFolder(allow_gaps=True)
-            for event in events:
-                folder.push(event.type, event.seq, event.surface_op, event.source_event_seqs)
             surface = SurfaceSnapshot.model_construct(
                 session=header, captured_through_seq=events[-1].seq if events else None,
-                events=events_at(events, folder.seqs),
+                events=fold_surface(events, allow_gaps=True),
             )  # fmt: skip
-            titles = [title_from_event(event) for event in events if event.type == "session/title"]
-            title = next((found.title for found in reversed(titles) if found is not None), None)
+            title = latest_title(events)
             with self._pool.connection(timeout=_WAIT) as connection:
-                return put_session(connection, header, events, searchable(surface), title)
+                return put_session(
+                    connection, header, events, searchable(surface), title.title if title is not None else None
+                )
         except PoolTimeout as error:
             raise database_error(error, f"cannot write session {js_json_stringify(header.id)}") from None
         except psycopg.Error as error:
@@ -314,28 +310,15 @@ class PostgresSessionStore(TeamSharing):
     # -- reading ----------------------------------------------------------------------------------
 
     def _load(self, session_id: str, connection: psycopg.Connection[Any] | None = None) -> _Loaded | None:
-        # One statement, so the header, rows and revision are one consistent snapshot.
         if "\x00" in session_id:
             return None
-        query = sql.SQL(
-            "SELECT s.header, r.row, s.revision FROM sessionref_sessions s "
-            "LEFT JOIN sessionref_rows r ON r.session_id = s.id WHERE s.id = %s ORDER BY r.first_seq"
-        )
         try:
             if connection is None:
                 with self._pool.connection(timeout=_WAIT) as pooled:
-                    rows = pooled.execute(query, (session_id,)).fetchall()
-            else:
-                rows = connection.execute(query, (session_id,)).fetchall()
+                    return _read_session(pooled, session_id)
+            return _read_session(connection, session_id)
         except (psycopg.Error, PoolTimeout) as error:
             raise database_error(error, f"cannot read session {js_json_stringify(session_id)}") from None
-        if not rows:
-            return None
-        lines = [rows[0][0]] + [row for _, row, _ in rows if row is not None]
-        log = load_log(
-            ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"), Path(f"postgresql:{session_id}"), "none"
-        )
-        return _Loaded(log.header, log.events, log.title, log.surface_seqs, int(rows[0][2]))
 
     async def list_sessions(self) -> list[SessionRecord]:
         """Every session this role may see (its own, and those shared with its teams), newest
@@ -444,6 +427,47 @@ class PostgresSessionStore(TeamSharing):
         if loaded is None:
             raise not_found(header.id)
         return StoredSession(revision=loaded.revision, surface=loaded.surface(), title=loaded.title)
+
+
+def _read_session(connection: psycopg.Connection[Any], session_id: str) -> _Loaded | None:
+    """A session as this role may see it, in one statement (header, rows and revision one
+    consistent snapshot); ``None`` when it may not see it or it is absent.
+
+    Raises:
+        psycopg.Error: the read failed.
+        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` for rows that do not parse.
+    """
+    rows = connection.execute(
+        "SELECT s.header, r.row, s.revision FROM sessionref_sessions s "
+        "LEFT JOIN sessionref_rows r ON r.session_id = s.id WHERE s.id = %s ORDER BY r.first_seq",
+        (session_id,),
+    ).fetchall()
+    if not rows:
+        return None
+    lines = [rows[0][0]] + [row for _, row, _ in rows if row is not None]
+    log = load_log(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"), Path(f"postgresql:{session_id}"), "none")
+    return _Loaded(log.header, log.events, log.title, log.surface_seqs, int(rows[0][2]))
+
+
+def _backfill_search(connection: psycopg.Connection[Any]) -> None:
+    """Make the sessions written before message search existed (schema < 3) searchable, each in
+    its own transaction: those this role may write (all of them for the administrator who usually
+    migrates; a session another role owns waits for its owner's next append)."""
+    rows = connection.execute(
+        "SELECT s.id FROM sessionref_sessions s WHERE s.owner = current_user OR "
+        "(SELECT rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user)"
+    ).fetchall()
+    for (session_id,) in rows:
+        try:
+            loaded = _read_session(connection, session_id)
+        except SessionQueryError:
+            continue  # a damaged session stays unsearchable, and readable as far as it goes
+        if loaded is None:
+            continue
+        with connection.transaction():
+            write_search_delta(connection, session_id, SearchDelta(0, searchable(loaded.surface())))
+            title = loaded.title.title if loaded.title is not None else None
+            connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (title, session_id))
 
 
 @dataclass(frozen=True, slots=True)

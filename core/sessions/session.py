@@ -7,7 +7,7 @@ import ntpath
 import posixpath
 import time
 import uuid
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from core.errors import (
     SESSION_QUERY_INVALID_EVENT,
@@ -56,6 +56,14 @@ def title_from_event(event: SessionEvent) -> TitleSnapshot | None:
         event_seq=event.seq,
         updated_at=event.time,
     )
+
+
+def latest_title(events: Iterable[SessionEvent]) -> TitleSnapshot | None:
+    """The title the last titled ``session/title`` event among ``events`` sets, or ``None``."""
+    title = None
+    for event in events:
+        title = title_from_event(event) or title
+    return title
 
 
 def invalid_event(message: str) -> SessionQueryError:
