@@ -67,20 +67,6 @@ CREATE TABLE sessionref_shares (
     owner name NOT NULL DEFAULT current_user,
     PRIMARY KEY (session_id, grantee)
 );
-CREATE OR REPLACE FUNCTION sessionref_seqs_only_increase() RETURNS trigger AS $$
-DECLARE
-    previous bigint;
-BEGIN
-    SELECT last_seq INTO previous FROM sessionref_sessions WHERE id = NEW.session_id FOR UPDATE;
-    IF NEW.first_seq <= previous THEN
-        RAISE EXCEPTION 'seq % does not follow % in session %', NEW.first_seq, previous, NEW.session_id
-            USING ERRCODE = 'check_violation';
-    END IF;
-    UPDATE sessionref_sessions SET last_seq = NEW.last_seq, revision = nextval('sessionref_revisions')
-        WHERE id = NEW.session_id;
-    RETURN NEW;
-END;
-$$ LANGUAGE plpgsql;
 -- Listeners hear that something changed, never what: they re-list what they may see.
 CREATE OR REPLACE FUNCTION sessionref_notify() RETURNS trigger AS $$
 BEGIN
@@ -132,6 +118,7 @@ CREATE EXTENSION IF NOT EXISTS pg_trgm;
 -- Seqs only increase, checked once per statement over all its rows (a batch is one multi-row
 -- insert): the session row is updated once per batch, not once per row.
 DROP TRIGGER IF EXISTS sessionref_seqs_only_increase ON sessionref_rows;
+DROP FUNCTION IF EXISTS sessionref_seqs_only_increase();
 CREATE OR REPLACE FUNCTION sessionref_rows_follow() RETURNS trigger AS $$
 DECLARE
     broken record;
