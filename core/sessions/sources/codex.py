@@ -17,9 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from core.sessions.models import (
-    SessionHeader,
-)
+from core.sessions.models import SessionHeader
 from core.sessions.sources.files import (
     HEAD_BYTES,
     UUID_AT_END,
