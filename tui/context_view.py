@@ -1,7 +1,7 @@
 """The context meter: what the session already takes of the model's window and what a draft adds.
 
-No Textual import: ``draft_context`` asks the agent loop (``core``) for its figures and
-``context_lines`` words them for the preview pane, the F2 viewer and the header.
+``draft_context`` asks the agent loop (``core``) for its figures and ``context_lines`` words them,
+in the palette's colours, for the preview pane; ``context_summary`` for the header and the viewer.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from core.agent.compaction import CONTEXT_PROMPT_TOO_LARGE
 from core.agent.loop import prompt_estimate
 from core.agent.tokens import ESTIMATOR
 
+from .palette import Paint, default_paint
 from .text import bar, visible
 
 
@@ -101,10 +102,10 @@ def draft_context(agent: AgentLoop, content: list[dict[str, Any]], contexts: Seq
     )
 
 
-def context_lines(context: DraftContext, *, width: int = 12) -> list[Text]:
+def context_lines(context: DraftContext, paint: Paint = default_paint, *, width: int = 12) -> list[Text]:
     """The meter as the preview shows it: use, the draft's share, and what sending will do."""
     share = context.used / context.window if context.window else 0.0
-    style = "green" if share < 0.6 else "yellow" if share < 0.8 else "red"
+    style = paint("fits" if share < 0.6 else "caution" if share < 0.8 else "over")
     meter = Text("Context ", style="bold")
     meter.append(bar(context.used, context.window, width), style=style)
     meter.append(f" {tokens(context.used)} / {tokens(context.window)} ({share:.0%})")
@@ -120,16 +121,16 @@ def context_lines(context: DraftContext, *, width: int = 12) -> list[Text]:
         draft.append(f" → {tokens(context.total)}")
         lines.append(draft)
     if not context.fits:
-        lines.append(Text("✖ " + context.refusal(), style="bold red"))
+        lines.append(Text("✖ " + context.refusal(), style=paint("problem")))
     elif context.compacts:
         lines.append(
             Text(
                 f"⟳ Over {context.threshold / context.window:.0%} of the window: sending compacts the history first",
-                style="yellow",
+                style=paint("caution"),
             )
         )
     elif context.total + context.reserve > context.window:
-        lines.append(Text("⚠ Over the window: compaction is off, so this send will fail", style="bold red"))
+        lines.append(Text("⚠ Over the window: compaction is off, so this send will fail", style=paint("problem")))
     calibration = "" if context.calibration == 1.0 else f" · ×{context.calibration:.2f} from reported usage"
     lines.append(Text(f"≈ tokens: {ESTIMATOR}{calibration}", style="dim italic"))
     return lines

@@ -15,6 +15,7 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from ..context_view import context_lines
+from ..palette import Paint, default_paint, theme_paint
 from ..preview_report import PreviewReport, ReferenceCard
 from ..text import bar, kib, short_cwd, visible, visible_lines
 
@@ -28,16 +29,16 @@ thread wait on the preview. The exact model-visible text is one key away instead
 """
 
 
-def _message_line(item: dict[str, Any]) -> Text:
+def _message_line(item: dict[str, Any], paint: Paint) -> Text:
     text = item["text"]
     shown = text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + f"… (+{len(text) - MESSAGE_CHARS:,} chars)"
     line = Text()
-    line.append(f"{item['role']}: ", style="bold cyan" if item["role"] == "user" else "bold magenta")
+    line.append(f"{item['role']}: ", style=paint("you" if item["role"] == "user" else "assistant"))
     line.append(visible_lines(shown))
     return line
 
 
-def _card(card: ReferenceCard, home: str | None) -> list[RenderableType]:
+def _card(card: ReferenceCard, home: str | None, paint: Paint) -> list[RenderableType]:
     parts: list[RenderableType] = []
     parts.append(Text("@" + visible(card.label), style="bold", no_wrap=True, overflow="ellipsis"))
     where = short_cwd(card.cwd, 30, home) if card.problem is None else ""
@@ -46,43 +47,45 @@ def _card(card: ReferenceCard, home: str | None) -> list[RenderableType]:
         ident.append(" · " + where)
     parts.append(ident)
     if card.problem is not None:
-        parts.append(Text(f"✖ {visible(card.problem.describe())}", style="bold red"))
+        parts.append(Text(f"✖ {visible(card.problem.describe())}", style=paint("problem")))
         return parts
     share = card.size / card.budget if card.budget else 0
-    usage = Text(bar(card.size, card.budget, 12), style="red" if card.truncated else "green")
+    usage = Text(bar(card.size, card.budget, 12), style=paint("over" if card.truncated else "fits"))
     usage.append(f" {kib(card.size)} / {kib(card.budget)} ({share:.0%})", style="")
     parts.append(usage)
     through = "empty log" if card.captured_through_seq is None else f"captured through #{card.captured_through_seq}"
     parts.append(Text(through, style="dim"))
     counts = Text(f"{card.retained_messages} of {card.original_messages} messages kept")
     if card.omitted_messages or card.omitted_bytes:
-        counts.append(f" · {card.omitted_messages} omitted · {kib(card.omitted_bytes)} cut", style="yellow")
+        counts.append(f" · {card.omitted_messages} omitted · {kib(card.omitted_bytes)} cut", style=paint("caution"))
     parts.append(counts)
     badges = Text()
     if card.compacted:
-        badges.append(" compacted ", style="bold black on #5fafff")
+        badges.append(" compacted ", style=paint("badge-compacted"))
         badges.append(" ")
     if card.truncated:
-        badges.append(" truncated ", style="bold black on #ffaf00")
+        badges.append(" truncated ", style=paint("badge-truncated"))
     if badges.plain:
         parts.append(badges)
     conversation = card.conversation
     if len(conversation) <= SHOWN_MESSAGES:
-        parts.extend(_message_line(item) for item in conversation)
+        parts.extend(_message_line(item, paint) for item in conversation)
         return parts
     newest = conversation[-(SHOWN_MESSAGES - 1) :]
-    parts.append(_message_line(conversation[0]))
+    parts.append(_message_line(conversation[0], paint))
     skipped = len(conversation) - len(newest) - 1
     parts.append(Text(f"  … {skipped} more messages are sent; F2 shows the exact text", style="dim italic"))
-    parts.extend(_message_line(item) for item in newest)
+    parts.extend(_message_line(item, paint) for item in newest)
     return parts
 
 
-def render_report(report: PreviewReport | None, home: str | None = None, busy: bool = False) -> RenderableType:
-    """The preview pane's content for ``report`` (``None``: nothing typed yet)."""
+def render_report(
+    report: PreviewReport | None, home: str | None = None, busy: bool = False, paint: Paint = default_paint
+) -> RenderableType:
+    """The preview pane's content for ``report`` (``None``: nothing typed yet), its colours by ``paint``."""
     meter: list[RenderableType] = []
     if report is not None and report.context is not None:
-        meter = [*context_lines(report.context), Text("")]
+        meter = [*context_lines(report.context, paint), Text("")]
     if report is None or (not report.references and report.problem is None):
         hint = Text("Type @ to reference another session.\n", style="dim")
         hint.append("What the model will see of it, and what it costs, appears here before you send.", style="dim")
@@ -97,11 +100,11 @@ def render_report(report: PreviewReport | None, home: str | None = None, busy: b
         total.append(" · updating…", style="dim italic")
     parts.append(total)
     if report.problem is not None:
-        parts.append(Text(f"✖ {visible(report.problem.describe())}", style="bold red"))
+        parts.append(Text(f"✖ {visible(report.problem.describe())}", style=paint("problem")))
         parts.append(Text("Nothing will be sent until this is fixed.", style="dim"))
     for card in report.cards:
         parts.append(Text(""))
-        parts.extend(_card(card, home))
+        parts.extend(_card(card, home, paint))
     return Group(*parts)
 
 
@@ -153,10 +156,13 @@ class PreviewPane(VerticalScroll):
         self.report: PreviewReport | None = None
 
     def compose(self):  # type: ignore[no-untyped-def]
-        yield PreviewBody(render_report(None), id="preview-body")
+        yield PreviewBody(render_report(None), id="preview-body")  # no colours until a report comes
 
     def show(self, report: PreviewReport | None, busy: bool = False) -> None:
         """Render ``report`` (keep showing the previous one, marked updating, while ``busy``)."""
         if report is not None:
             self.report = report
-        self.query_one(PreviewBody).update(render_report(self.report, self.home, busy))
+        self.query_one(PreviewBody).update(render_report(self.report, self.home, busy, theme_paint(self.app)))
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.show(None))

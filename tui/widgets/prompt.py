@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.message import Message
@@ -15,8 +14,19 @@ from textual.widgets.text_area import TextAreaTheme
 from core.reference.uri import find_mention_spans
 
 from ..mentions import PickerQuery, picker_query, token_around, token_ending_at, token_starting_at
+from ..palette import theme_paint
 
 MENTION_HIGHLIGHT = "mention"
+
+
+@dataclass
+class _PromptTheme(TextAreaTheme):
+    """The CSS-derived text area theme plus the mention highlight, taken from the palette under the
+    app's current theme each time the area renders (so a theme switch repaints mentions too)."""
+
+    def apply_css(self, text_area: TextArea) -> None:
+        super().apply_css(text_area)
+        self.syntax_styles = {MENTION_HIGHLIGHT: theme_paint(text_area.app)("mention")}
 
 
 class PromptArea(TextArea):
@@ -67,9 +77,7 @@ class PromptArea(TextArea):
         """``perf_counter()`` of the latest key the prompt received (the picker latency starts there)."""
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
         self.cursor_blink = cursor_blink
-        self.register_theme(
-            TextAreaTheme(name="sessionref", syntax_styles={MENTION_HIGHLIGHT: Style(color="#5fafff", bold=True)})
-        )
+        self.register_theme(_PromptTheme(name="sessionref"))
         self.theme = "sessionref"
 
     # -- highlighting -----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static
@@ -20,6 +21,7 @@ from core.agent.wire import wire_text
 from core.reference.projection import is_compact_checkpoint_source
 from core.sessions.surface import message_content, message_payload, text_of_blocks
 
+from ..palette import STYLES
 from ..text import visible, visible_lines
 
 
@@ -68,19 +70,16 @@ class UserBlock(Static, can_focus=True):
         super().__init__(self._render_event(event), markup=False)
 
     @staticmethod
-    def _render_event(event: SessionEvent) -> Text:
+    def _render_event(event: SessionEvent) -> Content:
         data = event.data
-        steering = event.type == "steering/message"
-        text = Text()
-        text.append("You", style="bold #5fafff")
-        if steering:
-            text.append(" · steering (sent while the reply streamed)", style="italic #ffaf00")
-        text.append("\n")
-        text.append(visible_lines(text_of_blocks(display_prompt_content(data))))
+        parts: list[str | tuple[str, str]] = [("You", STYLES["you"])]
+        if event.type == "steering/message":
+            parts.append((" · steering (sent while the reply streamed)", STYLES["steering"]))
+        parts.append("\n" + visible_lines(text_of_blocks(display_prompt_content(data))))
         line = referenced_line(data)
         if line is not None:
-            text.append("\n" + line, style="dim")
-        return text
+            parts.append(("\n" + line, "dim"))
+        return Content.assemble(*parts)
 
     def action_show_received(self) -> None:
         """Ask the app to show what the model received."""
@@ -188,12 +187,12 @@ class AssistantBlock(Vertical):
         self._fold.display = bool(reasoning)
 
     def compose(self) -> ComposeResult:
-        header = Text("Assistant", style="bold #d787ff")
+        header: list[tuple[str, str]] = [("Assistant", STYLES["assistant"])]
         if self.model:
-            header.append(f" · {visible(self.model)}", style="dim")
+            header.append((f" · {visible(self.model)}", "dim"))
         if self.streaming:
-            header.append(" · streaming…", style="dim italic")
-        yield Static(header, markup=False)
+            header.append((" · streaming…", "dim italic"))
+        yield Static(Content.assemble(*header), markup=False)
         yield self._fold
         yield self._body
         line = usage_line(self.usage)
@@ -264,8 +263,8 @@ class CheckpointBlock(Vertical):
     DEFAULT_CSS = """
     CheckpointBlock {
         height: auto;
-        border: round #5fafff 60%;
-        border-title-color: #5fafff;
+        border: round $primary 60%;
+        border-title-color: $text-primary;
         padding: 0 1;
         margin: 1 0 0 0;
         & > Collapsible { border: none; padding: 0; background: transparent; }
