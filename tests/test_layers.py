@@ -75,3 +75,49 @@ def test_no_widget_of_the_app_parses_text_that_is_not_a_literal_as_markup() -> N
             if not literal and not plain:
                 wrong.append(f"{path.relative_to(TUI.parent)}:{node.lineno} {name}(...) without markup=False")
     assert wrong == []
+
+
+ENTRY_POINT = "tui.cli"
+"""The one module that may import the app (it starts it)."""
+
+
+def _imports(path: Path, package: str) -> list[str]:
+    """Every module ``path`` imports, relative imports resolved against ``package`` (type-only ones too)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            found.append(base)
+            found.extend(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+    return found
+
+
+def test_no_tui_module_but_the_entry_point_imports_the_app() -> None:
+    # Screens, widgets and services get what they need at construction and post messages; they never
+    # reach the app's object, not even for types (README, *Layout*).
+    wrong = []
+    for path in TUI.rglob("*.py"):
+        relative = path.relative_to(TUI.parent).with_suffix("")
+        module = ".".join(relative.parts)
+        if module in (ENTRY_POINT, "tui.app"):
+            continue
+        package = module.removesuffix(".__init__") if path.name == "__init__.py" else module.rpartition(".")[0]
+        for name in _imports(path, package):
+            if name == "tui.app" or name.startswith("tui.app."):
+                wrong.append(f"{module} imports {name}")
+    assert wrong == []
+
+
+def test_the_import_check_sees_relative_and_type_only_imports(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..app import SessionRefApp\nfrom . import app\n",
+        encoding="utf-8",
+    )
+    assert "tui.app.SessionRefApp" in _imports(probe, "tui.widgets")
+    assert "tui.app" in _imports(probe, "tui")

@@ -212,7 +212,14 @@ def test_compact_on_demand_in_a_real_terminal(demo_template: Path, tmp_path: Pat
                 terminal.send("Enter")
                 terminal.wait_for(lambda s: "Noted. Here is my answer." in s and "completion" in s)
                 time.sleep(0.3)
-            terminal.send("F8")
+            # F8 as soon as the reply is on screen may come before its turn has ended (the app then
+            # says to wait, and the user presses it again): the screen shows the answer first.
+            for _ in range(5):
+                terminal.send("F8")
+                screen = terminal.wait_for(lambda s: "Wait for the reply" in s or "Compacting" in s or "Compacted" in s)
+                if "Compacting" in screen or "Compacted" in screen:
+                    break
+                time.sleep(1)
             # The checkpoint's summary on screen (the transcript follows its end), the context smaller.
             terminal.wait_for(lambda s: "What the user wants" in s and "Decisions" in s and "Compacted" in s)
             terminal.quit()

@@ -6,16 +6,12 @@ same factory. All session logic lives in ``core``; this module wires widgets to 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import gc
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -25,39 +21,25 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from core import (
-    MIN_BODY_QUERY,
-    AbortSignal,
     AgentLoop,
-    BodyIndex,
     ChatModel,
-    JsonlSessionStore,
-    MemorySessionStore,
-    MessageIndex,
     ReferenceConfig,
     SearchConfig,
-    SearchResult,
     Session,
-    SessionReferenceService,
-    SessionSearch,
-    index_path_beside,
 )
 from core.agent.loop import ContextSettings
-from core.search.finder import FULL_BUDGET
 from core.sessions.query import Watcher
-from core.sessions.session import not_found, system_clock
+from core.sessions.session import system_clock
 from core.sessions.sources.merged import ExternalSource
 
-from .catalog import SessionCatalog
 from .chat import ChatScreen
 from .commands import SessionCommands
 from .indexing import TYPING_PAUSE, MessageIndexer
 from .text import visible, visible_lines
+from .workspace import Clock, Workspace, open_for_writing
 
 if TYPE_CHECKING:
-    from core.database.store import PostgresSessionStore
-
-    Store = JsonlSessionStore | MemorySessionStore | PostgresSessionStore
-Clock = Callable[[], int]
+    from .workspace import Store
 
 TITLE_TICK = 0.1
 """How often the app looks for titles the sidebar or the picker asked for."""
@@ -94,43 +76,33 @@ class SessionRefApp(App[None]):
         watch_store: bool = True,
     ) -> None:
         super().__init__()
-        self.store = store
-        self.model = model
-        self.context_settings = context if context is not None else ContextSettings()
-        self.cwd = cwd
-        self.clock = clock
-        self.home = home
+        workspace = self.workspace = Workspace(
+            store=store,
+            model=model,
+            session=session,
+            cwd=cwd,
+            clock=clock,
+            home=home,
+            config=config,
+            search_config=search_config,
+            index_path=index_path,
+            external=external,
+            context=context,
+        )
+        # The services, by the names the benchmarks and tests use.
+        self.store, self.model, self.catalog, self.service = store, model, workspace.catalog, workspace.service
+        self.body_index, self.message_index = workspace.body_index, workspace.message_index
+        self.catalog_loaded = workspace.catalog_loaded
         self.cursor_blink = cursor_blink
         self.refresh_interval = refresh_interval
-        self.catalog = SessionCatalog(store, external)
-        self.service = SessionReferenceService(self.catalog, config)
-        self.search_config = search_config if search_config is not None else SearchConfig()
-        if index_path is None and isinstance(store, JsonlSessionStore):
-            index_path = index_path_beside(store.root)
-        # A database store keeps its own message index current with every append; a folder store's
-        # (or memory store's) is the SQLite index the app builds and keeps beside it.
-        own_index = getattr(store, "message_index", None) if self.search_config.body_search else None
-        self.body_index: BodyIndex | None = (
-            BodyIndex(index_path if isinstance(store, JsonlSessionStore) else None)
-            if self.search_config.body_search and own_index is None
-            else None
-        )
-        self.message_index: MessageIndex | None = own_index() if own_index is not None else self.body_index
-        self.search = SessionSearch(self.message_index, self.search_config)
-        self._search_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="search")
-        self.indexer = MessageIndexer(self, self.body_index)
-        self.session = session
-        self.agents: dict[str, AgentLoop] = {}
-        self.agent = self._agent_for(session)
-        self.reported_error: object = None
-        # Counters the benchmarks and tests read.
+        self.indexer = MessageIndexer(workspace, post=self.post_message, last_key=self._last_key)
+        # Figures the benchmarks and tests read (the chat screen posts them).
         self.picker_updates = 0
         self.picker_latencies: list[float] = []
         self.preview_updates = 0
         self.last_preview_seconds = 0.0
         self.preview_seconds: list[float] = []
         self.sent = 0
-        self.catalog_loaded = asyncio.Event()
         self.watch_store = watch_store
         self.watcher: Watcher | None = None
         """Reports changes to the store (inotify, or the database's notifications); ``None`` or
@@ -139,6 +111,40 @@ class SessionRefApp(App[None]):
         self._refresh_waiting = False
         self._store_trouble: str | None = None
         self._watch_failure_told = False
+
+    @property
+    def session(self) -> Session:
+        """The target session (the one the chat writes)."""
+        return self.workspace.session
+
+    @property
+    def agent(self) -> AgentLoop:
+        """The target session's agent loop."""
+        return self.workspace.agent
+
+    @agent.setter
+    def agent(self, agent: AgentLoop) -> None:
+        self.workspace.agent = agent
+
+    @property
+    def context_settings(self) -> ContextSettings:
+        """The model's window, where learned windows are kept, and the compaction policy (for new agents)."""
+        return self.workspace.context_settings
+
+    @context_settings.setter
+    def context_settings(self, settings: ContextSettings) -> None:
+        self.workspace.context_settings = settings
+
+    @property
+    def agents(self) -> dict[str, AgentLoop]:
+        """The agent loops by session id (a switched-away session keeps its own while it streams)."""
+        return self.workspace.agents
+
+    def _agent_for(self, session: Session) -> AgentLoop:
+        return self.workspace.agent_for(session)
+
+    def _last_key(self) -> float:
+        return self.chat.prompt.last_key_at if self.screen_stack else 0.0
 
     def notify(
         self,
@@ -157,7 +163,7 @@ class SessionRefApp(App[None]):
         if self.watcher is not None:
             self.watcher.stop()
         self.indexer.shutdown()
-        self._search_thread.shutdown(wait=False, cancel_futures=True)
+        self.workspace.close()
         # SESSIONREF_TRACE=<file>: write the measured latencies there on exit (the benchmarks read it).
         trace = os.environ.get("SESSIONREF_TRACE")
         if trace:
@@ -170,16 +176,29 @@ class SessionRefApp(App[None]):
                 print(f"sessionref: cannot write SESSIONREF_TRACE {visible(trace)}: {error.strerror}", file=sys.stderr)
 
     def close_index(self) -> None:
-        """Close the body index file (the CLI calls it after the app exits)."""
-        if self.body_index is not None:
-            self.body_index.close()
-        elif self.message_index is not None:
-            close = getattr(self.message_index, "close", None)
-            if close is not None:
-                close()
+        """Close the message index (the CLI calls it after the app exits)."""
+        self.workspace.close_index()
 
     def get_default_screen(self) -> ChatScreen:
-        return ChatScreen(self)
+        return ChatScreen(self.workspace, self.indexer, cursor_blink=self.cursor_blink)
+
+    # -- what the chat screen says ----------------------------------------------------------------
+
+    def on_chat_screen_ready(self, _message: ChatScreen.Ready) -> None:
+        self.start_catalog()
+        self.set_interval(self.refresh_interval, self.refresh_catalog)
+
+    def on_chat_screen_picker_shown(self, message: ChatScreen.PickerShown) -> None:
+        self.picker_latencies.append(message.seconds)
+        self.picker_updates += 1
+
+    def on_chat_screen_preview_shown(self, message: ChatScreen.PreviewShown) -> None:
+        self.last_preview_seconds = message.seconds
+        self.preview_seconds.append(message.seconds)
+        self.preview_updates += 1
+
+    def on_chat_screen_sent(self, _message: ChatScreen.Sent) -> None:
+        self.sent += 1
 
     @property
     def chat(self) -> ChatScreen:
@@ -187,47 +206,6 @@ class SessionRefApp(App[None]):
         screen = self.screen_stack[0]
         assert isinstance(screen, ChatScreen)
         return screen
-
-    def _agent_for(self, session: Session) -> AgentLoop:
-        agent = self.agents.get(session.id)
-        if agent is None:
-            agent = self.agents[session.id] = AgentLoop(session, self.model, context=self.context_settings)
-        return agent
-
-    # -- sessions ---------------------------------------------------------------------------------
-
-    def open_session(self, session_id: str) -> None:
-        """Make an existing session the target.
-
-        Raises:
-            SessionQueryError: not found, locked by another writer, or corrupt.
-        """
-        session = open_for_writing(self.store, session_id)
-        self._leave()
-        self.session = session
-        self.agent = self._agent_for(session)
-
-    def new_session(self) -> None:
-        """Create a session in the launch cwd and make it the target."""
-        session = self.store.create(cwd=self.cwd)
-        self._leave()
-        self.session = session
-        self.agent = self._agent_for(session)
-
-    def _leave(self) -> None:
-        # Stop writing the previous target unless a reply is still streaming into it.
-        previous = self.session
-        agent = self.agents.get(previous.id)
-        if agent is not None and agent.status != "idle":
-            return
-        self.agents.pop(previous.id, None)
-        if self.catalog.persistent is not None and previous.events:
-            self.catalog.persistent.release(previous.id)
-
-    def rename(self, title: str) -> None:
-        """Write a ``session/title`` event on the target."""
-        self.session.append("session/title", {"title": title, "messageSeqs": [], "source": "user"})
-        self.catalog.titles_changed()
 
     # -- catalog ----------------------------------------------------------------------------------
 
@@ -369,66 +347,24 @@ class SessionRefApp(App[None]):
             self.chat.show_sessions()
             self.chat.refresh_picker()
 
-    # -- search -----------------------------------------------------------------------------------
-
-    async def search_sessions(self, query: str, signal: AbortSignal, budget: float = FULL_BUDGET) -> SearchResult:
-        """The picker's search for ``query``: titles, ids and cwds, then message bodies.
-
-        A body search runs on the search thread (SQLite there does not hold the interpreter), and
-        a newer keystroke interrupts it; anything else is answered from memory at once.
-        """
-        catalog = self.catalog
-        search = partial(
-            self.search.search,
-            self.session,
-            query,
-            records=catalog.records,
-            titles=catalog.title_map(),
-            limit=self.service.config.candidate_limit,
-            signal=signal,
-            budget=budget,
-        )
-        if self.message_index is None or len(query) < MIN_BODY_QUERY:
-            return search()
-        index = self.message_index
-        remove = signal.add_listener(index.interrupt)
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._search_thread, search)
-        finally:
-            remove()
-
     @property
     def indexing(self) -> bool:
         """Whether a body indexing run is going on."""
         return self.indexer.running
 
-    def index_progress(self) -> str:
-        """A few words on message indexing for the sidebar ("" when there is nothing to say)."""
-        return self.indexer.progress()
-
-    def index_note(self, result: SearchResult) -> str | None:
-        """The picker's line about message search for this result, if it has anything to say."""
-        return self.indexer.note(result)
-
     def start_index(self) -> None:
         """Bring the body index up to date with the catalog, off the UI thread (``tui.indexing``)."""
         self.indexer.start()
 
-    def call_later_from_thread(self, delay: float, callback: Callable[[], None]) -> None:
-        """Run ``callback`` on the UI thread after ``delay`` seconds (from any thread)."""
-        with contextlib.suppress(RuntimeError):  # the app is shutting down
-            self.call_from_thread(self.set_timer, delay, callback)
+    def on_message_indexer_builder_failed(self, message: MessageIndexer.BuilderFailed) -> None:
+        self.notify(f"Indexing messages failed: {message.message}", severity="warning", title="Message search")
 
-    def builder_failed(self, message: str) -> None:
-        """Say that the builder process failed (the app then indexes in its own thread)."""
-        self.notify(f"Indexing messages failed: {message}", severity="warning", title="Message search")
-
-    def index_changed(self, titles: bool) -> None:
-        """Repaint what shows the index: the sessions (when titles came in) or the progress, and the picker."""
+    def on_message_indexer_changed(self, message: MessageIndexer.Changed) -> None:
+        # Repaint what shows the index: the sessions (when titles came in) or the progress, and the picker.
         if not self.screen_stack:
             return
         chat = self.chat
-        if titles:
+        if message.titles:
             chat.show_sessions()
         else:
             chat.show_index_progress()
@@ -463,18 +399,6 @@ class SessionRefApp(App[None]):
             self.chat.picker.move(-1)
             return
         super().action_command_palette()
-
-
-def open_for_writing(store: Store, session_id: str) -> Session:
-    """The session ``session_id`` of ``store``, opened for writing.
-
-    Raises:
-        SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``, ``_SESSION_LOCKED`` or ``_CORRUPT_SESSION``.
-    """
-    session = store.get(session_id)
-    if session is None:
-        raise not_found(session_id)
-    return session
 
 
 def make_app(

@@ -1,20 +1,22 @@
 """The chat screen: transcript, prompt with the `@` picker, live preview, session sidebar.
 
-It drives what the user sees; the app (``tui.app.SessionRefApp``, its ``host``) owns the store,
-the service, the agents and the indexes.
+It drives what the user sees of the ``Workspace`` it is given (the store, the listing, the service,
+the target session and its agent) and of the message indexer. It never reaches into the app: what
+the app must know it posts as messages (``Ready``, ``PickerShown``, ``PreviewShown``, ``Sent``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from rich.cells import cell_len
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TextArea
@@ -34,6 +36,7 @@ from core.search.finder import FIRST_BUDGET, FULL_BUDGET
 
 from .compacting import PROMPT_TITLE, CompactionControls
 from .context_view import DraftContext, context_summary, draft_context, tokens
+from .indexing import MessageIndexer
 from .mentions import PickerQuery
 from .preview_report import PreviewReport, build_preview, problem_of
 from .screens import ViewerScreen
@@ -44,9 +47,7 @@ from .widgets.preview import PreviewBody, PreviewPane
 from .widgets.prompt import PromptArea
 from .widgets.sidebar import SessionSidebar
 from .widgets.transcript import Transcript, UserBlock, model_received
-
-if TYPE_CHECKING:
-    from .app import SessionRefApp  # the host; imported for types only, so there is no cycle
+from .workspace import Workspace
 
 PREVIEW_DELAY = 0.12
 """Seconds of typing pause before the preview recomputes (a newer draft cancels the running one)."""
@@ -76,9 +77,30 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
         Binding("f8", "compact", "Compact"),
     ]
 
-    def __init__(self, host: SessionRefApp) -> None:
+    class Ready(Message):
+        """The screen is up: the listing may start."""
+
+    @dataclass
+    class PickerShown(Message):
+        """A keystroke's picker rows reached the screen ``seconds`` after the key."""
+
+        seconds: float
+
+    @dataclass
+    class PreviewShown(Message):
+        """A draft's preview reached the screen ``seconds`` after the typing paused."""
+
+        seconds: float
+
+    class Sent(Message):
+        """A message went to the model."""
+
+    def __init__(self, workspace: Workspace, indexer: MessageIndexer, *, cursor_blink: bool = True) -> None:
         super().__init__()
-        self.host = host
+        self.workspace = workspace
+        self.indexer = indexer
+        self.cursor_blink = cursor_blink
+        self._reported_error: object = None
         self._query: PickerQuery | None = None
         self._query_row = 0
         # Escape memory: (row, column of the `@`, draft) of the token whose picker was dismissed.
@@ -99,15 +121,15 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
     # -- layout -----------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        host = self.host
+        workspace = self.workspace
         yield Header(show_clock=False, icon="@")
         with Horizontal(id="main"):
-            yield SessionSidebar(id="sidebar", home=host.home)
+            yield SessionSidebar(id="sidebar", home=workspace.home)
             yield Transcript(id="transcript")
-            yield PreviewPane(id="preview", home=host.home)
-        yield PromptArea(id="prompt", cursor_blink=host.cursor_blink)
+            yield PreviewPane(id="preview", home=workspace.home)
+        yield PromptArea(id="prompt", cursor_blink=self.cursor_blink)
         yield Footer()
-        yield MentionPicker(id="picker", home=host.home)
+        yield MentionPicker(id="picker", home=workspace.home)
 
     def on_mount(self) -> None:
         prompt = self.query_one(PromptArea)
@@ -115,10 +137,9 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
         prompt.focus()
         sidebar = self.query_one(SessionSidebar)
         sidebar.border_subtitle = "loading…"
-        sidebar.badge_of = self.picker.badge_of = self.host.catalog.badge_of
+        sidebar.badge_of = self.picker.badge_of = self.workspace.catalog.badge_of
         self._show_target()
-        self.host.start_catalog()
-        self.set_interval(self.host.refresh_interval, self.host.refresh_catalog)
+        self.post_message(self.Ready())
         self.schedule_preview(0)  # the context meter shows before anything is typed
 
     @property
@@ -132,44 +153,46 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
         return self.query_one(MentionPicker)
 
     def _show_target(self) -> None:
-        host = self.host
-        session = host.session
+        workspace = self.workspace
+        session = workspace.session
         title = session.title.title if session.title is not None else "New session"
-        usage = context_summary(draft_context(host.agent, [], ()))
-        host.sub_title = f"{visible(title)} · {short_cwd(session.cwd, 48, host.home)} · {usage}"
-        self.query_one(Transcript).sync(session, host.model.name)
+        usage = context_summary(draft_context(workspace.agent, [], ()))
+        self.app.sub_title = f"{visible(title)} · {short_cwd(session.cwd, 48, workspace.home)} · {usage}"
+        self.query_one(Transcript).sync(session, workspace.model.name)
         self.show_sessions()
 
     def show_sessions(self) -> None:
         """Repaint the sidebar from the catalog."""
-        host = self.host
-        catalog = host.catalog
+        workspace = self.workspace
+        catalog = workspace.catalog
         sidebar = self.query_one(SessionSidebar)
-        live = catalog.live_ids | {host.session.id}
+        live = catalog.live_ids | {workspace.session.id}
 
         def title_of(header: SessionHeader) -> str | None:
             if header.id in live:
-                session = host.store.get(header.id)
+                session = workspace.store.get(header.id)
                 return session.title.title if session is not None and session.title is not None else None
             return catalog.title(header.id)
 
         records = catalog.records
-        if not catalog.has(host.session.id):
+        if not catalog.has(workspace.session.id):
             # A new session is listed before its first write.
-            records = [SessionRecord(header=host.session.header, live=True, persisted=False), *records]
-        sidebar.show(records, title_of, catalog.problems, host.session.id, host.session.cwd, host.clock())
+            records = [SessionRecord(header=workspace.session.header, live=True, persisted=False), *records]
+        sidebar.show(
+            records, title_of, catalog.problems, workspace.session.id, workspace.session.cwd, workspace.clock()
+        )
         self.show_index_progress(len(records))
 
     def show_index_progress(self, count: int | None = None) -> None:
         """The sidebar's subtitle: how many sessions, and how far message indexing is."""
-        host = self.host
+        workspace = self.workspace
         sidebar = self.query_one(SessionSidebar)
         if count is None:
-            count = len(host.catalog.records) + (0 if host.catalog.has(host.session.id) else 1)
-        if not host.catalog_loaded.is_set():
+            count = len(workspace.catalog.records) + (0 if workspace.catalog.has(workspace.session.id) else 1)
+        if not workspace.catalog_loaded.is_set():
             sidebar.border_subtitle = "loading…"
             return
-        progress = host.index_progress()
+        progress = self.indexer.progress()
         sidebar.border_subtitle = f"{count} · {progress}" if progress else f"{count}"
 
     # -- picker -----------------------------------------------------------------------------------
@@ -178,7 +201,7 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
         if action in ("picker_move", "picker_accept"):
             return self.picker.is_open
         if action == "escape":
-            return self.picker.is_open or self.preparing or self.host.agent.status != "idle"
+            return self.picker.is_open or self.preparing or self.workspace.agent.status != "idle"
         return True
 
     def action_picker_move(self, step: int) -> None:
@@ -195,12 +218,12 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
             if self._query is not None:
                 self._dismissed = (self._query_row, self._query.start, self.prompt.text)
             self._close_picker()
-        elif self.host.agent.status == "compacting":
-            self.host.agent.cancel()
+        elif self.workspace.agent.status == "compacting":
+            self.workspace.agent.cancel()
         elif self.preparing and self._send_abort is not None:
             self._send_abort.abort("cancelled by the user")
-        elif self.host.agent.status == "running":
-            self.host.agent.cancel()
+        elif self.workspace.agent.status == "running":
+            self.workspace.agent.cancel()
             self.notify("Reply stopped; what arrived is kept.", title="Stopped")
 
     def _close_picker(self) -> None:
@@ -237,21 +260,23 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
     async def _run_lookup(
         self, query: PickerQuery, controller: AbortController, generation: int, from_key: bool
     ) -> None:
-        host = self.host
+        workspace = self.workspace
         budget = FIRST_BUDGET
         while True:
             try:
-                result = await host.search_sessions(query.query, controller.signal, budget)
+                result = await workspace.search_sessions(query.query, controller.signal, budget)
             except SessionReferenceError as error:
                 if error.code != CANCELLED:
                     self.notify(problem_of(error).describe(), severity="error", title="Lookup failed")
                 return
             if generation != self._lookup_generation or self._query != query:
                 return  # a newer keystroke already asked again
-            host.catalog.request_titles([hit.candidate.session_id for hit in result.hits[:VISIBLE_HITS]])
+            workspace.catalog.request_titles([hit.candidate.session_id for hit in result.hits[:VISIBLE_HITS]])
             picker = self.picker
             keep = budget != FIRST_BUDGET or not from_key
-            picker.show(result, query.query, host.session.cwd, host.clock(), host.index_note(result), keep=keep)
+            picker.show(
+                result, query.query, workspace.session.cwd, workspace.clock(), self.indexer.note(result), keep=keep
+            )
             self._place_picker(query)
             if from_key and budget == FIRST_BUDGET:
                 # The next paint answers this keystroke (even if the full answer is in by then).
@@ -266,8 +291,7 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
         # Keystroke -> new rows rendered: the figure the picker benchmark reports.
         if self._shown_for_key is None:
             return  # a refresh after titles loaded, not a keystroke
-        self.host.picker_latencies.append(event.painted_at - self._shown_for_key)
-        self.host.picker_updates += 1
+        self.post_message(self.PickerShown(event.painted_at - self._shown_for_key))
         self._shown_for_key = None
 
     def refresh_picker(self) -> None:
@@ -316,7 +340,7 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
         draft = self.prompt.text
         if "@[" not in draft and "dsh-session:" not in draft:
             self._preview_shown = self._preview_generation
-            report = PreviewReport(draft=draft, max_references=self.host.service.config.max_references)
+            report = PreviewReport(draft=draft, max_references=self.workspace.service.config.max_references)
             report.context = self._draft_context(report)
             pane.show(report)
             return
@@ -325,16 +349,16 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
 
     @work(exclusive=True, group="preview", thread=True)
     def _run_preview(self, draft: str, controller: AbortController, generation: int) -> None:
-        host = self.host
+        workspace = self.workspace
         try:
-            report = asyncio.run(build_preview(host.service, host.session, draft, controller.signal))
+            report = asyncio.run(build_preview(workspace.service, workspace.session, draft, controller.signal))
         except SessionReferenceError:
             return  # cancelled: a newer draft is being previewed
         self.app.call_from_thread(self._show_preview, report, generation)
 
     def _draft_context(self, report: PreviewReport) -> DraftContext:
         content = report.content or ([{"type": "text", "text": report.draft}] if report.draft.strip() else [])
-        return draft_context(self.host.agent, content, report.contexts)
+        return draft_context(self.workspace.agent, content, report.contexts)
 
     def _show_preview(self, report: PreviewReport, generation: int) -> None:
         if generation != self._preview_generation:
@@ -348,9 +372,7 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
             return  # a "busy" repaint, or a report already superseded
         self._preview_shown = -1
         # Draft change (after the typing pause) -> the new report on screen: the benchmark's figure.
-        self.host.last_preview_seconds = event.painted_at - self._preview_started
-        self.host.preview_seconds.append(self.host.last_preview_seconds)
-        self.host.preview_updates += 1
+        self.post_message(self.PreviewShown(event.painted_at - self._preview_started))
 
     def action_show_model_view(self) -> None:
         """Open the exact model-visible text of the draft's prefix and request."""
@@ -392,15 +414,15 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
 
     @work(exclusive=True, group="send")
     async def _send(self, text: str) -> None:
-        host = self.host
-        session, agent = host.session, host.agent
+        workspace = self.workspace
+        session, agent = workspace.session, workspace.agent
         controller = AbortController()
         self._send_abort = controller
         self._set_preparing(True)
         try:
             parsed = parse_session_reference_text(text)
             content = [{"type": "text", "text": parsed.text}]
-            prepared = await host.service.prepare(session, content, parsed.references, controller.signal)
+            prepared = await workspace.service.prepare(session, content, parsed.references, controller.signal)
         except SessionReferenceError as error:
             self._set_preparing(False)
             self._send_abort = None
@@ -470,7 +492,7 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
             )
         if self.prompt.text == text:
             self.prompt.clear()
-        host.sent += 1
+        self.post_message(self.Sent())
         self._follow_stream()
 
     def _restore(self, text: str) -> None:
@@ -479,28 +501,28 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
             self.prompt.move_cursor(self.prompt.document.end)
 
     def _follow_stream(self) -> None:
-        self.query_one(Transcript).sync(self.host.session, self.host.model.name)
+        self.query_one(Transcript).sync(self.workspace.session, self.workspace.model.name)
         if self._stream_timer is None:
             self._stream_timer = self.set_interval(STREAM_TICK, self._stream_tick)
 
     def _stream_tick(self) -> None:
-        host = self.host
-        self.query_one(Transcript).sync(host.session, host.model.name)
+        workspace = self.workspace
+        self.query_one(Transcript).sync(workspace.session, workspace.model.name)
         self.prompt_title()
-        if host.agent.status == "idle" and self._stream_timer is not None:
+        if workspace.agent.status == "idle" and self._stream_timer is not None:
             self._stream_timer.stop()
             self._stream_timer = None
             self._show_target()
             self.schedule_preview(0)
-            failed = host.agent.compaction_error
+            failed = workspace.agent.compaction_error
             if failed is not None:
-                host.agent.compaction_error = None
+                workspace.agent.compaction_error = None
                 self.notify(
                     f"{failed.message} ({failed.code})", severity="warning", title="Compaction failed", markup=False
                 )
-            error = host.agent.last_error
-            if error is not None and error is not host.reported_error:
-                host.reported_error = error
+            error = workspace.agent.last_error
+            if error is not None and error is not self._reported_error:
+                self._reported_error = error
                 self.notify(f"{error.message} ({error.code})", severity="error", title="The model failed")
 
     # -- transcript -------------------------------------------------------------------------------

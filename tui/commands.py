@@ -3,27 +3,32 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
+from .chat import ChatScreen
 from .text import markup_escape, visible
-
-if TYPE_CHECKING:
-    from .app import SessionRefApp
 
 MAX_HITS = 30
 """Matches shown for one query (the palette is for jumping, the sidebar for browsing)."""
 
 
 class SessionCommands(Provider):
-    """``Switch to: <title>`` for every listed session; discovery offers the newest ones."""
+    """``Switch to: <title>`` for every listed session; discovery offers the newest ones.
+
+    The sessions are the chat screen's (the palette may be open over another screen).
+    """
+
+    def _chat(self) -> ChatScreen | None:
+        return next((screen for screen in self.app.screen_stack if isinstance(screen, ChatScreen)), None)
 
     def _entries(self) -> list[tuple[str, str]]:
-        app: SessionRefApp = self.app  # type: ignore[assignment]
-        catalog = app.catalog
-        current = app.session.id
+        chat = self._chat()
+        if chat is None:
+            return []
+        catalog = chat.workspace.catalog
+        current = chat.workspace.session.id
         return [
             (record.header.id, f"Switch to: {visible(catalog.title(record.header.id) or record.header.id)}")
             for record in catalog.records
@@ -31,8 +36,9 @@ class SessionCommands(Provider):
         ]
 
     def _switch(self, session_id: str) -> None:
-        app: SessionRefApp = self.app  # type: ignore[assignment]
-        app.chat.switch_to(session_id)
+        chat = self._chat()
+        if chat is not None:
+            chat.switch_to(session_id)
 
     # Titles and ids are data: the hit is a ``Content`` (never parsed as markup) and the help line, which
     # the palette always parses as markup, is escaped.

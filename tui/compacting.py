@@ -1,6 +1,6 @@
 """The chat screen's compaction controls: F8 / the palette, progress in the prompt's title, Esc.
 
-A mixin of ``tui.chat.ChatScreen`` (the screen provides ``host``, ``prompt``, ``preparing``,
+A mixin of ``tui.chat.ChatScreen`` (the screen provides ``workspace``, ``prompt``, ``preparing``,
 ``notify`` and the rest); compaction itself runs in ``core`` (``AgentLoop.compact_now``).
 """
 
@@ -17,7 +17,7 @@ from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
 from .context_view import draft_context, tokens
 
 if TYPE_CHECKING:
-    from .app import SessionRefApp
+    from .workspace import Workspace
 
 PROMPT_TITLE = "Prompt · Enter sends · Ctrl+J newline · @ references a session"
 PREPARING_TITLE = "Preparing referenced sessions… · Esc cancels"
@@ -33,13 +33,13 @@ def compaction_title(progress: Any) -> str:
 class CompactionControls:
     """Compaction on demand and its progress, for the chat screen."""
 
-    host: SessionRefApp
+    workspace: Workspace
     preparing: bool
     _compaction_timer: Timer | None = None
 
     def prompt_title(self) -> None:
         """Set the prompt's title for what is going on: compacting, preparing, or ready."""
-        progress = self.host.agent.compacting
+        progress = self.workspace.agent.compacting
         prompt = self.prompt  # type: ignore[attr-defined]
         prompt.set_class(progress is not None, "-compacting")
         prompt.set_class(self.preparing and progress is None, "-preparing")
@@ -59,14 +59,14 @@ class CompactionControls:
 
     def action_compact(self) -> None:
         """Compact the session's older history into a checkpoint now (Esc cancels)."""
-        if self.host.agent.status != "idle" or self.preparing:
+        if self.workspace.agent.status != "idle" or self.preparing:
             self.notify("Wait for the reply to finish, then compact.", title="Compact history")  # type: ignore[attr-defined]
             return
         self._compact_now()
 
     @work(exclusive=True, group="compact")
     async def _compact_now(self) -> None:
-        agent = self.host.agent
+        agent = self.workspace.agent
         notify = self.notify  # type: ignore[attr-defined]
         before = draft_context(agent, [], ()).used
         self.watch_compaction(True)

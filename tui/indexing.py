@@ -2,8 +2,9 @@
 
 Small changes are indexed in a thread of the app; a large catch-up (a first build) runs in a builder
 process (``python -m core.search.builder``) so the UI keeps its interpreter and a core, while the app
-searches the growing index read-only and polls its progress. No widget here: the app is told when
-the index changed (``SessionRefApp.index_changed``) and repaints what shows it.
+searches the growing index read-only and polls its progress. No widget here: the indexer posts
+what happened (``MessageIndexer.Changed``, ``MessageIndexer.BuilderFailed``) and the app repaints
+what shows it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+
+from textual.message import Message
 
 from core import (
     MIN_BODY_QUERY,
@@ -26,8 +29,7 @@ from core import (
 )
 from core.search.index_values import INDEX_DISK_FULL, INDEX_READ_ONLY
 
-if TYPE_CHECKING:
-    from .app import SessionRefApp  # the host; imported for types only, so there is no cycle
+from .workspace import Workspace
 
 TYPING_PAUSE = 1.0
 """Seconds after a keystroke during which background work waits (the app's re-listing too)."""
@@ -62,11 +64,31 @@ class _Politeness:
 
 
 class MessageIndexer:
-    """The app's body index keeper: one indexing run at a time, a builder process for big ones."""
+    """The app's body index keeper: one indexing run at a time, a builder process for big ones.
 
-    def __init__(self, app: SessionRefApp, index: BodyIndex | None) -> None:
-        self.app = app
-        self.index = index
+    Runs on a thread of its own; ``post`` (thread-safe, the app's ``post_message``) carries what
+    happened back to the UI, and ``last_key`` says when the user last typed.
+    """
+
+    @dataclass
+    class Changed(Message):
+        """The index moved on: new titles (or removed sessions) when ``titles``, else only progress."""
+
+        titles: bool
+
+    @dataclass
+    class BuilderFailed(Message):
+        """The builder process failed with ``message``; the app indexes in its own thread from now on."""
+
+        message: str
+
+    def __init__(
+        self, workspace: Workspace, *, post: Callable[[Message], object], last_key: Callable[[], float]
+    ) -> None:
+        self.workspace = workspace
+        self.index = workspace.body_index
+        self.post = post
+        self.last_key = last_key
         self.running = False
         """Whether an indexing run is going on."""
         self.builder: subprocess.Popen[bytes] | None = None
@@ -122,7 +144,7 @@ class MessageIndexer:
         if index.status.state == "failed" and time.monotonic() - self._failed_at < INDEX_RETRY:
             return
         self.running = True
-        self.app.run_worker(self._sync, thread=True, exclusive=True, group="index")
+        threading.Thread(target=self._sync, name="index", daemon=True).start()
 
     def shutdown(self) -> None:
         """Stop indexing (the app is closing): a running builder is stopped, a search interrupted."""
@@ -133,10 +155,10 @@ class MessageIndexer:
             self.index.interrupt()
 
     def _sync(self) -> None:
-        app = self.app
+        workspace = self.workspace
         index = self.index
         assert index is not None
-        catalog = app.catalog
+        catalog = workspace.catalog
         try:
             if not self._started:
                 # Titles the index already holds make every session findable by title at once.
@@ -144,37 +166,39 @@ class MessageIndexer:
                 with contextlib.suppress(IndexUnavailable):
                     index.open()
                     catalog.accept_titles(index.titles())
-                    app.call_from_thread(app.index_changed, True)
-            sources = catalog.index_sources(app.session.cwd)
-            if self._use_builder(index, sources):
-                return
+                    self.post(self.Changed(True))
+            while True:
+                sources = catalog.index_sources(workspace.session.cwd)
+                if not self._use_builder(index, sources):
+                    break
+                if self.stop.wait(BUILDER_POLL):
+                    return  # the app is closing; the builder was stopped
             report = index.sync(
                 sources,
                 catalog.read_indexed,
-                pause=_Politeness(lambda: app.chat.prompt.last_key_at if app.screen_stack else 0.0),
+                pause=_Politeness(self.last_key),
                 stop=self.stop,
                 progress=self._progressed,
             )
             catalog.accept_titles(report.titles)
             if report.indexed > CHECKPOINT_AFTER:
                 index.checkpoint()  # a big build: merge the segments, fold the logs into the files
-            app.call_from_thread(app.index_changed, bool(report.titles or report.removed))
+            self.post(self.Changed(bool(report.titles or report.removed)))
         except IndexUnavailable:
             self._failed_at = time.monotonic()
-            app.call_from_thread(app.index_changed, False)
+            self.post(self.Changed(False))
         finally:
             self.running = False
 
     def _use_builder(self, index: BodyIndex, sources: list[tuple[str, str]]) -> bool:
         """Start (or follow) a builder process for a large catch-up; whether one is running now."""
-        app = self.app
+        workspace = self.workspace
         builder = self.builder
         if builder is not None:
             returncode = builder.poll()
             if returncode is None:
                 index.refresh(sources)  # its progress, read-only
-                app.call_from_thread(app.index_changed, False)
-                app.call_later_from_thread(BUILDER_POLL, self.start)
+                self.post(self.Changed(False))
                 return True
             self.builder = None
             if returncode == 0:
@@ -183,12 +207,12 @@ class MessageIndexer:
                 self._builder_finished = True
                 with contextlib.suppress(IndexUnavailable):
                     index.open()
-                    app.catalog.accept_titles(index.titles())
+                    workspace.catalog.accept_titles(index.titles())
             else:
                 self._builder_failures += 1
                 message = builder.stderr.read().decode(errors="replace").strip() if builder.stderr else ""
-                app.call_from_thread(app.builder_failed, message or f"exit code {returncode}")
-        store = app.store
+                self.post(self.BuilderFailed(message or f"exit code {returncode}"))
+        store = workspace.store
         if (
             not isinstance(store, JsonlSessionStore)
             or index.path is None
@@ -199,16 +223,15 @@ class MessageIndexer:
         if not index.writable or index.pending(sources) < BUILDER_THRESHOLD:
             return False  # little to do, or another process keeps the index (sync reads its progress)
         command = [sys.executable, "-m", "core.search.builder", str(store.root), "--compression", store.compression]
-        if app.session.cwd is not None:
-            command += ["--first-cwd", app.session.cwd]
+        if workspace.session.cwd is not None:
+            command += ["--first-cwd", workspace.session.cwd]
         command += ["--index", str(index.path)]
         index.release()  # the builder takes the writer locks
         self.builder = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
-        app.call_later_from_thread(BUILDER_POLL, self.start)
         return True
 
     def _progressed(self, status: IndexStatus) -> None:
         if not self.stop.is_set():
-            self.app.call_from_thread(self.app.index_changed, True)
+            self.post(self.Changed(True))

@@ -1,6 +1,6 @@
 """The chat screen's session controls: switch (sidebar, palette), new, rename, and the pane toggles.
 
-A mixin of ``tui.chat.ChatScreen``, which provides ``host``, ``prompt``, the stream timer and the
+A mixin of ``tui.chat.ChatScreen``, which provides ``workspace``, ``prompt``, the stream timer and the
 transcript refresh (``_show_target``, ``_follow_stream``, ``schedule_preview``).
 """
 
@@ -16,13 +16,13 @@ from .widgets.preview import PreviewPane
 from .widgets.sidebar import SessionSidebar
 
 if TYPE_CHECKING:
-    from .app import SessionRefApp
+    from .workspace import Workspace
 
 
 class SessionControls:
     """Which session is the target, and what of the screen shows."""
 
-    host: SessionRefApp
+    workspace: Workspace
     _stream_timer: Any
 
     def on_session_sidebar_chosen(self, event: SessionSidebar.Chosen) -> None:
@@ -30,10 +30,10 @@ class SessionControls:
 
     def switch_to(self, session_id: str) -> None:
         """Make ``session_id`` the target (keeps the draft)."""
-        host = self.host
-        if session_id == host.session.id:
+        workspace = self.workspace
+        if session_id == workspace.session.id:
             return
-        source = host.catalog.source_of(session_id)
+        source = workspace.catalog.source_of(session_id)
         if source is not None:
             # Another agent's session is never written here: it can only be referenced.
             self.notify(
@@ -41,7 +41,7 @@ class SessionControls:
                 title="Cannot open session",
             )
             return
-        owner = host.catalog.owner_of(session_id)
+        owner = workspace.catalog.owner_of(session_id)
         if owner is not None:
             # A teammate's session: the database would refuse a write anyway; say why up front.
             self.notify(
@@ -50,7 +50,7 @@ class SessionControls:
             )
             return
         try:
-            host.open_session(session_id)
+            workspace.open_session(session_id)
         except SessionQueryError as error:
             self.notify(f"{error.message} ({error.code})", severity="error", title="Cannot open session")
             return
@@ -58,15 +58,15 @@ class SessionControls:
             self._stream_timer.stop()
             self._stream_timer = None
         self._show_target()
-        if host.agent.status != "idle":
+        if workspace.agent.status != "idle":
             self._follow_stream()
         self.schedule_preview(0)
         self.prompt.focus()
 
     def action_new_session(self) -> None:
         """Start a new session in the launch cwd and make it the target."""
-        host = self.host
-        host.new_session()
+        workspace = self.workspace
+        workspace.new_session()
         self._show_target()
         self.schedule_preview(0)
         self.prompt.focus()
@@ -74,14 +74,14 @@ class SessionControls:
 
     def action_rename_session(self) -> None:
         """Ask for a new title and write it as a ``session/title`` event."""
-        session = self.host.session
+        session = self.workspace.session
         current = session.title.title if session.title is not None else ""
 
         def rename(title: str | None) -> None:
             if title is None:
                 return
             try:
-                self.host.rename(title)
+                self.workspace.rename(title)
             except SessionQueryError as error:
                 self.notify(f"{error.message} ({error.code})", severity="error", title="Cannot rename")
                 return

@@ -1,0 +1,189 @@
+"""What the chat works on: the store, the listing, the reference service, the search, and the target
+session with its agent loop. No Textual import: the app builds one and hands it to the chat screen,
+which shows it; widgets never reach it through the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import TYPE_CHECKING
+
+from core import (
+    MIN_BODY_QUERY,
+    AbortSignal,
+    AgentLoop,
+    BodyIndex,
+    ChatModel,
+    JsonlSessionStore,
+    MemorySessionStore,
+    MessageIndex,
+    ReferenceConfig,
+    SearchConfig,
+    SearchResult,
+    Session,
+    SessionReferenceService,
+    SessionSearch,
+    index_path_beside,
+)
+from core.agent.loop import ContextSettings
+from core.search.finder import FULL_BUDGET
+from core.sessions.session import not_found
+from core.sessions.sources.merged import ExternalSource
+
+from .catalog import SessionCatalog
+
+if TYPE_CHECKING:
+    from core.database.store import PostgresSessionStore
+
+    Store = JsonlSessionStore | MemorySessionStore | PostgresSessionStore
+Clock = Callable[[], int]
+
+
+class Workspace:
+    """The store and everything read from it, and the session the chat writes (its "target").
+
+    ``session`` and ``agent`` change when the user switches; an agent whose reply still streams
+    keeps writing its own session (``agents`` holds it until it is idle).
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        model: ChatModel,
+        session: Session,
+        cwd: str | None,
+        clock: Clock,
+        home: str | None,
+        config: ReferenceConfig | None = None,
+        search_config: SearchConfig | None = None,
+        index_path: str | os.PathLike[str] | None = None,
+        external: tuple[ExternalSource, ...] = (),
+        context: ContextSettings | None = None,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.context_settings = context if context is not None else ContextSettings()
+        self.cwd = cwd
+        self.clock = clock
+        self.home = home
+        self.catalog = SessionCatalog(store, external)
+        self.catalog_loaded = asyncio.Event()
+        """Set once the first listing and the likely titles are in."""
+        self.service = SessionReferenceService(self.catalog, config)
+        self.search_config = search_config if search_config is not None else SearchConfig()
+        if index_path is None and isinstance(store, JsonlSessionStore):
+            index_path = index_path_beside(store.root)
+        # A database store keeps its own message index current with every append; a folder store's
+        # (or memory store's) is the SQLite index the app builds and keeps beside it.
+        own_index = getattr(store, "message_index", None) if self.search_config.body_search else None
+        self.body_index: BodyIndex | None = (
+            BodyIndex(index_path if isinstance(store, JsonlSessionStore) else None)
+            if self.search_config.body_search and own_index is None
+            else None
+        )
+        self.message_index: MessageIndex | None = own_index() if own_index is not None else self.body_index
+        self.search = SessionSearch(self.message_index, self.search_config)
+        self._search_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="search")
+        self.session = session
+        self.agents: dict[str, AgentLoop] = {}
+        self.agent = self.agent_for(session)
+
+    def agent_for(self, session: Session) -> AgentLoop:
+        """The agent loop writing ``session`` (made on first use)."""
+        agent = self.agents.get(session.id)
+        if agent is None:
+            agent = self.agents[session.id] = AgentLoop(session, self.model, context=self.context_settings)
+        return agent
+
+    # -- the target -------------------------------------------------------------------------------
+
+    def open_session(self, session_id: str) -> None:
+        """Make an existing session the target.
+
+        Raises:
+            SessionQueryError: not found, locked by another writer, or corrupt.
+        """
+        session = open_for_writing(self.store, session_id)
+        self._leave()
+        self.session = session
+        self.agent = self.agent_for(session)
+
+    def new_session(self) -> None:
+        """Create a session in the launch cwd and make it the target."""
+        session = self.store.create(cwd=self.cwd)
+        self._leave()
+        self.session = session
+        self.agent = self.agent_for(session)
+
+    def _leave(self) -> None:
+        # Stop writing the previous target unless a reply is still streaming into it.
+        previous = self.session
+        agent = self.agents.get(previous.id)
+        if agent is not None and agent.status != "idle":
+            return
+        self.agents.pop(previous.id, None)
+        if self.catalog.persistent is not None and previous.events:
+            self.catalog.persistent.release(previous.id)
+
+    def rename(self, title: str) -> None:
+        """Write a ``session/title`` event on the target."""
+        self.session.append("session/title", {"title": title, "messageSeqs": [], "source": "user"})
+        self.catalog.titles_changed()
+
+    # -- search -----------------------------------------------------------------------------------
+
+    async def search_sessions(self, query: str, signal: AbortSignal, budget: float = FULL_BUDGET) -> SearchResult:
+        """The picker's search for ``query``: titles, ids and cwds, then message bodies.
+
+        A body search runs on the search thread (SQLite there does not hold the interpreter), and
+        a newer keystroke interrupts it; anything else is answered from memory at once.
+        """
+        catalog = self.catalog
+        search = partial(
+            self.search.search,
+            self.session,
+            query,
+            records=catalog.records,
+            titles=catalog.title_map(),
+            limit=self.service.config.candidate_limit,
+            signal=signal,
+            budget=budget,
+        )
+        if self.message_index is None or len(query) < MIN_BODY_QUERY:
+            return search()
+        index = self.message_index
+        remove = signal.add_listener(index.interrupt)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._search_thread, search)
+        finally:
+            remove()
+
+    def close(self) -> None:
+        """Stop the search thread (the app is closing)."""
+        self._search_thread.shutdown(wait=False, cancel_futures=True)
+
+    def close_index(self) -> None:
+        """Close the message index (the CLI calls it after the app exits)."""
+        if self.body_index is not None:
+            self.body_index.close()
+        elif self.message_index is not None:
+            close = getattr(self.message_index, "close", None)
+            if close is not None:
+                close()
+
+
+def open_for_writing(store: Store, session_id: str) -> Session:
+    """The session ``session_id`` of ``store``, opened for writing.
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``, ``_SESSION_LOCKED`` or ``_CORRUPT_SESSION``.
+    """
+    session = store.get(session_id)
+    if session is None:
+        raise not_found(session_id)
+    return session
