@@ -26,7 +26,7 @@ from core.search.body_index import BodyIndex, index_path_beside
 from core.search.finder import FIRST_BUDGET, SessionSearch
 from core.search.index_values import indexed_session, revision_key
 from core.serialization import js_json_stringify
-from core.sessions.jsonl_codec import header_line
+from core.sessions.jsonl_header import header_line
 from core.sessions.jsonl_layout import encode_session_segment, project_key
 
 SESSIONS = 10_000

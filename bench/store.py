@@ -22,7 +22,7 @@ import zstandard
 from bench.workload import write_big_log
 from core import JsonlSessionStore, SessionEvent, SessionHeader, js_json_stringify
 from core.collector import collector_paused
-from core.sessions.jsonl_codec import header_line
+from core.sessions.jsonl_header import header_line
 from core.sessions.jsonl_layout import session_file
 from core.sessions.listing_cache import CACHE_NAME
 

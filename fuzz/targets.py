@@ -47,7 +47,8 @@ from core.errors import (
 )
 from core.reference.service import FRAME_CLOSE, FRAME_OPEN, REFERENCED_SESSIONS_HEADER
 from core.serialization import tag_safe_json_length
-from core.sessions.jsonl_codec import SESSION_QUERY_CORRUPT, load_log
+from core.sessions.jsonl_codec import load_log
+from core.sessions.jsonl_header import SESSION_QUERY_CORRUPT
 from core.sessions.jsonl_layout import SESSION_QUERY_INVALID_ID
 from core.sessions.jsonl_store import SESSION_QUERY_WRONG_ENCODING, JsonlSessionStore
 from core.sessions.models import SessionEvent

@@ -24,13 +24,10 @@ from textual.widgets import Footer, Header, TextArea
 from core import (
     AbortController,
     SessionHeader,
-    SessionQueryError,
     SessionRecord,
     SessionReferenceError,
     format_session_reference_mention,
-    parse_session_reference_text,
 )
-from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
 from core.errors import CANCELLED
 from core.search.finder import FIRST_BUDGET, FULL_BUDGET
 
@@ -40,6 +37,7 @@ from .indexing import MessageIndexer
 from .mentions import PickerQuery
 from .preview_report import PreviewReport, build_preview, problem_of
 from .screens import ViewerScreen
+from .sending import SendControls
 from .session_controls import SessionControls
 from .text import short_cwd, visible
 from .widgets.picker import MentionPicker
@@ -51,13 +49,11 @@ from .workspace import Workspace
 
 PREVIEW_DELAY = 0.12
 """Seconds of typing pause before the preview recomputes (a newer draft cancels the running one)."""
-STREAM_TICK = 1 / 20
-"""How often the transcript repaints a streaming reply."""
 VISIBLE_HITS = 24
 """Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""
 
 
-class ChatScreen(CompactionControls, SessionControls, Screen[None]):
+class ChatScreen(SendControls, CompactionControls, SessionControls, Screen[None]):
     """Sessions | transcript | preview, with the prompt and its `@` picker below."""
 
     BINDINGS = [
@@ -396,134 +392,6 @@ class ChatScreen(CompactionControls, SessionControls, Screen[None]):
             if context.compacts:
                 size += " · compacts first"
         self.app.push_screen(ViewerScreen("What the model will receive", text, size))
-
-    # -- sending ----------------------------------------------------------------------------------
-
-    def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
-        if self.preparing:
-            self.notify("Still preparing the previous message (Esc cancels it).", severity="warning")
-            return
-        if not event.text.strip():
-            return
-        self._close_picker()
-        self._send(event.text)
-
-    def _set_preparing(self, preparing: bool) -> None:
-        self.preparing = preparing
-        self.prompt_title()
-
-    @work(exclusive=True, group="send")
-    async def _send(self, text: str) -> None:
-        workspace = self.workspace
-        session, agent = workspace.session, workspace.agent
-        controller = AbortController()
-        self._send_abort = controller
-        self._set_preparing(True)
-        try:
-            parsed = parse_session_reference_text(text)
-            content = [{"type": "text", "text": parsed.text}]
-            prepared = await workspace.service.prepare(session, content, parsed.references, controller.signal)
-        except SessionReferenceError as error:
-            self._set_preparing(False)
-            self._send_abort = None
-            if error.code == CANCELLED:
-                self.notify(f"Nothing was sent; your draft is kept. ({error.code})", title="Cancelled")
-            else:
-                self.notify(
-                    f"{problem_of(error).describe()}\nNothing was sent; your draft is kept.",
-                    severity="error",
-                    title="Not sent",
-                )
-            self._restore(text)
-            return
-        except BaseException:
-            self._set_preparing(False)
-            self._send_abort = None
-            raise
-        self._send_abort = None
-        try:
-            if agent.status == "running":
-                await agent.steer(prepared.content, prepared.contexts)
-            else:
-                # Still "preparing" while a compaction runs before the send: a second Enter is
-                # refused, Escape cancels the compaction, and its progress is in the prompt's title.
-                self.watch_compaction(True)
-                compacted = agent.last_compaction
-                try:
-                    await agent.followup(prepared.content, prepared.contexts)
-                finally:
-                    self.watch_compaction(False)
-                if agent.last_compaction is not compacted and agent.last_compaction is not None:
-                    count = len(agent.last_compaction.shadowed_seqs)
-                    self.notify(
-                        f"{count} earlier messages became one checkpoint before sending, to stay within the window.",
-                        title="Compacted",
-                        markup=False,
-                    )
-        except SessionQueryError as error:
-            self.notify(
-                f"{error.message} ({error.code})\nYour draft is kept.",
-                severity="error",
-                title="Could not save",
-                markup=False,
-            )
-            self._restore(text)
-            return
-        except CompactionError as error:
-            cancelled = error.code == COMPACTION_CANCELLED
-            self.notify(
-                f"{error.message} ({error.code})\nNothing was sent; your draft is kept.",
-                severity="information" if cancelled else "error",
-                title="Cancelled" if cancelled else "Not sent",
-                markup=False,
-            )
-            self._restore(text)
-            self._show_target()
-            return
-        finally:
-            self._set_preparing(False)
-        if agent.compaction_error is not None:
-            failed, agent.compaction_error = agent.compaction_error, None
-            self.notify(
-                f"{failed.message} ({failed.code})\nThe message was sent anyway: it fits the window.",
-                severity="warning",
-                title="Compaction failed",
-                markup=False,
-            )
-        if self.prompt.text == text:
-            self.prompt.clear()
-        self.post_message(self.Sent())
-        self._follow_stream()
-
-    def _restore(self, text: str) -> None:
-        if not self.prompt.text:
-            self.prompt.load_text(text)
-            self.prompt.move_cursor(self.prompt.document.end)
-
-    def _follow_stream(self) -> None:
-        self.query_one(Transcript).sync(self.workspace.session, self.workspace.model.name)
-        if self._stream_timer is None:
-            self._stream_timer = self.set_interval(STREAM_TICK, self._stream_tick)
-
-    def _stream_tick(self) -> None:
-        workspace = self.workspace
-        self.query_one(Transcript).sync(workspace.session, workspace.model.name)
-        self.prompt_title()
-        if workspace.agent.status == "idle" and self._stream_timer is not None:
-            self._stream_timer.stop()
-            self._stream_timer = None
-            self._show_target()
-            self.schedule_preview(0)
-            failed = workspace.agent.compaction_error
-            if failed is not None:
-                workspace.agent.compaction_error = None
-                self.notify(
-                    f"{failed.message} ({failed.code})", severity="warning", title="Compaction failed", markup=False
-                )
-            error = workspace.agent.last_error
-            if error is not None and error is not self._reported_error:
-                self._reported_error = error
-                self.notify(f"{error.message} ({error.code})", severity="error", title="The model failed")
 
     # -- transcript -------------------------------------------------------------------------------
 

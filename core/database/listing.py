@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.sessions.jsonl_codec import header_from_line
+from core.sessions.jsonl_header import header_from_line
 from core.sessions.models import SessionHeader, SessionRecord, trusted_record
 from core.sessions.query import listing_order_key
 

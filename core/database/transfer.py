@@ -26,7 +26,7 @@ from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions import jsonl_writer
 from core.sessions.chunk_rows import pack_chunk_runs
-from core.sessions.jsonl_codec import header_line
+from core.sessions.jsonl_header import header_line
 from core.sessions.jsonl_layout import Compression, session_file
 from core.sessions.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionEvent, SessionHeader, SessionRecord

@@ -1,11 +1,11 @@
-"""The JSONL store's file format: header line, zstd frames or plain lines, packed chunk rows,
-torn-tail recovery (STORE.md). Pure functions over bytes; no locks, no writes."""
+"""The JSONL store's file format after the header: zstd frames or plain lines, packed chunk rows,
+torn-tail recovery (STORE.md; the header line is ``jsonl_header``'s). Pure functions over bytes;
+no locks, no writes."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import queue
 import threading
 from collections.abc import Generator
@@ -18,9 +18,8 @@ import zstandard
 
 from core.collector import collector_paused
 from core.errors import SessionQueryError
-from core.files import open_regular, read_head
-from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import ROW_TYPES, MalformedRowError, expand_chunk_row
+from core.sessions.jsonl_header import SESSION_QUERY_CORRUPT, corrupt_session, header_from_row, json_line
 from core.sessions.jsonl_layout import Compression
 from core.sessions.models import (
     SessionEvent,
@@ -33,50 +32,10 @@ from core.sessions.session import (
 )
 from core.sessions.surface import SURFACE_EVENT_TYPES, SurfaceFolder
 
-SESSION_QUERY_CORRUPT = "SESSION_QUERY_CORRUPT_SESSION"
-HEADER_LIMIT = 256 * 1024
-"""The most a listing reads of one session file to find its header."""
-_HEADER_PROBE = 4096
-_BOMB_STEP = 64
-"""Compressed bytes fed at a time while looking for the header (at most ~2 MiB of output each)."""
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _FHD_RESERVED = 0x18
 _WHOLE_FRAME_LIMIT = 64 << 20
 """The largest frame content decompressed in one allocation (its size comes from the header)."""
-
-
-def _corrupt(path: Path, offset: int, reason: str) -> SessionQueryError:
-    return SessionQueryError(
-        f"corrupt session file {path} at byte {offset}: {reason}", SESSION_QUERY_CORRUPT, offset=offset, detail=reason
-    )
-
-
-def header_line(header: SessionHeader) -> str:
-    """The first line of a session file."""
-    return js_json_stringify({"type": "session", **header.to_wire()}) + "\n"
-
-
-def header_from_line(line: str, path: Path) -> SessionHeader:
-    """The header a session file's first line holds (``path`` names it in errors).
-
-    Raises:
-        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION``.
-    """
-    try:
-        row = json.loads(line)
-    except ValueError as error:
-        raise _corrupt(path, 0, f"the header is not JSON ({error})") from None
-    return _header_from_row(row, path)
-
-
-def _header_from_row(row: Any, path: Path) -> SessionHeader:
-    # Real dsh files may omit ``delegationDepth`` (it reads as 0, the model's default).
-    if not isinstance(row, dict) or row.get("type") != "session":
-        raise _corrupt(path, 0, "the first line is not a session header")
-    try:
-        return SessionHeader.model_validate({key: value for key, value in row.items() if key != "type"})
-    except ValueError as error:
-        raise _corrupt(path, 0, f"invalid header ({error.__class__.__name__})") from error
 
 
 def _expand_row(row: Any, path: Path, offset: int) -> list[SessionEvent]:
@@ -86,13 +45,13 @@ def _expand_row(row: Any, path: Path, offset: int) -> list[SessionEvent]:
     as they are: they are log-only, so they never reach the surface or a projection.
     """
     if not isinstance(row, dict):
-        raise _corrupt(path, offset, "a row is not an object")
+        raise corrupt_session(path, offset, "a row is not an object")
     kind = row.get("type")
     if type(kind) is str and kind in ROW_TYPES:
         try:
             return expand_chunk_row(row)
         except MalformedRowError as error:
-            raise _corrupt(path, offset, str(error)) from error
+            raise corrupt_session(path, offset, str(error)) from error
     return [_plain_event(row, path, offset)]
 
 
@@ -105,7 +64,7 @@ def _plain_event(row: dict[str, Any], path: Path, offset: int) -> SessionEvent:
             row["type"], row["seq"], row["time"], row["data"], row.get("surfaceOp"), row.get("sourceEventSeqs")
         )
     except (KeyError, ValueError) as error:
-        raise _corrupt(path, offset, f"malformed event row ({error})") from error
+        raise corrupt_session(path, offset, f"malformed event row ({error})") from error
 
 
 @dataclass
@@ -161,7 +120,7 @@ def _frames(raw: bytes, path: Path) -> Generator[tuple[int, bytes, bool], None, 
         if total - offset > 4 and view[offset + 4] & _FHD_RESERVED and raw.startswith(_ZSTD_MAGIC, offset):
             # The unused and reserved bits of the frame header descriptor: zstd ignores the first,
             # dsh refuses both. A flipped bit there is damage, and dsh's verdict is kept.
-            raise _corrupt(path, offset + 4, "reserved frame-header bit")
+            raise corrupt_session(path, offset + 4, "reserved frame-header bit")
         end = _frame_end(view, offset) if raw.startswith(_ZSTD_MAGIC, offset) else None
         if end is not None:
             try:
@@ -176,7 +135,7 @@ def _frames(raw: bytes, path: Path) -> Generator[tuple[int, bytes, bool], None, 
         try:
             content = decompressor.decompress(view[offset:])
         except zstandard.ZstdError as error:
-            raise _corrupt(path, offset, f"damaged zstd frame ({error})") from error
+            raise corrupt_session(path, offset, f"damaged zstd frame ({error})") from error
         if not decompressor.eof:
             yield offset, content, False
             break
@@ -241,7 +200,7 @@ def _torn_rows(content: bytes, offset: int) -> tuple[_Rows, bytes]:
     kept = 0
     for _, line in lines:
         try:
-            rows.append(_json_line(line))
+            rows.append(json_line(line))
         except ValueError:
             break
         kept += len(line) + 1
@@ -298,9 +257,11 @@ def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -
     parsed = []
     for offset, line in lines:
         try:
-            parsed.append(_json_line(line))
+            parsed.append(json_line(line))
         except ValueError as error:
-            raise _corrupt(path, offset if per_line_offsets else base, f"a line is not JSON ({error})") from error
+            raise corrupt_session(
+                path, offset if per_line_offsets else base, f"a line is not JSON ({error})"
+            ) from error
     return _Rows(base, parsed, [offset for offset, _ in lines] if per_line_offsets else None)
 
 
@@ -328,15 +289,6 @@ def _decode_lines(content: bytes) -> Any:
         return json.loads(b"[" + content[:-1].replace(b"\n", b",") + b"]")
 
 
-def _json_line(line: bytes) -> Any:
-    """One JSONL record. Bytes that are not UTF-8 read as U+FFFD (maximal subparts), as dsh's
-    reader decodes them, so a log dsh opens opens here too (found by differential fuzzing)."""
-    try:
-        return json.loads(line)
-    except UnicodeDecodeError:
-        return json.loads(line.decode("utf-8", "replace"))
-
-
 def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
     runs: list[_Rows] = []
     recovered = b""
@@ -354,7 +306,7 @@ def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
                     runs.append(torn)
                 continue
             if not content.endswith(b"\n"):
-                raise _corrupt(path, offset, "a frame does not end with a complete line")
+                raise corrupt_session(path, offset, "a frame does not end with a complete line")
             runs.append(_parse_rows(content, offset, path, per_line_offsets=False))
             del content
     else:
@@ -362,8 +314,8 @@ def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
         runs.append(_parse_rows(raw[:valid], 0, path, per_line_offsets=True))
     runs = [run for run in runs if run.rows]
     if not runs:
-        raise _corrupt(path, 0, "the file has no complete header")
-    header = _header_from_row(runs[0].rows[0], path)
+        raise corrupt_session(path, 0, "the file has no complete header")
+    header = header_from_row(runs[0].rows[0], path)
     folder = SurfaceFolder(allow_gaps=True)
     events: list[SessionEvent] = []
     title: TitleSnapshot | None = None
@@ -448,59 +400,5 @@ def _add_events(
     except SessionQueryError as error:
         if error.code == SESSION_QUERY_CORRUPT:
             raise
-        raise _corrupt(path, run.offset(index), str(error)) from error
+        raise corrupt_session(path, run.offset(index), str(error)) from error
     return title
-
-
-def _header_bytes(probe: bytes, path: Path, compression: Compression) -> bytes | None:
-    """The header line inside ``probe`` (the start of the file), or ``None`` if it needs more bytes."""
-    if compression == "zstd":
-        decompressor = zstandard.ZstdDecompressor().decompressobj()
-        content = b""
-        try:
-            # Small pieces, so a frame that decompresses to gigabytes (a "zip bomb" of RLE blocks)
-            # is stopped once its output passes the header limit.
-            for start in range(0, len(probe), _BOMB_STEP):
-                content += decompressor.decompress(probe[start : start + _BOMB_STEP])
-                if b"\n" in content or decompressor.eof:
-                    break
-                if len(content) > HEADER_LIMIT:
-                    raise _corrupt(path, 0, f"no header line within its first {HEADER_LIMIT // 1024} KiB")
-        except zstandard.ZstdError as error:
-            raise _corrupt(path, 0, f"damaged header frame ({error})") from error
-        line, newline, _ = content.partition(b"\n")
-        if decompressor.eof and not newline:
-            raise _corrupt(path, 0, "the header frame holds no complete line")
-        return line if newline else None
-    line, newline, _ = probe.partition(b"\n")
-    return line if newline else None
-
-
-def _read_header(path: str, compression: Compression) -> SessionHeader:
-    """Read only the header frame/line of a session file, growing the read while the header is
-    longer, up to ``HEADER_LIMIT`` (a header is a few hundred bytes; a file whose first line runs on
-    for megabytes is damaged, and reading it whole to find out would be the attack).
-
-    Raises:
-        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` for a damaged or oversized header.
-        UnsafeFile: the path is a symlink or not a regular file (never opened for reading then).
-    """
-    size = _HEADER_PROBE
-    where = Path(path)
-    fd = open_regular(path)
-    try:
-        probe = read_head(fd, size)
-        while (line := _header_bytes(probe, where, compression)) is None:
-            if len(probe) < size:
-                raise _corrupt(where, 0, "the header is incomplete")
-            if size >= HEADER_LIMIT:
-                raise _corrupt(where, 0, f"no header line within its first {HEADER_LIMIT // 1024} KiB")
-            size = min(size * 2, HEADER_LIMIT)
-            probe = read_head(fd, size)
-    finally:
-        os.close(fd)
-    try:
-        row = _json_line(line)
-    except ValueError as error:
-        raise _corrupt(where, 0, "the header is not JSON") from error
-    return _header_from_row(row, where)

@@ -18,13 +18,8 @@ from core.files import UNSAFE_PATH, UnsafeFile, check_folders, read_regular
 from core.serialization import js_json_stringify
 from core.sessions import jsonl_writer as writer
 from core.sessions.chunk_rows import pack_chunk_runs
-from core.sessions.jsonl_codec import (
-    SESSION_QUERY_CORRUPT,
-    LoadedLog,
-    _read_header,
-    header_line,
-    load_log,
-)
+from core.sessions.jsonl_codec import LoadedLog, load_log
+from core.sessions.jsonl_header import SESSION_QUERY_CORRUPT, _read_header, header_line
 from core.sessions.jsonl_layout import (
     _FILE_NAMES,
     Compression,

@@ -1,0 +1,123 @@
+"""A session file's first line: the header (STORE.md), written, parsed, and read off the start of
+a file without reading the rest, plus the one error every damaged file gives."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from core.errors import SessionQueryError
+from core.files import open_regular, read_head
+from core.serialization import js_json_stringify
+from core.sessions.jsonl_layout import Compression
+from core.sessions.models import SessionHeader
+
+SESSION_QUERY_CORRUPT = "SESSION_QUERY_CORRUPT_SESSION"
+HEADER_LIMIT = 256 * 1024
+"""The most a listing reads of one session file to find its header."""
+_HEADER_PROBE = 4096
+_BOMB_STEP = 64
+"""Compressed bytes fed at a time while looking for the header (at most ~2 MiB of output each)."""
+
+
+def corrupt_session(path: Path, offset: int, reason: str) -> SessionQueryError:
+    """``SESSION_QUERY_CORRUPT_SESSION`` for ``path``, damaged at byte ``offset`` for ``reason``."""
+    return SessionQueryError(
+        f"corrupt session file {path} at byte {offset}: {reason}", SESSION_QUERY_CORRUPT, offset=offset, detail=reason
+    )
+
+
+def header_line(header: SessionHeader) -> str:
+    """The first line of a session file."""
+    return js_json_stringify({"type": "session", **header.to_wire()}) + "\n"
+
+
+def header_from_line(line: str, path: Path) -> SessionHeader:
+    """The header a session file's first line holds (``path`` names it in errors).
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION``.
+    """
+    try:
+        row = json.loads(line)
+    except ValueError as error:
+        raise corrupt_session(path, 0, f"the header is not JSON ({error})") from None
+    return header_from_row(row, path)
+
+
+def header_from_row(row: Any, path: Path) -> SessionHeader:
+    """The header a parsed first row holds."""
+    # Real dsh files may omit ``delegationDepth`` (it reads as 0, the model's default).
+    if not isinstance(row, dict) or row.get("type") != "session":
+        raise corrupt_session(path, 0, "the first line is not a session header")
+    try:
+        return SessionHeader.model_validate({key: value for key, value in row.items() if key != "type"})
+    except ValueError as error:
+        raise corrupt_session(path, 0, f"invalid header ({error.__class__.__name__})") from error
+
+
+def json_line(line: bytes) -> Any:
+    """One JSONL record. Bytes that are not UTF-8 read as U+FFFD (maximal subparts), as dsh's
+    reader decodes them, so a log dsh opens opens here too (found by differential fuzzing)."""
+    try:
+        return json.loads(line)
+    except UnicodeDecodeError:
+        return json.loads(line.decode("utf-8", "replace"))
+
+
+def _header_bytes(probe: bytes, path: Path, compression: Compression) -> bytes | None:
+    """The header line inside ``probe`` (the start of the file), or ``None`` if it needs more bytes."""
+    if compression == "zstd":
+        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        content = b""
+        try:
+            # Small pieces, so a frame that decompresses to gigabytes (a "zip bomb" of RLE blocks)
+            # is stopped once its output passes the header limit.
+            for start in range(0, len(probe), _BOMB_STEP):
+                content += decompressor.decompress(probe[start : start + _BOMB_STEP])
+                if b"\n" in content or decompressor.eof:
+                    break
+                if len(content) > HEADER_LIMIT:
+                    raise corrupt_session(path, 0, f"no header line within its first {HEADER_LIMIT // 1024} KiB")
+        except zstandard.ZstdError as error:
+            raise corrupt_session(path, 0, f"damaged header frame ({error})") from error
+        line, newline, _ = content.partition(b"\n")
+        if decompressor.eof and not newline:
+            raise corrupt_session(path, 0, "the header frame holds no complete line")
+        return line if newline else None
+    line, newline, _ = probe.partition(b"\n")
+    return line if newline else None
+
+
+def _read_header(path: str, compression: Compression) -> SessionHeader:
+    """Read only the header frame/line of a session file, growing the read while the header is
+    longer, up to ``HEADER_LIMIT`` (a header is a few hundred bytes; a file whose first line runs on
+    for megabytes is damaged, and reading it whole to find out would be the attack).
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` for a damaged or oversized header.
+        UnsafeFile: the path is a symlink or not a regular file (never opened for reading then).
+    """
+    size = _HEADER_PROBE
+    where = Path(path)
+    fd = open_regular(path)
+    try:
+        probe = read_head(fd, size)
+        while (line := _header_bytes(probe, where, compression)) is None:
+            if len(probe) < size:
+                raise corrupt_session(where, 0, "the header is incomplete")
+            if size >= HEADER_LIMIT:
+                raise corrupt_session(where, 0, f"no header line within its first {HEADER_LIMIT // 1024} KiB")
+            size = min(size * 2, HEADER_LIMIT)
+            probe = read_head(fd, size)
+    finally:
+        os.close(fd)
+    try:
+        row = json_line(line)
+    except ValueError as error:
+        raise corrupt_session(where, 0, "the header is not JSON") from error
+    return header_from_row(row, where)
