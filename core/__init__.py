@@ -44,7 +44,8 @@ from core.search.matching import MIN_BODY_QUERY, Snippet
 from core.search.message_index import MessageIndex
 from core.serialization import js_json_stringify, stringify_tag_safe_json, utf8_length
 from core.sessions.jsonl_listing import StoreProblem
-from core.sessions.jsonl_store import JsonlSessionStore, StoredSession
+from core.sessions.jsonl_store import JsonlSessionStore
+from core.sessions.log_cache import StoredSession
 from core.sessions.models import (
     BakedPrompt,
     Candidate,

@@ -43,7 +43,7 @@ from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
 from core.sessions.jsonl_codec import load_log
-from core.sessions.jsonl_store import StoredSession
+from core.sessions.log_cache import StoredSession
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,

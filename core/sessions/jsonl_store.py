@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import zstandard
 
-from core.collector import collector_paused
 from core.errors import SessionQueryError
-from core.files import UNSAFE_PATH, UnsafeFile, check_folders, read_regular
+from core.files import UnsafeFile, check_folders
 from core.serialization import js_json_stringify
 from core.sessions import jsonl_writer as writer
 from core.sessions.chunk_rows import pack_chunk_runs
@@ -27,8 +24,10 @@ from core.sessions.jsonl_layout import (
     project_key,
     session_file,
 )
+from core.sessions.jsonl_listed import ListedSessions
 from core.sessions.jsonl_listing import Revision, SessionFiles, StoreProblem
 from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
+from core.sessions.log_cache import LogCache, StoredSession, unsafe
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
@@ -48,42 +47,11 @@ from core.sessions.session import (
 )
 from core.sessions.store_listing import StoreListing
 from core.sessions.surface import events_at
-from core.sessions.watch import ChangeCallback, StoreWatcher
 
 SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 
-LOG_CACHE_SIZE = 32
-"""Parsed logs a store keeps for re-reads (most recently read first out last). A host that reads
-every session once (a preview walk, a reader beside a writer) must not keep them all: the memory
-grows with the store, and every full collection walks it."""
-
-
-def file_revision(path: str | os.PathLike[str], *, follow: bool = False) -> Revision:
-    """A file's revision (device, inode, size, mtime): another one means the file changed.
-
-    The store's own files are never symlinks (``lstat``); other tools' may be (``follow``).
-
-    Raises:
-        OSError: the file cannot be stat'ed (gone, say).
-    """
-    stat = os.stat(path) if follow else os.lstat(path)
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-
-
 SESSION_QUERY_READ_FAILED = "SESSION_QUERY_READ_FAILED"
 """A session file exists but cannot be opened (permissions, or a folder where the file belongs)."""
-
-
-def unsafe(error: UnsafeFile) -> SessionQueryError:
-    """The store's refusal of a symlink or special file (``SESSION_QUERY_UNSAFE_PATH``)."""
-    return SessionQueryError(str(error.strerror), UNSAFE_PATH)
-
-
-@dataclass
-class _Cached:
-    revision: Revision
-    header: SessionHeader
-    log: LoadedLog | None = None
 
 
 @dataclass
@@ -95,7 +63,7 @@ class _Owned:
     fd: int | None = None
 
 
-class JsonlSessionStore:
+class JsonlSessionStore(ListedSessions):
     """Durable, dsh-compatible sessions on disk (STORE.md), with the ``MemorySessionStore`` surface.
 
     Args:
@@ -124,7 +92,7 @@ class JsonlSessionStore:
         self.pack_chunks = pack_chunks
         self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
         self._owned: dict[str, _Owned] = {}
-        self._cache: OrderedDict[Path, _Cached] = OrderedDict()
+        self._logs = LogCache(self.root, compression)
         files = SessionFiles(self.root, self._file_name, self._other_name, lambda path: str(self._wrong_encoding(path)))
         self._listing = StoreListing(files, self.root, compression, self._read_record)
         self.problems: list[StoreProblem] = []
@@ -242,7 +210,7 @@ class JsonlSessionStore:
                 raise unsafe(error) from None
         if path is not None and path.parent.exists():
             shutil.rmtree(path.parent)
-            self._cache.pop(path, None)
+            self._logs.forget(path)
             writer.fsync_dir(path.parent.parent)
 
     def _encode(self, text: str) -> bytes:
@@ -281,77 +249,12 @@ class JsonlSessionStore:
 
     # -- reading ----------------------------------------------------------------------------------
 
-    @property
-    def watched(self) -> bool:
-        """Set by a host that reports every change under the root through ``note_changes``."""
-        return self._listing.watched
-
-    @watched.setter
-    def watched(self, value: bool) -> None:
-        self._listing.watched = value
-
-    def watcher(self, on_change: ChangeCallback) -> StoreWatcher:
-        """A watcher of the root's file-system events (inotify), reporting to ``on_change``."""
-        return StoreWatcher(self.root, on_change)
-
-    def note_changes(self, paths: Iterable[str] | None) -> None:
-        """Say what changed under the root (paths a file-system watcher reported), or ``None`` when
-        anything may have (the watcher lost events or just started): the next listing looks at
-        those paths only, or at everything. Safe to call from any thread.
-
-        Only a store whose ``watched`` is set relies on it; others look at everything each time.
-        """
-        self._listing.note_changes(paths)
-
-    def changes_pending(self) -> bool:
-        """Whether ``note_changes`` reported anything the last listing has not looked at."""
-        return self._listing.changes_pending()
-
     def _read_record(self, path: str) -> SessionRecord:
         header = _read_header(path, self.compression)
         expected = session_file(self.root, header.id, header.cwd, self.compression)
         if expected != path:
             raise SessionQueryError(f"{path}: its header (id and cwd) belongs at {expected}", SESSION_QUERY_CORRUPT)
         return trusted_record(header, False, True)
-
-    async def list_sessions(self) -> list[SessionRecord]:
-        """Every readable session, newest first; unreadable files are reported in ``self.problems``.
-
-        Only header frames are read, and only for files whose revision changed since the last call
-        (or, in a new process, since the listing cache was written); with a watcher reporting
-        changes (``note_changes``), only the reported folders are looked at.
-        """
-        owned = {session_id: owned.session.header for session_id, owned in self._owned.items()}
-        with collector_paused():
-            records, self.problems = self._listing.list(owned)
-        return records
-
-    def remembered_sessions(self) -> list[SessionRecord] | None:
-        """The listing as the listing cache remembers it, without looking at any file: what a host
-        shows first, before ``list_sessions`` (which then answers what is there now). ``None`` when
-        there is no cache or a listing was already made."""
-        owned = {session_id: owned.session.header for session_id, owned in self._owned.items()}
-        with collector_paused():
-            remembered = self._listing.remembered(owned)
-        if remembered is None:
-            return None
-        records, self.problems = remembered
-        return records
-
-    def listed_revisions(self) -> Mapping[str, Revision]:
-        """Session id -> file revision, as the last ``list_sessions`` saw them.
-
-        The same object until a listing sees any file change, so hosts can tell "nothing changed"
-        by identity.
-        """
-        return self._listing.revisions()
-
-    def listed_revision(self, header: SessionHeader) -> Revision | None:
-        """The file revision (device, inode, size, mtime) the last ``list_sessions`` saw for a session.
-
-        Hosts use it to keep per-session caches (titles) fresh without reading logs again.
-        """
-        return self._listing.revisions().get(header.id)
 
     def written_revision(self, session_id: str) -> Revision | None:
         """The file revision of a session this store writes, as of its last append (``None`` when it
@@ -370,22 +273,7 @@ class JsonlSessionStore:
         path = self._find(session_id)
         if path is None:
             raise not_found(session_id)
-        try:
-            check_folders(self.root, path.parent)
-            revision = file_revision(path)
-            cached = self._cache.get(path)
-            if cached is not None and cached.revision == revision and cached.log is not None:
-                self._cache.move_to_end(path)
-                return cached.log
-            raw, _ = read_regular(path)
-        except UnsafeFile as error:
-            raise unsafe(error) from None
-        log = load_log(raw, path, self.compression)
-        self._cache[path] = _Cached(revision=revision, header=log.header, log=log)
-        self._cache.move_to_end(path)
-        while len(self._cache) > LOG_CACHE_SIZE:
-            self._cache.popitem(last=False)  # the least recently read
-        return log
+        return self._logs.load(path)
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """The folded current surface, from memory for sessions this store writes, else from disk.
@@ -436,29 +324,7 @@ class JsonlSessionStore:
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND`` when the file is gone,
                 ``SESSION_QUERY_CORRUPT_SESSION`` when it cannot be read.
         """
-        path = self.session_path(header.id, header.cwd)
         try:
-            check_folders(self.root, path.parent)
-            raw, stat = read_regular(path)
+            return self._logs.read_stored(self.session_path(header.id, header.cwd))
         except FileNotFoundError:
             raise not_found(header.id) from None
-        except UnsafeFile as error:
-            raise unsafe(error) from None
-        log = load_log(raw, path, self.compression)
-        surface = SurfaceSnapshot.model_construct(
-            session=log.header,
-            captured_through_seq=log.events[-1].seq if log.events else None,
-            events=events_at(log.events, log.surface_seqs),
-        )
-        revision = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        return StoredSession(revision=revision, surface=surface, title=log.title)
-
-
-@dataclass(frozen=True, slots=True)
-class StoredSession:
-    """A session as ``JsonlSessionStore.read_stored`` read it: file revision, surface, latest title."""
-
-    revision: Revision | int
-    """A file's revision here; a database store's revision number there."""
-    surface: SurfaceSnapshot
-    title: TitleSnapshot | None

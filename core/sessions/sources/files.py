@@ -17,7 +17,7 @@ from typing import Any
 from core.collector import collector_paused
 from core.files import open_regular
 from core.sessions.jsonl_listing import Revision, StoreProblem
-from core.sessions.jsonl_store import file_revision
+from core.sessions.log_cache import file_revision
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,

@@ -1,0 +1,109 @@
+"""Reading a JSONL store's session logs: parsed logs kept while their file's revision holds, and
+whole reads past the cache for bulk readers. Every read checks the folders on the way (no symlink
+or special file is followed out of the store)."""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import SessionQueryError
+from core.files import UNSAFE_PATH, UnsafeFile, check_folders, read_regular
+from core.sessions.jsonl_codec import LoadedLog, load_log
+from core.sessions.jsonl_layout import Compression
+from core.sessions.jsonl_listing import Revision
+from core.sessions.models import SurfaceSnapshot, TitleSnapshot
+from core.sessions.surface import events_at
+
+LOG_CACHE_SIZE = 32
+"""Parsed logs a store keeps for re-reads (most recently read first out last). A host that reads
+every session once (a preview walk, a reader beside a writer) must not keep them all: the memory
+grows with the store, and every full collection walks it."""
+
+
+def file_revision(path: str | os.PathLike[str], *, follow: bool = False) -> Revision:
+    """A file's revision (device, inode, size, mtime): another one means the file changed.
+
+    The store's own files are never symlinks (``lstat``); other tools' may be (``follow``).
+
+    Raises:
+        OSError: the file cannot be stat'ed (gone, say).
+    """
+    stat = os.stat(path) if follow else os.lstat(path)
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def unsafe(error: UnsafeFile) -> SessionQueryError:
+    """The store's refusal of a symlink or special file (``SESSION_QUERY_UNSAFE_PATH``)."""
+    return SessionQueryError(str(error.strerror), UNSAFE_PATH)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A session as ``JsonlSessionStore.read_stored`` read it: file revision, surface, latest title."""
+
+    revision: Revision | int
+    """A file's revision here; a database store's revision number there."""
+    surface: SurfaceSnapshot
+    title: TitleSnapshot | None
+
+
+class LogCache:
+    """The parsed logs of a store's files, least recently read out first past ``LOG_CACHE_SIZE``."""
+
+    def __init__(self, root: Path, compression: Compression) -> None:
+        self.root = root
+        self.compression: Compression = compression
+        self._logs: OrderedDict[Path, tuple[Revision, LoadedLog]] = OrderedDict()
+
+    def load(self, path: Path) -> LoadedLog:
+        """The parsed log at ``path``: the kept one while the file's revision is unchanged.
+
+        Raises:
+            FileNotFoundError: the file is gone.
+            SessionQueryError: ``SESSION_QUERY_UNSAFE_PATH`` or ``SESSION_QUERY_CORRUPT_SESSION``.
+        """
+        try:
+            check_folders(self.root, path.parent)
+            revision = file_revision(path)
+            kept = self._logs.get(path)
+            if kept is not None and kept[0] == revision:
+                self._logs.move_to_end(path)
+                return kept[1]
+            raw, _ = read_regular(path)
+        except UnsafeFile as error:
+            raise unsafe(error) from None
+        log = load_log(raw, path, self.compression)
+        self._logs[path] = (revision, log)
+        self._logs.move_to_end(path)
+        while len(self._logs) > LOG_CACHE_SIZE:
+            self._logs.popitem(last=False)  # the least recently read
+        return log
+
+    def forget(self, path: Path) -> None:
+        """Drop what is kept of ``path`` (its session was deleted)."""
+        self._logs.pop(path, None)
+
+    def read_stored(self, path: Path) -> StoredSession:
+        """The log at ``path`` read whole, past the cache (nothing stays in memory); the revision is
+        taken before reading, so it never claims more than what was read.
+
+        Raises:
+            FileNotFoundError: the file is gone.
+            SessionQueryError: ``SESSION_QUERY_UNSAFE_PATH`` or ``SESSION_QUERY_CORRUPT_SESSION``.
+        """
+        try:
+            check_folders(self.root, path.parent)
+            raw, stat = read_regular(path)
+        except UnsafeFile as error:
+            raise unsafe(error) from None
+        log = load_log(raw, path, self.compression)
+        surface = SurfaceSnapshot.model_construct(
+            session=log.header,
+            captured_through_seq=log.events[-1].seq if log.events else None,
+            events=events_at(log.events, log.surface_seqs),
+        )
+        revision = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        return StoredSession(revision=revision, surface=surface, title=log.title)
