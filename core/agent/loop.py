@@ -14,23 +14,18 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.abort import AbortController
 from core.agent.chat_models import MODEL_CONTEXT_LENGTH, ChatModel, ModelError, model_chunks
 from core.agent.compaction import (
     COMPACTION_CANCELLED,
-    CONTEXT_PROMPT_TOO_LARGE,
     CompactionError,
-    CompactionPolicy,
     CompactionProgress,
     CompactionResult,
-    checkpoint_allowance,
-    compact,
 )
-from core.agent.context import ContextMeter, ContextReading
-from core.agent.tokens import ContextWindow, WindowMemory, estimate_history, resolve_window
+from core.agent.context import ContextMeter
+from core.agent.window_keeping import ContextSettings, WindowKeeping, prompt_estimate
 from core.errors import SessionQueryError, SessionReferenceError
 from core.reference.baking import bake_prompt_message
 from core.sessions.models import HookContext, SessionEvent
@@ -46,24 +41,6 @@ FLUSH_INTERVAL = 0.2
 Prompt = tuple[list[dict[str, Any]], Sequence[HookContext]]
 
 
-@dataclass(frozen=True, slots=True)
-class ContextSettings:
-    """A loop's context configuration: the configured window (``None``: built in or assumed), where
-    learned windows are remembered, and the compaction policy."""
-
-    window: int | None = None
-    memory: WindowMemory | None = None
-    policy: CompactionPolicy = field(default_factory=CompactionPolicy)
-
-
-def prompt_estimate(content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> float:
-    """Estimated tokens a prompt adds to a request once baked (its references included)."""
-    baked = bake_prompt_message(content, contexts)
-    messages = [{"role": "user", "content": baked.data["content"]}]
-    messages.extend({"role": "user", "content": context.content} for context in baked.separate_contexts)
-    return estimate_history(messages)
-
-
 def fallback_title(display_content: list[dict[str, Any]]) -> str:
     """A title from the user's own words: first non-empty line, trimmed, at most ``TITLE_LIMIT`` characters."""
     text = text_of_blocks(display_content)
@@ -73,7 +50,7 @@ def fallback_title(display_content: list[dict[str, Any]]) -> str:
     return line or "Untitled"
 
 
-class AgentLoop:
+class AgentLoop(WindowKeeping):
     """Runs turns on one session with one model; writes every event of CONTRACT §8 to the log."""
 
     def __init__(
@@ -113,93 +90,6 @@ class AgentLoop:
         if self._compaction_task is not None and not self._compaction_task.done():
             return "compacting"
         return "idle"
-
-    # -- context ----------------------------------------------------------------------------------
-
-    @property
-    def window(self) -> ContextWindow:
-        """The model's context window (``core.agent.tokens.resolve_window``: configured unless its server
-        said it is smaller, else learned, else built in, else assumed)."""
-        return resolve_window(
-            self.model.name,
-            base_url=getattr(self.model, "base_url", None),
-            configured=self.settings.window,
-            memory=self.settings.memory,
-        )
-
-    def context(self) -> ContextReading:
-        """The context the next request starts from (``core.agent.context``)."""
-        return self.meter.read(self.window, self.settings.policy.threshold_ratio)
-
-    def fit(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> tuple[int, int]:
-        """``(request, floor)``: the tokens of the next request with this prompt, and the least it can
-        take after compacting everything before it (checkpoint + prompt + the reply's reserve)."""
-        return self.fit_estimate(self.context(), prompt_estimate(content, contexts))
-
-    def fit_estimate(self, reading: ContextReading, added: float) -> tuple[int, int]:
-        """``fit`` for a reading and a prompt estimate the caller already has."""
-        checkpoint = checkpoint_allowance(self.settings.policy, reading.window) if reading.messages else 0
-        return reading.request(added), reading.calibrated(added) + checkpoint + reading.reserve
-
-    def check_fits(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
-        """Refuse a prompt that cannot fit the window even with the whole history compacted.
-
-        Raises:
-            CompactionError: ``CONTEXT_PROMPT_TOO_LARGE``, saying how large and what to do.
-        """
-        _, floor = self.fit(content, contexts)
-        self._refuse_over(floor)
-
-    def _refuse_over(self, floor: int) -> None:
-        window = self.window
-        if floor > window.tokens:
-            raise CompactionError(
-                CONTEXT_PROMPT_TOO_LARGE,
-                f"this message needs about {floor:,} tokens (with room for the reply), more than "
-                f"{self.model.name}'s window of {window.tokens:,} tokens ({window.source}), even with the "
-                "history compacted: reference fewer sessions, lower the reference budget "
-                "(--max-reference-bytes), or use a model with a larger window",
-            )
-
-    def _progress(self, progress: CompactionProgress) -> None:
-        self.compacting = progress
-
-    async def _compact(
-        self, controller: AbortController, *, turn: int | None, keep_from_seq: int | None, incoming: float = 0.0
-    ) -> CompactionResult:
-        self.compacting = CompactionProgress(0, 0, 0)
-        try:
-            return await self._compact_once(controller, turn=turn, keep_from_seq=keep_from_seq, incoming=incoming)
-        except CompactionError as error:
-            window = self.window.tokens
-            if error.context_limit is None or error.context_limit >= window:
-                raise
-            # The summary request itself was too long for the server: learn its window and try again
-            # once with parts sized for it.
-            self._learn_limit(error.context_limit)
-            if self.window.tokens >= window:
-                raise
-            return await self._compact_once(controller, turn=turn, keep_from_seq=keep_from_seq, incoming=incoming)
-        finally:
-            self.compacting = None
-
-    async def _compact_once(
-        self, controller: AbortController, *, turn: int | None, keep_from_seq: int | None, incoming: float
-    ) -> CompactionResult:
-        result = await compact(
-            self.session,
-            self.model,
-            self.context(),
-            self.settings.policy,
-            signal=controller.signal,
-            turn=turn,
-            keep_from_seq=keep_from_seq,
-            incoming=incoming,
-            progress=self._progress,
-            estimates=lambda event: self.meter.estimate_of(event.seq),
-        )
-        self.last_compaction = result
-        return result
 
     async def compact_now(self) -> CompactionResult:
         """Compact the session's history now (between turns); the log is unchanged on failure.
@@ -298,30 +188,6 @@ class AgentLoop:
                 extra["meta"] = context.meta
             batch.append(("user/message", extra, "append", None))
         return self.session.append_batch(batch)[0]
-
-    async def _pressure(self, turn: int, prompt: SessionEvent, controller: AbortController) -> None:
-        """Compact inside the turn when its next request would pass the threshold (best effort)."""
-        if self._pressure_checked:
-            self._pressure_checked = False  # the send compacted (or tried to) just before this step
-            return
-        reading = self.context()
-        if not self.settings.policy.auto or reading.used + reading.reserve <= reading.threshold:
-            return
-        try:
-            await self._compact(controller, turn=turn, keep_from_seq=prompt.seq)
-        except CompactionError as error:
-            if error.code == COMPACTION_CANCELLED:
-                raise SessionReferenceError(error.message, "SESSION_REFERENCE_CANCELLED") from error
-            self.compaction_error = error
-
-    def _learn(self, error: ModelError) -> None:
-        if error.context_limit is not None:
-            self._learn_limit(error.context_limit)
-
-    def _learn_limit(self, limit: int) -> None:
-        base_url = getattr(self.model, "base_url", None)
-        if self.settings.memory is not None and isinstance(base_url, str):
-            self.settings.memory.learn(base_url, self.model.name, limit)
 
     async def _run(self, turn: int, prompt: SessionEvent, controller: AbortController) -> None:
         reason, error = "completed", None
