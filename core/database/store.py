@@ -25,7 +25,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -33,23 +32,19 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.database.errors import SESSION_QUERY_DATABASE, database_error
 from core.database.listing import DatabaseListing
+from core.database.reading import _WAIT, PgReading, StoredRevision, _read_session
 from core.database.rows import lock_session, put_session, unlock_and_close, write_failed
 from core.database.schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
-from core.database.search import PgMessageIndex, SearchDelta, searchable, write_search_delta
+from core.database.search import SearchDelta, searchable, write_search_delta
 from core.database.teams import SESSION_QUERY_NOT_OWNER, SESSION_QUERY_UNKNOWN_TEAM, TeamSharing, not_owner
-from core.database.watch import NotifyWatcher
 from core.database.writers import PgWriters
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
-from core.sessions.jsonl_codec import load_log
-from core.sessions.log_cache import StoredSession
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
-    SessionRecord,
     SurfaceSnapshot,
-    TitleSnapshot,
 )
 from core.sessions.session import (
     Clock,
@@ -61,8 +56,7 @@ from core.sessions.session import (
     not_found,
     system_clock,
 )
-from core.sessions.surface import events_at, fold_surface
-from core.sessions.watch import ChangeCallback
+from core.sessions.surface import fold_surface
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -74,12 +68,6 @@ __all__ = [
     "StoredRevision",
 ]
 
-StoredRevision = int
-"""A session's revision in the database: a number from one sequence, new with every change."""
-
-_WAIT = 5.0
-"""Seconds a read waits for a pooled connection (a database that is down fails after this)."""
-
 
 @dataclass(frozen=True, slots=True)
 class _Result:
@@ -87,7 +75,7 @@ class _Result:
     rowcount: int
 
 
-class PostgresSessionStore(TeamSharing):
+class PostgresSessionStore(PgReading, TeamSharing):
     """Sessions in PostgreSQL (see the module docstring).
 
     Args:
@@ -307,147 +295,6 @@ class PostgresSessionStore(TeamSharing):
         self._pool.close()
         return lost
 
-    # -- reading ----------------------------------------------------------------------------------
-
-    def _load(self, session_id: str, connection: psycopg.Connection[Any] | None = None) -> _Loaded | None:
-        if "\x00" in session_id:
-            return None
-        try:
-            if connection is None:
-                with self._pool.connection(timeout=_WAIT) as pooled:
-                    return _read_session(pooled, session_id)
-            return _read_session(connection, session_id)
-        except (psycopg.Error, PoolTimeout) as error:
-            raise database_error(error, f"cannot read session {js_json_stringify(session_id)}") from None
-
-    async def list_sessions(self) -> list[SessionRecord]:
-        """Every session this role may see (its own, and those shared with its teams), newest
-        first (the contract's order: ids by UTF-16 code units). A teammate's session carries its
-        owner's name.
-
-        Raises:
-            SessionQueryError: ``SESSION_QUERY_DATABASE_UNAVAILABLE``.
-        """
-        self._pending = False
-        unsaved = [session.header for session in self._writers.sessions() if not self._writers.stored(session.id)]
-        try:
-            with self._listing_lock:
-                return self._listing.current(
-                    lambda statement, parameters: self._run("cannot list the sessions", statement, parameters).rows,
-                    self._writers.ids(),
-                    unsaved,
-                )
-        except SessionQueryError:
-            self._pending = True
-            with self._listing_lock:
-                self._listing.forget()
-            raise
-
-    def listed_titles(self) -> dict[str, tuple[str, str | None]]:
-        """Session id -> (revision key, title) as the last listing saw them (the title column the
-        append keeps): a host shows titles without reading any session."""
-        return self._listing.titles
-
-    def message_index(self) -> PgMessageIndex:
-        """Message search on this database (kept current by every append; see ``search``)."""
-        return PgMessageIndex(self._conninfo)
-
-    # -- what a host watching the database reads ----------------------------------------------------
-
-    def watcher(self, on_change: ChangeCallback) -> NotifyWatcher:
-        """A watcher that hears the database's change notifications (``LISTEN``) on a connection
-        of its own and calls ``on_change(None)``: something changed, list again."""
-        return NotifyWatcher(self._conninfo, on_change)
-
-    def note_changes(self, _paths: Iterable[str] | None) -> None:
-        """Say that something changed (a notification arrived): the next refresh lists again."""
-        self._pending = True
-
-    def changes_pending(self) -> bool:
-        """Whether a change was noted since the last listing."""
-        return self._pending
-
-    def remembered_sessions(self) -> list[SessionRecord] | None:
-        """No listing is remembered between runs (listing the database is the fast path)."""
-        return None
-
-    def listed_revisions(self) -> dict[str, StoredRevision]:
-        """Session id -> revision as the last listing saw them; the same object while nothing changed."""
-        return self._listing.revisions
-
-    def listed_revision(self, header: SessionHeader) -> StoredRevision | None:
-        """The revision the last listing saw for a session."""
-        return self._listing.revisions.get(header.id)
-
-    def written_revision(self, session_id: str) -> StoredRevision | None:
-        """The revision of a session this store writes, as of its last append."""
-        return self._writers.revision(session_id)
-
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        """The folded current surface.
-
-        Raises:
-            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
-        """
-        owned = self._writers.session(session_id)
-        if owned is not None:
-            return owned.snapshot()
-        loaded = self._load(session_id)
-        if loaded is None:
-            raise not_found(session_id)
-        return loaded.surface()
-
-    async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        """The latest ``session/title`` of the raw log, or ``None``."""
-        owned = self._writers.session(session_id)
-        if owned is not None:
-            return owned.title
-        loaded = self._load(session_id)
-        if loaded is None:
-            raise not_found(session_id)
-        return loaded.title
-
-    def read_log(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]]:
-        """Every event of the raw log, read-only (no write lock)."""
-        owned = self._writers.session(session_id)
-        if owned is not None:
-            return owned.header, list(owned.events)
-        loaded = self._load(session_id)
-        if loaded is None:
-            raise not_found(session_id)
-        return loaded.header, loaded.events
-
-    def read_stored(self, header: SessionHeader) -> StoredSession:
-        """One listed session read with its revision, for bulk readers (the search index).
-
-        Raises:
-            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND`` when it is gone (or no longer shared).
-        """
-        loaded = self._load(header.id)
-        if loaded is None:
-            raise not_found(header.id)
-        return StoredSession(revision=loaded.revision, surface=loaded.surface(), title=loaded.title)
-
-
-def _read_session(connection: psycopg.Connection[Any], session_id: str) -> _Loaded | None:
-    """A session as this role may see it, in one statement (header, rows and revision one
-    consistent snapshot); ``None`` when it may not see it or it is absent.
-
-    Raises:
-        psycopg.Error: the read failed.
-        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` for rows that do not parse.
-    """
-    rows = connection.execute(
-        "SELECT s.header, r.row, s.revision FROM sessionref_sessions s "
-        "LEFT JOIN sessionref_rows r ON r.session_id = s.id WHERE s.id = %s ORDER BY r.first_seq",
-        (session_id,),
-    ).fetchall()
-    if not rows:
-        return None
-    lines = [rows[0][0]] + [row for _, row, _ in rows if row is not None]
-    log = load_log(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"), Path(f"postgresql:{session_id}"), "none")
-    return _Loaded(log.header, log.events, log.title, log.surface_seqs, int(rows[0][2]))
-
 
 def _backfill_search(connection: psycopg.Connection[Any]) -> None:
     """Make the sessions written before message search existed (schema < 3) searchable, each in
@@ -468,19 +315,3 @@ def _backfill_search(connection: psycopg.Connection[Any]) -> None:
             write_search_delta(connection, session_id, SearchDelta(0, searchable(loaded.surface())))
             title = loaded.title.title if loaded.title is not None else None
             connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (title, session_id))
-
-
-@dataclass(frozen=True, slots=True)
-class _Loaded:
-    header: SessionHeader
-    events: list[SessionEvent]
-    title: TitleSnapshot | None
-    surface_seqs: list[int]
-    revision: StoredRevision
-
-    def surface(self) -> SurfaceSnapshot:
-        return SurfaceSnapshot.model_construct(
-            session=self.header,
-            captured_through_seq=self.events[-1].seq if self.events else None,
-            events=events_at(self.events, self.surface_seqs),
-        )
