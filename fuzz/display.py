@@ -28,7 +28,7 @@ from core.display import visible, visible_lines
 from core.search.finder import SearchHit
 from core.search.matching import Snippet
 from core.sessions.doctor import Diagnosis, Finding, format_diagnosis
-from fuzz.targets import check
+from fuzz.kit import check
 from tui.preview_report import PreviewReport, Problem, ReferenceCard
 from tui.text import markup_escape
 from tui.widgets.picker import MentionPicker
@@ -94,7 +94,7 @@ def _values(text: str, rng: Any) -> list[str]:
 
 
 def show(text: str, rng: Any) -> str:
-    """Every display of ``text`` (see the module docstring); ``"ok"``, or ``fuzz.targets.FuzzFailure``."""
+    """Every display of ``text`` (see the module docstring); ``"ok"``, or ``fuzz.kit.FuzzFailure``."""
     for value in _values(text, rng):
         header = SessionHeader(id=value, cwd="/home/x/" + value.replace("/", "_"), created_at=0)
         # The sidebar's row, and the picker's rows for a title, an id, a cwd and a body match.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from textual import work
-from textual.message import Message
+from textual.screen import Screen
 
 from core import AbortController, SessionReferenceError, format_session_reference_mention
 from core.errors import CANCELLED
@@ -33,7 +33,13 @@ VISIBLE_HITS = 24
 """Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""
 
 
-class PickerControls:
+if TYPE_CHECKING:
+    _Screen = Screen[None]  # typed as the screen it is mixed into
+else:
+    _Screen = object
+
+
+class PickerControls(_Screen):
     """The `@` picker's lookups and keys, for the chat screen."""
 
     workspace: Workspace
@@ -49,14 +55,11 @@ class PickerControls:
 
     if TYPE_CHECKING:  # the screen's, for the type checker only (a stub here would shadow them)
         PickerShown: type[Any]
-        size: Any
 
         @property
         def prompt(self) -> PromptArea: ...
         @property
         def picker(self) -> MentionPicker: ...
-        def notify(self, message: str, **kwargs: Any) -> None: ...
-        def post_message(self, message: Message) -> bool: ...
 
     def action_picker_move(self, step: int) -> None:
         """Move the picker's highlight."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.message import Message
+from textual.screen import Screen
 
 from core import AbortController, SessionQueryError, SessionReferenceError, parse_session_reference_text
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
@@ -29,7 +30,13 @@ STREAM_TICK = 1 / 20
 """How often the transcript repaints a streaming reply."""
 
 
-class SendControls:
+if TYPE_CHECKING:
+    _Screen = Screen[None]  # typed as the screen it is mixed into
+else:
+    _Screen = object
+
+
+class SendControls(_Screen):
     """Sending the draft and following the reply, for the chat screen."""
 
     workspace: Workspace
@@ -43,10 +50,6 @@ class SendControls:
 
         @property
         def prompt(self) -> PromptArea: ...
-        def notify(self, message: str, **kwargs: Any) -> None: ...
-        def post_message(self, message: Message) -> bool: ...
-        def query_one(self, selector: type[Transcript]) -> Transcript: ...
-        def set_interval(self, interval: float, callback: Any) -> Any: ...
         def prompt_title(self) -> None: ...
         def watch_compaction(self, on: bool) -> None: ...
         def schedule_preview(self, delay: float = ...) -> None: ...

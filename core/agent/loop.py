@@ -32,6 +32,8 @@ from core.sessions.models import HookContext, SessionEvent
 from core.sessions.session import Session
 from core.sessions.surface import display_prompt_content, text_of_blocks
 
+__all__ = ["FLUSH_INTERVAL", "TITLE_LIMIT", "AgentLoop", "ContextSettings", "fallback_title", "prompt_estimate"]
+
 TITLE_LIMIT = 60
 """Fallback titles keep at most this many characters of the first line."""
 
