@@ -121,3 +121,21 @@ def test_the_import_check_sees_relative_and_type_only_imports(tmp_path: Path) ->
     )
     assert "tui.app.SessionRefApp" in _imports(probe, "tui.widgets")
     assert "tui.app" in _imports(probe, "tui")
+
+
+def test_no_colour_is_written_into_the_app_s_python() -> None:
+    # Colours follow the theme (README, *Using the app*): widgets' CSS uses its tokens and Python
+    # code paints by role through ``tui/palette.py``; a hex or named colour there would stay put
+    # when the theme changes.
+    import re
+
+    colour = re.compile(
+        r"#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b|[\"'][^\"'\n]*\b(red|green|yellow|blue|magenta|cyan|white|black)\b[^\"'\n]*[\"']"
+    )
+    wrong = []
+    for path in TUI.rglob("*.py"):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split(" # ", 1)[0]
+            if colour.search(code) and not code.lstrip().startswith(("#", '"""')):
+                wrong.append(f"{path.relative_to(TUI.parent)}:{number}: {line.strip()}")
+    assert wrong == []
