@@ -392,6 +392,8 @@ class Transcript(VerticalScroll):
         self.border_title = "Transcript"
         self._seqs: list[int] = []
         self._session_id: str | None = None
+        self.following = True
+        """Whether the transcript keeps its end in view (until the user scrolls up)."""
         self._stream: AssistantBlock | None = None
 
     def sync(self, session: Session, model: str | None = None) -> None:
@@ -417,7 +419,6 @@ class Transcript(VerticalScroll):
             for empty in self.query("#transcript-empty"):
                 empty.remove()
         self._seqs = seqs
-        at_end = self.is_vertical_scroll_end or not self.children
         if blocks:
             self.mount_all(blocks)
         if streaming is not None:
@@ -431,5 +432,16 @@ class Transcript(VerticalScroll):
         elif self._stream is not None:
             self._stream.remove()
             self._stream = None
-        if (blocks or streaming is not None) and at_end:
+        if (blocks or streaming is not None) and self.following:
+            self.scroll_end(animate=False)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        # The user scrolled up (stop following), or back down to the end (follow again).
+        self.following = new_value >= self.max_scroll_y - 1
+
+    def watch_virtual_size(self, _old: object, _new: object) -> None:
+        # What was mounted has its final height now (a Markdown reply, a reasoning fold): keep
+        # following the end through every layout, not only the first one after a mount.
+        if self.following:
             self.scroll_end(animate=False)
