@@ -143,7 +143,9 @@ class StoreWatcher:
                 if event.mask & flags.ISDIR and event.mask & (flags.CREATE | flags.MOVED_TO) and depth <= 2:
                     # Session folders that appeared in a new project folder before its watch was
                     # in place raised no event of their own: they are reported with it.
-                    changed.update(self._watch_tree(inotify, path, depth))
+                    found: list[str] = []
+                    self._watch_tree(inotify, path, depth, found)
+                    changed.update(found)
                 changed.add(self._folder_of(path, depth))
             now = time.monotonic()
             if changed and not burst_started:
@@ -163,21 +165,19 @@ class StoreWatcher:
             return path if depth else str(self.root)
         return os.path.dirname(path) if depth == 3 else self._folder_of(os.path.dirname(path), depth - 1)
 
-    def _watch_tree(self, inotify: INotify, folder: str, depth: int) -> list[str]:
+    def _watch_tree(self, inotify: INotify, folder: str, depth: int, found: list[str] | None = None) -> None:
         """Watch ``folder`` and the store folders below it (projects, sessions); never a symlink.
-        Returns the session folders found below ``folder``."""
-        found: list[str] = []
+        The session folders found below ``folder`` are added to ``found`` when one is given."""
         with contextlib.suppress(FileNotFoundError, NotADirectoryError, PermissionError):
             self._folders[inotify.add_watch(folder, _FOLDER_MASK)] = folder
             if depth >= 2:
-                return found
+                return
             for entry in os.scandir(folder):
                 if self._stop.is_set():
-                    return found
+                    return
                 if depth == 0 and entry.name.startswith(self.ignore_prefix):
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    if depth == 1:
+                    if depth == 1 and found is not None:
                         found.append(entry.path)
-                    found.extend(self._watch_tree(inotify, entry.path, depth + 1))
-        return found
+                    self._watch_tree(inotify, entry.path, depth + 1, found)

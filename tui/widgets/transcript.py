@@ -432,8 +432,6 @@ class Transcript(VerticalScroll):
         elif self._stream is not None:
             self._stream.remove()
             self._stream = None
-        if (blocks or streaming is not None) and self.following:
-            self.scroll_end(animate=False)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
