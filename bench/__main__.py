@@ -128,6 +128,9 @@ def main() -> None:
         bench_retention(args.repeats)
         bench_literal(args.repeats)
         bench_prepare(args.repeats)
+        from bench.cancellation import main as bench_cancellation
+
+        bench_cancellation(args.repeats)
     if args.only in (None, "store"):
         from bench.store import bench_append, bench_listing, bench_read_surface
 

@@ -143,10 +143,8 @@ async def test_cancel_mid_stream_keeps_what_arrived_and_ends_aborted(store) -> N
     loop = AgentLoop(session, model)
     await loop.followup([text("go")])
     await asyncio.sleep(0.01)
-    started = time.perf_counter()
     loop.cancel()
-    await loop.when_idle()
-    assert time.perf_counter() - started < 0.1
+    await asyncio.wait_for(loop.when_idle(), 30)  # the gate never opens: ending at all is not waiting for it
     message = next(e for e in session.events if e.type == "assistant/message")
     assert message.data["content"] == [text("partial")]
     assert session.events[-1].type == "turn/end"

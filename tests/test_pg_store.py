@@ -93,13 +93,15 @@ def test_one_writer_per_session_from_any_process(database: str) -> None:
     )
     done = subprocess.run([sys.executable, "-c", script, database], capture_output=True, text=True, cwd=REPO)
     assert done.stdout == "locked\n" and done.returncode == -9
+    reopened = None
     for _ in range(50):
         try:
-            session = store.get("shared")
+            reopened = store.get("shared")
             break
-        except SessionQueryError:  # the server notices the dead connection at once, or very soon
+        except SessionQueryError as error:  # the server notices the dead connection at once, or very soon
+            assert error.code == "SESSION_QUERY_SESSION_LOCKED"
             time.sleep(0.1)
-    assert session is not None
+    assert reopened is not None and [event.seq for event in reopened.events] == [0]
     store.close()
 
 

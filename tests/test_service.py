@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import pytest
@@ -17,14 +16,13 @@ from core import (
     ReferenceInput,
     SessionHeader,
     SessionQueryError,
-    SessionRecord,
     SessionReferenceError,
     SessionReferenceService,
-    SurfaceSnapshot,
     TitleSnapshot,
     stringify_tag_safe_json,
 )
 from tests.conftest import say_assistant, say_user, text
+from tests.hanging import HangingQuery
 
 REQUEST = [text("what did we decide?")]
 
@@ -87,38 +85,6 @@ async def test_failing_title_read_fails_the_listing_as_it_is(store, sessions) ->
         await SessionReferenceService(Broken(store)).list_candidates(sessions["target"])
 
 
-class HangingQuery:
-    """A query layer whose reads never finish unless told to; records what was asked."""
-
-    def __init__(self, inner: MemorySessionStore, *, hang_list: bool = False, hang_read: bool = False) -> None:
-        self.inner = inner
-        self.hang_list = hang_list
-        self.hang_read = hang_read
-        self.reads: list[str] = []
-        self.cancelled = 0
-
-    async def _hang(self) -> None:
-        try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            self.cancelled += 1
-            raise
-
-    async def list_sessions(self) -> list[SessionRecord]:
-        if self.hang_list:
-            await self._hang()
-        return await self.inner.list_sessions()
-
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        self.reads.append(session_id)
-        if self.hang_read:
-            await self._hang()
-        return await self.inner.read_surface(session_id)
-
-    async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        return await self.inner.read_title(session_id)
-
-
 async def test_listing_aborted_before_start_is_cancelled(store, sessions) -> None:
     controller = AbortController()
     controller.abort()
@@ -134,12 +100,11 @@ async def test_abort_while_listing_returns_at_once(store, sessions) -> None:
         SessionReferenceService(query).list_candidates(sessions["target"], signal=controller.signal)
     )
     await asyncio.sleep(0.01)
-    started = time.perf_counter()
     controller.abort()
     with pytest.raises(SessionReferenceError) as caught:
-        await task
+        await asyncio.wait_for(task, 30)  # the listing hangs for an hour: returning at all is not waiting
     assert codes(caught) == "SESSION_REFERENCE_CANCELLED"
-    assert time.perf_counter() - started < 0.1
+    assert query.cancelled == 1
 
 
 # --- preparation ---------------------------------------------------------------------------------
@@ -312,7 +277,8 @@ async def test_already_aborted_prepare_reads_nothing(store, sessions) -> None:
     assert query.reads == []
 
 
-async def test_abort_while_a_read_hangs_returns_within_100ms(store, sessions) -> None:
+async def test_abort_while_a_read_hangs_returns_without_waiting_for_it(store, sessions) -> None:
+    """(How soon: ``python -m bench --only engine``, "Cancellation".)"""
     query = HangingQuery(store, hang_read=True)
     controller = AbortController()
     task = asyncio.create_task(
@@ -322,11 +288,9 @@ async def test_abort_while_a_read_hangs_returns_within_100ms(store, sessions) ->
     )
     await asyncio.sleep(0.02)
     assert query.reads == ["alpha"]
-    started = time.perf_counter()
     controller.abort("user pressed Escape")
     with pytest.raises(SessionReferenceError) as caught:
-        await task
-    assert time.perf_counter() - started < 0.1
+        await asyncio.wait_for(task, 30)  # the read hangs for an hour: returning at all is not waiting
     assert codes(caught) == "SESSION_REFERENCE_CANCELLED"
     await asyncio.sleep(0)
     assert query.cancelled == 1  # the hanging read was cancelled, not awaited
@@ -375,20 +339,22 @@ async def test_cancelling_the_task_propagates_cancelled_error(store, sessions) -
 
 
 async def test_reads_run_in_parallel(store, sessions) -> None:
-    started: list[float] = []
+    """Every read starts before any one ends: no read waits for another. (How much that saves:
+    ``python -m bench --only engine``, "Cancellation and parallel reads".)"""
+    happened: list[tuple[str, str]] = []
 
     class Slow(HangingQuery):
         async def read_surface(self, session_id: str) -> Any:
-            started.append(time.perf_counter())
+            happened.append(("start", session_id))
             await asyncio.sleep(0.05)
+            happened.append(("end", session_id))
             return await self.inner.read_surface(session_id)
 
-    began = time.perf_counter()
     await SessionReferenceService(Slow(store)).prepare(
         sessions["target"], REQUEST, [ReferenceInput("alpha"), ReferenceInput("beta"), ReferenceInput("loose")]
     )
-    assert time.perf_counter() - began < 0.14
-    assert max(started) - min(started) < 0.03
+    assert [kind for kind, _ in happened] == ["start"] * 3 + ["end"] * 3
+    assert sorted(session_id for kind, session_id in happened if kind == "start") == ["alpha", "beta", "loose"]
 
 
 async def test_budget_failure_fails_the_whole_call(store, sessions) -> None:

@@ -13,10 +13,13 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from typing import Any
 
 import platformdirs
@@ -59,6 +62,16 @@ EXIT_USAGE = 2
 EXIT_ROOT = 3
 EXIT_SESSION = 4
 APP_FPS = 240
+CHECK_START_SECONDS = 60.0
+"""How long ``--check-start`` waits for the first screen and the listing before it calls the start failed."""
+
+
+def sessionref_version() -> str:
+    """The installed package's version (its metadata), or ``unknown`` for a source tree never installed."""
+    try:
+        return package_version("sessionref")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def default_root() -> str:
@@ -79,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
             "read-only snapshot of it with your request, and the preview shows exactly what before you send."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {sessionref_version()}")
     parser.add_argument(
         "--root", metavar="DIR", help=f"the session store folder (default: {default_root()}); created when missing"
     )
@@ -200,6 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="open a fresh temporary store seeded with sample sessions (several folders, a compacted one, "
         "one too large for its budget, a hostile one, odd ids); --root then names where to create it",
+    )
+    parser.add_argument(
+        "--check-start",
+        action="store_true",
+        help="start the app without a terminal, wait for its first screen and its listing, print one line "
+        "and exit (0 when it started): checks an install, with every other option as given",
     )
     return parser
 
@@ -456,7 +476,13 @@ def _run_app(
     except SessionQueryError as error:
         return _fail(f"cannot open session: {error.message} ({error.code})", EXIT_SESSION)
     try:
-        app.run()
+        if args.check_start:
+            started = _check_start(app)
+            if started is None:
+                return _fail(f"the app did not start within {CHECK_START_SECONDS:.0f} s", 1)
+            print(started)
+        else:
+            app.run()
     finally:
         app.close_index()
         lost = store.close()
@@ -464,8 +490,34 @@ def _run_app(
         print(f"sessionref: warning: {lost} events could not be stored (the session database was unreachable)",
               file=sys.stderr)  # fmt: skip
     if args.demo and root is not None:
-        print(f"sessionref: the demo store is in {visible(root)}", file=sys.stderr)
+        if args.check_start and args.root is None:
+            shutil.rmtree(root, ignore_errors=True)  # the temporary demo store served only this check
+        else:
+            print(f"sessionref: the demo store is in {visible(root)}", file=sys.stderr)
     return 0
+
+
+def _check_start(app: Any) -> str | None:
+    """Run ``app`` headless until its first screen is painted with the listing in it; the line to
+    print then, or ``None`` when that did not happen in time."""
+    from textual.pilot import Pilot  # (Textual only once the app starts)
+
+    started: list[str] = []
+
+    async def first_paint(pilot: Pilot[Any]) -> None:
+        deadline = time.monotonic() + CHECK_START_SECONDS
+        while not app.catalog_loaded.is_set() and time.monotonic() < deadline:
+            await pilot.pause(0.02)
+        if app.catalog_loaded.is_set():
+            await pilot.pause()  # the refresh that paints the listing
+            started.append(
+                f"sessionref {sessionref_version()} started: {len(app.catalog.records)} sessions listed, "
+                f"on {visible(app.session.id)}"
+            )
+        app.exit()
+
+    app.run(headless=True, size=(120, 40), auto_pilot=first_paint)
+    return started[0] if started else None
 
 
 if __name__ == "__main__":
