@@ -24,8 +24,7 @@ from core.errors import (
     SessionReferenceErrorCode,
 )
 from core.sessions.jsonl_header import SESSION_QUERY_CORRUPT
-from core.sessions.jsonl_layout import SESSION_QUERY_INVALID_ID
-from core.sessions.jsonl_store import SESSION_QUERY_WRONG_ENCODING
+from core.sessions.jsonl_layout import SESSION_QUERY_INVALID_ID, SESSION_QUERY_WRONG_ENCODING
 
 DOCUMENTED_CODES = frozenset(get_args(SessionReferenceErrorCode)) | {
     SESSION_QUERY_SESSION_NOT_FOUND,

@@ -101,7 +101,7 @@ def test_a_torn_tail_alone_needs_no_attention(tmp_path: Path, capsys: pytest.Cap
     store = make_store(tmp_path / "store", "none")
     path = store.session_path("s2", "/work/app")
     path.write_bytes(path.read_bytes() + b'{"type":')
-    code, out = doctor(tmp_path / "store", capsys)
+    code, out = doctor(tmp_path / "store", capsys, "--compression", "none")
     assert code == 0
     assert out.splitlines()[-1] == "healthy (1 notes)"
 
@@ -247,4 +247,72 @@ def test_doctor_help_and_the_main_help_mention_it(capsys: pytest.CaptureFixture[
     assert "--json" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["--help"])
-    assert "sessionref doctor [--root DIR] [--json]" in capsys.readouterr().out
+    assert "sessionref doctor [--root DIR] [--compression zstd|none] [--json]" in capsys.readouterr().out
+
+
+def test_files_of_the_other_encoding_are_noted_with_the_flag_that_opens_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store written with ``--compression none``, checked as the app opens it by default (zstd):
+    every file reads, so nothing is damage; each says what it is and which flag lists it."""
+    root = tmp_path / "store"
+    make_store(root, "none")
+    code, out = doctor(root, capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"store {root}: 3 sessions in 3 files (0.0 MiB)"
+    assert lines[-1] == "healthy (3 notes)"
+    for number, line in enumerate(lines[1:-1]):
+        assert line == (
+            f"info: other_encoding: {root / '--work-app--' / f's{number}' / 'session.jsonl'}: plain JSONL, readable; "
+            "sessionref lists it with --compression none (this check assumed --compression zstd); sessionref "
+            "import reads either (SESSION_QUERY_WRONG_ENCODING)"
+        )
+    healthy = f"store {root}: 3 sessions in 3 files (0.0 MiB)\nhealthy\n"
+    assert doctor(root, capsys, "--compression", "none") == (0, healthy)
+    # A mixed folder: the zstd files are the notes when the check assumes plain.
+    make_store(tmp_path / "zstd")
+    for session in ("s1", "s2"):
+        (root / "--work-app--" / session / "session.jsonl").unlink()
+        os.replace(tmp_path / "zstd" / "--work-app--" / session / "session.jsonl.zstd",
+                   root / "--work-app--" / session / "session.jsonl.zstd")  # fmt: skip
+    assert [(f.severity, f.kind, Path(f.path).parent.name) for f in diagnose(root, "none").findings] == [
+        ("info", "other_encoding", "s1"),
+        ("info", "other_encoding", "s2"),
+    ]
+
+
+def test_many_files_of_the_other_encoding_are_counted_past_the_first_five(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = JsonlSessionStore(tmp_path / "store", compression="none")
+    for number in range(9):
+        say_user(store.create(f"s{number}", cwd="/w"), "hi")
+    store.close()
+    code, out = doctor(tmp_path / "store", capsys)
+    assert code == 0
+    assert out.count("info: other_encoding:") == 6  # five, then the count
+    assert "info: other_encoding: ... and 4 more session files in the other encoding (--json lists them all)" in out
+    code, out = doctor(tmp_path / "store", capsys, "--json")
+    assert sum(finding["kind"] == "other_encoding" for finding in json.loads(out)["findings"]) == 9
+
+
+@pytest.mark.parametrize(("written", "named"), [("none", "session.jsonl.zstd"), ("zstd", "session.jsonl")])
+def test_a_file_whose_bytes_are_the_other_encoding_is_called_misnamed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], written: Any, named: str
+) -> None:
+    root = tmp_path / "store"
+    make_store(root, written)
+    folder = root / "--work-app--" / "s1"
+    (only,) = folder.iterdir()
+    only.rename(folder / named)
+    code, out = doctor(root, capsys)
+    assert code == 1
+    right = folder / only.name
+    kind = {"none": "plain JSONL", "zstd": "zstd frames"}
+    assert (
+        f"error: misnamed: {folder / named} at byte 0: it holds {kind[written]} under the name of "
+        f"{kind['zstd' if written == 'none' else 'none']}, so no reader opens it; renamed to {right} it reads "
+        f"(with --compression {written})"
+    ) in out.splitlines()
+    assert "corrupt" not in out

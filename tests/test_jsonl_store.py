@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -309,7 +310,12 @@ async def test_wrong_encoding_and_flat_files_are_clear_errors(root: Path) -> Non
     zstd = reopen(root, "zstd")
     assert await zstd.list_sessions() == []
     messages = " | ".join(problem.message for problem in zstd.problems)
-    assert "compression='none'" in messages
+    plain = root / "_no-cwd" / "plain" / "session.jsonl"
+    assert (
+        f"{plain} is plain JSONL but this store was opened with compression 'zstd': open it with compression "
+        "'none' (sessionref --compression none); sessionref import reads either"
+    ) in messages
+    assert [problem.code for problem in zstd.problems if problem.path == plain] == ["SESSION_QUERY_WRONG_ENCODING"]
     assert "flat session file" in messages
     with pytest.raises(SessionQueryError) as caught:
         await zstd.read_surface("plain")
@@ -593,4 +599,42 @@ def test_read_log_gives_every_event_without_taking_the_write_lock(tmp_path: Path
         reader.read_log("nope")
     assert missing.value.code == "SESSION_QUERY_SESSION_NOT_FOUND"
     writer.close()
+    reader.close()
+
+
+def test_either_encoding_reads_a_mixed_folder_and_names_a_conflicting_twin(tmp_path: Path) -> None:
+    from core.sessions.either_encoding import SESSION_QUERY_ENCODING_CONFLICT, EitherEncoding
+
+    for compression, names in (("none", ["p0", "p1", "twin"]), ("zstd", ["z0", "twin"])):
+        store = JsonlSessionStore(tmp_path / compression, compression=compression)
+        for name in names:
+            say_user(store.create(name, cwd="/w", created_at=len(name)), f"{name} in {compression}")
+            (tmp_path / "--w--" / name).mkdir(parents=True, exist_ok=True)
+            path = store.session_path(name, "/w")
+            os.replace(path, tmp_path / "--w--" / name / path.name)
+        store.close()
+    (tmp_path / "--w--" / "flat.jsonl").write_text("{}\n")
+    for compression in ("none", "zstd"):
+        shutil.rmtree(tmp_path / compression)
+    reader = EitherEncoding(tmp_path)
+    listed = reader.list_sessions()
+    assert sorted((entry.record.header.id, entry.compression) for entry in listed) == [
+        ("p0", "none"),
+        ("p1", "none"),
+        ("z0", "zstd"),
+    ]
+    assert reader.read_log("p1")[1][0].data["content"][0]["text"] == "p1 in none"
+    assert reader.read_log("z0")[1][0].data["content"][0]["text"] == "z0 in zstd"
+    # twin holds other words in each file: left out, both paths named; the flat file stays a problem.
+    assert [problem.code for problem in reader.problems] == [None, SESSION_QUERY_ENCODING_CONFLICT]
+    assert "both" in reader.problems[1].message and "session.jsonl.zstd and" in reader.problems[1].message
+    with pytest.raises(SessionQueryError) as caught:
+        reader.read_log("twin")
+    assert caught.value.code == "SESSION_QUERY_SESSION_NOT_FOUND"
+    with pytest.raises(SessionQueryError) as caught:
+        reader.find("twin")
+    assert caught.value.code == SESSION_QUERY_ENCODING_CONFLICT
+    found = reader.find("p0")
+    assert found is not None and found[0].id == "p0"
+    assert reader.find("absent") is None
     reader.close()

@@ -93,14 +93,15 @@ def test_one_writer_per_session_from_any_process(database: str) -> None:
     )
     done = subprocess.run([sys.executable, "-c", script, database], capture_output=True, text=True, cwd=REPO)
     assert done.stdout == "locked\n" and done.returncode == -9
-    reopened = None
+    reopened, refusals = None, []
     for _ in range(50):
         try:
             reopened = store.get("shared")
             break
         except SessionQueryError as error:  # the server notices the dead connection at once, or very soon
-            assert error.code == "SESSION_QUERY_SESSION_LOCKED"
+            refusals.append(error.code)
             time.sleep(0.1)
+    assert set(refusals) <= {"SESSION_QUERY_SESSION_LOCKED"}
     assert reopened is not None and [event.seq for event in reopened.events] == [0]
     store.close()
 

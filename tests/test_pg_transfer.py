@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 
 from core import JsonlSessionStore
 from core.database.store import PostgresSessionStore
@@ -146,3 +147,84 @@ def test_the_import_and_export_commands(database: str, tmp_path: Path) -> None:
     )
     assert done.returncode == 3 and "SESSION_QUERY_DATABASE_UNAVAILABLE" in done.stderr
     assert "hunter2" not in done.stderr + done.stdout
+
+
+def _seed_plain_and_mixed(root: Path) -> dict[str, Any]:
+    """Sessions s0..s5 as plain JSONL (``--compression none``), then z0, z1 as zstd beside them in the
+    same project folders, and s1 also as a zstd twin with the same events: what each holds."""
+    _seed(root).close()  # zstd, to be rewritten as plain below
+    expected = _everything(JsonlSessionStore(root))
+    for path in list(root.rglob("session.jsonl.zstd")):
+        plain = path.with_name("session.jsonl")
+        plain.write_bytes(zstandard.ZstdDecompressor().stream_reader(path.read_bytes(), read_across_frames=True).read())
+        plain.chmod(0o600)
+        if path.parent.name != "s1":
+            path.unlink()
+    zstd = JsonlSessionStore(root, clock=itertools.count(1_800_000_000_000, 3).__next__)
+    for index in range(2):
+        say_user(zstd.create(f"z{index}", cwd="/w/p1"), f"zstd {index}")
+    zstd.close()
+    expected.update({key: value for key, value in _everything(JsonlSessionStore(root)).items() if key[0] == "z"})
+    return expected
+
+
+def test_a_plain_and_a_mixed_folder_store_import_in_full(database: str, tmp_path: Path) -> None:
+    expected = _seed_plain_and_mixed(tmp_path / "from")
+    assert sorted(expected) == ["s0", "s1", "s2", "s3", "s4", "s5", "z0", "z1"]
+    store = PostgresSessionStore(database)
+    report = import_jsonl(tmp_path / "from", store)
+    # s1 is there twice (zstd and plain) with the same events: imported once.
+    assert (report.copied, report.problems) == (8, [])
+    assert _everything(store) == expected
+    assert import_jsonl(tmp_path / "from", store).unchanged == 8
+    store.close()
+
+
+def test_a_session_in_both_encodings_with_other_events_is_left_out_and_named(database: str, tmp_path: Path) -> None:
+    _seed_plain_and_mixed(tmp_path / "from")
+    twin = JsonlSessionStore(tmp_path / "from")  # zstd: s1's zstd file
+    session = twin.get("s1")
+    assert session is not None
+    say_user(session, "only in the zstd copy")
+    twin.close()
+    store = PostgresSessionStore(database)
+    report = import_jsonl(tmp_path / "from", store)
+    assert report.copied == 7 and len(report.problems) == 1
+    folder = tmp_path / "from" / "--w-p1--" / "s1"
+    assert report.problems[0] == (
+        f'session "s1" is both {folder / "session.jsonl.zstd"} and {folder / "session.jsonl"}, with different '
+        "events; neither was read (keep the one you want, remove the other)"
+    )
+    assert "s1" not in _everything(store)
+    store.close()
+
+
+def test_export_compression_names_the_files_it_writes_and_never_doubles_a_session(
+    database: str, tmp_path: Path
+) -> None:
+    _seed(tmp_path / "from").close()
+    store = PostgresSessionStore(database)
+    import_jsonl(tmp_path / "from", store)
+    exported = export_jsonl(store, tmp_path / "to", compression="none")
+    assert exported.copied == 6
+    assert sorted(path.name for path in (tmp_path / "to").rglob("session.*")) == ["session.jsonl"] * 6
+    assert _everything(JsonlSessionStore(tmp_path / "to", compression="none")) == _everything(store)
+    # Exporting as zstd into the same folder finds each session there already (in the other encoding).
+    again = export_jsonl(store, tmp_path / "to", compression="zstd")
+    assert (again.copied, again.unchanged, again.problems) == (0, 6, [])
+    assert not list((tmp_path / "to").rglob("session.jsonl.zstd"))
+    store.close()
+
+
+def test_the_import_command_reads_a_plain_store(database: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    _seed_plain_and_mixed(tmp_path / "from")
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "import", str(tmp_path / "from"), "--store", _uri(database)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert (done.returncode, done.stdout) == (0, "8 sessions imported, 40 events; 0 extended; 0 already there\n")

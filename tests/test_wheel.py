@@ -17,7 +17,6 @@ import sys
 import tomllib
 import venv
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,21 +35,21 @@ def _run(command: list[str], cwd: Path, timeout: float = 600) -> subprocess.Comp
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, Path]]:
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """(the virtualenv's bin folder, the wheel, an empty folder to run in)."""
     base = tmp_path_factory.mktemp("wheel")
     source, wheels, environment, outside = base / "source", base / "dist", base / "venv", base / "outside"
     outside.mkdir()
     # Built from a copy without what earlier builds left (setuptools packs a stale build/lib too).
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*_NOT_SOURCE))
-    built = _run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--quiet", "-w", str(wheels)], outside)
+    built = _run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(wheels)], outside)
     assert built.returncode == 0, built.stderr
     (wheel,) = wheels.glob("sessionref-*.whl")
     venv.EnvBuilder(with_pip=True, clear=True).create(environment)
     bin_ = environment / "bin"
     done = _run([str(bin_ / "python"), "-m", "pip", "install", "--quiet", str(wheel)], outside)
     assert done.returncode == 0, done.stderr
-    yield bin_, wheel, outside
+    return bin_, wheel, outside
 
 
 def _local_packages() -> set[str]:
@@ -72,7 +71,8 @@ def test_the_wheel_holds_every_package_and_its_data(installed: tuple[Path, Path,
 
 def test_the_installed_packages_come_from_the_virtualenv(installed: tuple[Path, Path, Path]) -> None:
     bin_, _, outside = installed
-    where = _run([str(bin_ / "python"), "-c", "import core, tui.cli; print(core.__file__); print(tui.cli.__file__)"], outside)
+    script = "import core, tui.cli; print(core.__file__); print(tui.cli.__file__)"
+    where = _run([str(bin_ / "python"), "-c", script], outside)
     assert where.returncode == 0, where.stderr
     for line in where.stdout.split():
         assert Path(line).is_relative_to(bin_.parent), line

@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (its ``--help`` is the reference for every option)."""
     parser = argparse.ArgumentParser(
         prog="sessionref",
-        epilog="sessionref doctor [--root DIR] [--json] checks a store without changing it (see its --help); "
+        epilog="sessionref doctor [--root DIR] [--compression zstd|none] [--json] checks a store without changing "
+        "it (see its --help); "
         "sessionref config [options] prints the effective settings and where each came from; "
         "sessionref import|export DIR --store URL moves a folder store into a database and back; "
         "sessionref share|unshare ID --with TEAM shares a session of a database store with a team.",
@@ -353,9 +354,16 @@ def doctor(argv: Sequence[str]) -> int:
         "leftovers of an interrupted create. Exit 0 when healthy, 1 when something needs attention.",
     )
     parser.add_argument("--root", metavar="DIR", help=f"the store folder (default: {default_root()})")
+    parser.add_argument(
+        "--compression",
+        choices=("zstd", "none"),
+        default="zstd",
+        help="the encoding you open the store with (as sessionref --compression; default zstd): session files "
+        "of the other one are noted with the flag that opens them, not reported as damage",
+    )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON, for scripts")
     args = parser.parse_args(argv)
-    diagnosis = diagnose(args.root or default_root())
+    diagnosis = diagnose(args.root or default_root(), args.compression)
     if args.json:
         # ASCII JSON: every control, reordering or non-ASCII character of a file name is a \u escape.
         print(json.dumps(diagnosis.to_json(), ensure_ascii=True, indent=2))

@@ -8,6 +8,7 @@ Exit codes: 0 everything moved, 1 some sessions were left out (each is named), 2
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -26,8 +27,9 @@ def transfer_command(kind: str, argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog=f"sessionref {kind}",
         description=(
-            "Copy every session of a JSONL store into a PostgreSQL database. Idempotent and resumable: "
-            "a session already there gains only what was added since; each session is one transaction."
+            "Copy every session of a JSONL store into a PostgreSQL database, whatever each file's encoding "
+            "(zstd or plain; a folder may mix them). Idempotent and resumable: a session already there gains "
+            "only what was added since; each session is one transaction."
             if into
             else "Write every session of a PostgreSQL database as a JSONL store dsh lists and loads. "
             "Existing files are never overwritten: the same events are skipped, others reported."
@@ -36,8 +38,15 @@ def transfer_command(kind: str, argv: Sequence[str]) -> int:
     parser.add_argument("directory", metavar="DIR", help="the JSONL store folder")
     parser.add_argument("--store", metavar="URL", required=True, help="the database (postgresql://...)")
     if not into:
-        parser.add_argument("--compression", choices=["zstd", "none"], default="zstd", help="default: zstd")
+        parser.add_argument(
+            "--compression",
+            choices=["zstd", "none"],
+            default="zstd",
+            help="how the files are written: zstd frames (default, as dsh writes) or plain JSONL",
+        )
     args = parser.parse_args(argv)
+    if into and not os.path.isdir(args.directory):
+        parser.error(f"{visible(args.directory)} is not a folder store (no such folder)")
     from core.database.store import PostgresSessionStore  # (psycopg only for these commands)
     from core.database.transfer import export_jsonl, import_jsonl
 

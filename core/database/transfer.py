@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -26,9 +25,9 @@ from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions import jsonl_writer
 from core.sessions.chunk_rows import pack_chunk_runs
+from core.sessions.either_encoding import EitherEncoding
 from core.sessions.jsonl_header import header_line
 from core.sessions.jsonl_layout import Compression, session_file
-from core.sessions.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionEvent, SessionHeader, SessionRecord
 
 Progress = Callable[[int, int], None]
@@ -61,19 +60,17 @@ def import_jsonl(
     progress: Progress | None = None,
     workers: int = IMPORT_WORKERS,
 ) -> TransferReport:
-    """Copy the sessions of the JSONL store at ``root`` into ``store`` (see the module docstring)."""
-    source = JsonlSessionStore(root)
+    """Copy the sessions of the JSONL store at ``root`` into ``store`` (see the module docstring),
+    whatever the encoding of each file (a folder may mix zstd and plain files)."""
+    source = EitherEncoding(root)
     report = TransferReport()
-    local = threading.local()
 
     def put(record: SessionRecord) -> tuple[int, int]:
-        if not hasattr(local, "source"):
-            local.source = JsonlSessionStore(root)  # a reader per thread (each keeps its own cache)
-        header, events = local.source.read_log(record.header.id)
+        header, events = source.read_log(record.header.id)
         return store.put_events(header, events), len(events)
 
     try:
-        records = asyncio.run(source.list_sessions())
+        records = [entry.record for entry in source.list_sessions()]
         report.problems.extend(problem.message for problem in source.problems)
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="import") as pool:
             futures = {pool.submit(put, record): record for record in records}
@@ -108,7 +105,7 @@ def export_jsonl(
     """Write every session of ``store`` into a JSONL store at ``root`` (see the module docstring)."""
     target = Path(root)
     jsonl_writer.make_private_dirs(target)
-    existing = JsonlSessionStore(target, compression=compression)
+    existing = EitherEncoding(target)  # a session already there in either encoding is compared, not doubled
     compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
     report = TransferReport()
     try:
@@ -118,11 +115,13 @@ def export_jsonl(
             try:
                 header, events = store.read_log(session_id)
                 path = Path(session_file(target, session_id, header.cwd, compression))
-                if path.exists():
-                    _, theirs = existing.read_log(session_id)
-                    if [event.to_wire() for event in theirs] != [event.to_wire() for event in events]:
+                there = existing.find(session_id)
+                if there is not None:
+                    if [event.to_wire() for event in there[1]] != [event.to_wire() for event in events]:
                         raise SessionQueryError(
-                            f"{path} holds other events; it was left as it is", "SESSION_QUERY_SESSION_EXISTS"
+                            f"session {js_json_stringify(session_id)} in {target} holds other events; "
+                            "it was left as it is",
+                            "SESSION_QUERY_SESSION_EXISTS",
                         )
                     report.unchanged += 1
                 else:

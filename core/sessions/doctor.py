@@ -20,15 +20,29 @@ from core.errors import SessionQueryError
 from core.files import UNSAFE_PATH, UnsafeFile, describe, kind_of, read_regular
 from core.serialization import js_json_stringify
 from core.sessions.jsonl_codec import load_log
-from core.sessions.jsonl_layout import _FILE_NAMES, Compression, session_file
+from core.sessions.jsonl_layout import (
+    _FILE_NAMES,
+    ENCODING_NAMES,
+    SESSION_QUERY_WRONG_ENCODING,
+    Compression,
+    other_encoding,
+    session_file,
+)
 
 Severity = Literal["error", "warning", "info"]
 """``error`` and ``warning`` need attention (``doctor`` exits 1); ``info`` is only reported."""
 
 _TEMPORARY_SUFFIX = ".tmp"
 LOOSE_SHOWN = 5
-"""Loose-permission findings the text report shows one by one (a store written by an older version
-can have thousands); the rest are counted, and ``--json`` lists every one."""
+"""Findings of a kind that comes by the thousand (loose permissions of a store written by an older
+version, every file of a store in the other encoding) the text report shows one by one; the rest
+are counted, and ``--json`` lists every one."""
+_MANY = {
+    "loose_permissions": "files and folders other users can read (--json lists them all); chmod -R go-rwx {root} "
+    "makes the whole store private",
+    "other_encoding": "session files in the other encoding (--json lists them all)",
+}
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 @dataclass(frozen=True)
@@ -39,7 +53,9 @@ class Finding:
     kind: str
     """``corrupt``, ``misplaced``, ``duplicate_id``, ``torn_tail``, ``loose_permissions``,
     ``stale_lock``, ``locked``, ``stale_temporary``, ``creating``, ``unreadable``, ``unsafe_path``
-    (a symlink, FIFO, device or socket inside the store), ``missing_root``."""
+    (a symlink, FIFO, device or socket inside the store), ``missing_root``, ``other_encoding`` (a
+    readable file of the encoding the store is not opened with), ``misnamed`` (a file whose bytes
+    are the other encoding than its name says)."""
     path: str
     message: str
     offset: int | None = None
@@ -181,14 +197,31 @@ def _temporary(path: str) -> Finding | None:
     )
 
 
-def _check_session(path: str, compression: Compression, raw: bytes, root: str) -> tuple[list[Finding], str | None]:
-    """The findings of one session file, and its id when it reads."""
+def _check_session(
+    path: str, compression: Compression, raw: bytes, root: str, opened_with: Compression
+) -> tuple[list[Finding], str | None]:
+    """The findings of one session file (named for ``compression``; the app opens the store with
+    ``opened_with``), and its id when it reads."""
     try:
         log = load_log(raw, Path(path), compression)
     except SessionQueryError as error:
+        misnamed = _misnamed(path, compression, raw)
+        if misnamed is not None:
+            return [misnamed], None
         message = error.detail or error.message
         return [Finding("error", "corrupt", path, message, offset=error.offset, code=error.code)], None
     findings = []
+    if compression != opened_with:
+        findings.append(
+            Finding(
+                "info",
+                "other_encoding",
+                path,
+                f"{ENCODING_NAMES[compression]}, readable; sessionref lists it with --compression {compression} "
+                f"(this check assumed --compression {opened_with}); sessionref import reads either",
+                code=SESSION_QUERY_WRONG_ENCODING,
+            )
+        )
     header = log.header
     try:
         expected = session_file(root, header.id, header.cwd, compression)
@@ -221,8 +254,32 @@ def _check_session(path: str, compression: Compression, raw: bytes, root: str) -
     return findings, header.id
 
 
-def diagnose(root: str | os.PathLike[str]) -> Diagnosis:
-    """Check the store at ``root`` (read-only) and return every finding, in path order."""
+def _misnamed(path: str, compression: Compression, raw: bytes) -> Finding | None:
+    """A file that does not read under its name's encoding but reads whole under the other one."""
+    other = other_encoding(compression)
+    if raw.startswith(_ZSTD_MAGIC) != (other == "zstd"):
+        return None
+    try:
+        load_log(raw, Path(path), other)
+    except SessionQueryError:
+        return None
+    right = os.path.join(os.path.dirname(path), _FILE_NAMES[other])
+    return Finding(
+        "error",
+        "misnamed",
+        path,
+        f"it holds {ENCODING_NAMES[other]} under the name of {ENCODING_NAMES[compression]}, so no reader opens it; "
+        f"renamed to {right} it reads (with --compression {other})",
+        offset=0,
+    )
+
+
+def diagnose(root: str | os.PathLike[str], compression: Compression = "zstd") -> Diagnosis:
+    """Check the store at ``root`` (read-only) and return every finding, in path order.
+
+    ``compression`` is the encoding the app opens the store with (``--compression``): files of the
+    other one are reported as such (``other_encoding``, a note), not as damage.
+    """
     root = os.path.abspath(root)
     diagnosis = Diagnosis(root=root)
     add = diagnosis.findings.append
@@ -287,7 +344,7 @@ def diagnose(root: str | os.PathLike[str]) -> Diagnosis:
             except OSError as error:
                 add(_unreadable(error))
                 continue
-            findings, session_id = _check_session(path, by_name[name], raw, root)
+            findings, session_id = _check_session(path, by_name[name], raw, root, compression)
             diagnosis.findings.extend(findings)
             if session_id is None:
                 continue
@@ -328,19 +385,23 @@ def format_diagnosis(diagnosis: Diagnosis) -> str:
         f"store {diagnosis.root}: {diagnosis.sessions} sessions in {diagnosis.files} files "
         f"({diagnosis.bytes / 1_048_576:.1f} MiB)"
     ]
-    loose = [finding for finding in diagnosis.findings if finding.kind == "loose_permissions"]
-    shown = set(map(id, loose[:LOOSE_SHOWN])) if len(loose) > LOOSE_SHOWN + 1 else set(map(id, loose))
+    hidden: dict[str, int] = {}
+    severities: dict[str, str] = {}
+    for kind in _MANY:
+        many = [finding for finding in diagnosis.findings if finding.kind == kind]
+        if len(many) > LOOSE_SHOWN + 1:
+            hidden[kind] = len(many) - LOOSE_SHOWN
+            severities[kind] = many[0].severity
+    seen: dict[str, int] = {}
     for finding in diagnosis.findings:
-        if finding.kind == "loose_permissions" and id(finding) not in shown:
+        seen[finding.kind] = seen.get(finding.kind, 0) + 1
+        if finding.kind in hidden and seen[finding.kind] > LOOSE_SHOWN:
             continue
         where = finding.path + (f" at byte {finding.offset}" if finding.offset is not None else "")
         code = f" ({finding.code})" if finding.code else ""
         lines.append(f"{finding.severity}: {finding.kind}: {where}: {finding.message}{code}")
-    if len(shown) < len(loose):
-        lines.append(
-            f"warning: loose_permissions: ... and {len(loose) - len(shown)} more files and folders other users can "
-            f"read (--json lists them all); chmod -R go-rwx {diagnosis.root} makes the whole store private"
-        )
+    for kind, count in hidden.items():
+        lines.append(f"{severities[kind]}: {kind}: ... and {count} more {_MANY[kind].format(root=diagnosis.root)}")
     counts = {severity: sum(f.severity == severity for f in diagnosis.findings) for severity in ("error", "warning")}
     if diagnosis.attention:
         lines.append(f"needs attention: {counts['error']} errors, {counts['warning']} warnings")

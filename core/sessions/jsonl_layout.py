@@ -12,8 +12,29 @@ from core.serialization import js_json_stringify
 Compression = Literal["zstd", "none"]
 
 SESSION_QUERY_INVALID_ID = "SESSION_QUERY_INVALID_ID"
+SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
+"""A session file of the other encoding than the store was opened with (readable by a store of that one)."""
 
 _FILE_NAMES: dict[str, str] = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}
+ENCODINGS: tuple[Compression, ...] = ("zstd", "none")
+"""Every encoding a session file can have; its name says which (``session.jsonl.zstd``, ``session.jsonl``)."""
+ENCODING_NAMES: dict[str, str] = {"zstd": "zstd frames", "none": "plain JSONL"}
+
+
+def other_encoding(compression: Compression) -> Compression:
+    """The encoding that is not ``compression``."""
+    return "none" if compression == "zstd" else "zstd"
+
+
+def wrong_encoding_message(path: object, compression: Compression) -> str:
+    """Why a store opened with ``compression`` does not list the session file at ``path``, and what opens it."""
+    other = other_encoding(compression)
+    return (
+        f"{path} is {ENCODING_NAMES[other]} but this store was opened with compression {compression!r}: "
+        f"open it with compression {other!r} (sessionref --compression {other}); sessionref import reads either"
+    )
+
+
 _NAME_LIMIT = 255
 _NO_CWD = "_no-cwd"
 

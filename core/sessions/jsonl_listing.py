@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.files import UNSAFE_PATH, describe, kind_of
+from core.sessions.jsonl_layout import SESSION_QUERY_WRONG_ENCODING
 
 Revision = tuple[int, int, int, int]
 
@@ -24,6 +25,8 @@ class StoreProblem:
 
     path: Path
     message: str
+    code: str | None = None
+    """``SESSION_QUERY_WRONG_ENCODING`` for a readable file of the other encoding; else ``None``."""
 
 
 def unsafe_problem(path: str, kind: str) -> StoreProblem:
@@ -198,7 +201,7 @@ class SessionFiles:
         except FileNotFoundError:
             other = Path(path) / self._other_name
             if other.is_file() and not other.is_symlink():
-                return StoreProblem(other, self._wrong_encoding(other))
+                return StoreProblem(other, self._wrong_encoding(other), SESSION_QUERY_WRONG_ENCODING)
             return None
         except OSError as error:
             return StoreProblem(Path(candidate), f"cannot read {candidate}: {error.strerror}")

@@ -19,10 +19,13 @@ from core.sessions.jsonl_codec import LoadedLog, load_log
 from core.sessions.jsonl_header import SESSION_QUERY_CORRUPT, _read_header, header_line
 from core.sessions.jsonl_layout import (
     _FILE_NAMES,
+    SESSION_QUERY_WRONG_ENCODING,
     Compression,
     encode_session_segment,
+    other_encoding,
     project_key,
     session_file,
+    wrong_encoding_message,
 )
 from core.sessions.jsonl_listed import ListedSessions
 from core.sessions.jsonl_listing import Revision, SessionFiles, StoreProblem
@@ -47,8 +50,6 @@ from core.sessions.session import (
 )
 from core.sessions.store_listing import StoreListing
 from core.sessions.surface import events_at
-
-SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 
 SESSION_QUERY_READ_FAILED = "SESSION_QUERY_READ_FAILED"
 """A session file exists but cannot be opened (permissions, or a folder where the file belongs)."""
@@ -87,13 +88,13 @@ class JsonlSessionStore(ListedSessions):
         self.root = Path(root)
         self.compression: Compression = compression
         self._file_name = _FILE_NAMES[compression]
-        self._other_name = _FILE_NAMES["none" if compression == "zstd" else "zstd"]
+        self._other_name = _FILE_NAMES[other_encoding(compression)]
         self._clock = clock
         self.pack_chunks = pack_chunks
         self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
         self._owned: dict[str, _Owned] = {}
         self._logs = LogCache(self.root, compression)
-        files = SessionFiles(self.root, self._file_name, self._other_name, lambda path: str(self._wrong_encoding(path)))
+        files = SessionFiles(self.root, self._file_name, self._other_name, self._wrong_encoding_text)
         self._listing = StoreListing(files, self.root, compression, self._read_record)
         self.problems: list[StoreProblem] = []
         writer.make_private_dirs(self.root)
@@ -104,24 +105,39 @@ class JsonlSessionStore(ListedSessions):
         """Where a session's file lives."""
         return self.root / project_key(cwd) / encode_session_segment(session_id) / self._file_name
 
+    def path_of(self, session_id: str) -> Path | None:
+        """Where the session's file of this store's encoding is (whatever is there: a symlink or a
+        FIFO too, refused on open), or ``None``; a file of the other encoding does not count."""
+        return self._locate(session_id)[0]
+
     def _find(self, session_id: str) -> Path | None:
-        """Where the session's file is: whatever is there (a symlink or a FIFO too, refused on open)."""
+        """``path_of``, refusing a session that is there only in the other encoding.
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_WRONG_ENCODING``.
+        """
+        path, other = self._locate(session_id)
+        if path is None and other is not None:
+            raise self._wrong_encoding(other)
+        return path
+
+    def _locate(self, session_id: str) -> tuple[Path | None, Path | None]:
+        """The session's file of this encoding and the first one of the other, in one pass."""
         segment = encode_session_segment(session_id)
+        other: Path | None = None
         for project in self._project_dirs():
             candidate = project / segment / self._file_name
             if os.path.lexists(candidate):
-                return candidate
-            if os.path.lexists(project / segment / self._other_name):
-                raise self._wrong_encoding(project / segment / self._other_name)
-        return None
+                return candidate, other
+            if other is None and os.path.lexists(project / segment / self._other_name):
+                other = project / segment / self._other_name
+        return None, other
 
     def _wrong_encoding(self, path: Path) -> SessionQueryError:
-        other = "none" if self.compression == "zstd" else "zstd"
-        return SessionQueryError(
-            f"{path} uses compression {other!r} but this store was opened with {self.compression!r}; "
-            f"open the root with compression={other!r}",
-            SESSION_QUERY_WRONG_ENCODING,
-        )
+        return SessionQueryError(self._wrong_encoding_text(path), SESSION_QUERY_WRONG_ENCODING)
+
+    def _wrong_encoding_text(self, path: Path) -> str:
+        return wrong_encoding_message(path, self.compression)
 
     def _project_dirs(self) -> list[Path]:
         # A symlinked project folder is never entered (the listing reports it).
