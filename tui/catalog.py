@@ -139,10 +139,10 @@ class SessionCatalog(SessionTitles):
         if self.persistent is not None and not record.live:
             stored = self.persistent.read_stored(record.header)
             return indexed_session(stored.revision, stored.surface, stored.title)
-        revision = self._revision(record)
+        listed = self._revision(record)  # before reading: it never claims more than what was read
         surface = run_to_end(store.read_surface(session_id))
         title = run_to_end(store.read_title(session_id))
-        return indexed_session(revision, surface, title)
+        return indexed_session(listed, surface, title)
 
     def owner_of(self, session_id: str) -> str | None:
         """Whose session it is when it is not the user's (a teammate's, in a shared database)."""

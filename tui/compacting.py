@@ -15,8 +15,10 @@ from core import SessionQueryError
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
 
 from .context_view import draft_context, tokens
+from .screen_typing import MixedIntoScreen
 
 if TYPE_CHECKING:
+    from .widgets.prompt import PromptArea
     from .workspace import Workspace
 
 PROMPT_TITLE = "Prompt · Enter sends · Ctrl+J newline · @ references a session"
@@ -30,17 +32,24 @@ def compaction_title(progress: Any) -> str:
     return f"Compacting{messages} into a checkpoint{part}… · Esc cancels"
 
 
-class CompactionControls:
+class CompactionControls(MixedIntoScreen):
     """Compaction on demand and its progress, for the chat screen."""
 
     workspace: Workspace
     preparing: bool
     _compaction_timer: Timer | None = None
 
+    if TYPE_CHECKING:  # the screen's, for the type checker only (a stub here would shadow them)
+
+        @property
+        def prompt(self) -> PromptArea: ...
+        def schedule_preview(self, delay: float = ...) -> None: ...
+        def _show_target(self) -> None: ...
+
     def prompt_title(self) -> None:
         """Set the prompt's title for what is going on: compacting, preparing, or ready."""
         progress = self.workspace.agent.compacting
-        prompt = self.prompt  # type: ignore[attr-defined]
+        prompt = self.prompt
         prompt.set_class(progress is not None, "-compacting")
         prompt.set_class(self.preparing and progress is None, "-preparing")
         if progress is not None:
@@ -51,7 +60,7 @@ class CompactionControls:
     def watch_compaction(self, on: bool) -> None:
         """Poll the agent's compaction progress into the prompt's title while ``on``."""
         if on and self._compaction_timer is None:
-            self._compaction_timer = self.set_interval(0.1, self.prompt_title)  # type: ignore[attr-defined]
+            self._compaction_timer = self.set_interval(0.1, self.prompt_title)
         elif not on and self._compaction_timer is not None:
             self._compaction_timer.stop()
             self._compaction_timer = None
@@ -60,14 +69,14 @@ class CompactionControls:
     def action_compact(self) -> None:
         """Compact the session's older history into a checkpoint now (Esc cancels)."""
         if self.workspace.agent.status != "idle" or self.preparing:
-            self.notify("Wait for the reply to finish, then compact.", title="Compact history")  # type: ignore[attr-defined]
+            self.notify("Wait for the reply to finish, then compact.", title="Compact history")
             return
         self._compact_now()
 
     @work(exclusive=True, group="compact")
     async def _compact_now(self) -> None:
         agent = self.workspace.agent
-        notify = self.notify  # type: ignore[attr-defined]
+        notify = self.notify
         before = draft_context(agent, [], ()).used
         self.watch_compaction(True)
         try:
@@ -92,5 +101,5 @@ class CompactionControls:
             title="Compacted",
             markup=False,
         )
-        self._show_target()  # type: ignore[attr-defined]
-        self.schedule_preview(0)  # type: ignore[attr-defined]
+        self._show_target()
+        self.schedule_preview(0)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from textual import work
-from textual.screen import Screen
 
 from core import AbortController, SessionReferenceError, format_session_reference_mention
 from core.errors import CANCELLED
@@ -21,6 +20,7 @@ from core.search.finder import FIRST_BUDGET, FULL_BUDGET
 
 from .mentions import PickerQuery
 from .preview_report import problem_of
+from .screen_typing import MixedIntoScreen
 from .text import visible
 from .widgets.picker import MentionPicker
 from .widgets.prompt import PromptArea
@@ -33,13 +33,7 @@ VISIBLE_HITS = 24
 """Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""
 
 
-if TYPE_CHECKING:
-    _Screen = Screen[None]  # typed as the screen it is mixed into
-else:
-    _Screen = object
-
-
-class PickerControls(_Screen):
+class PickerControls(MixedIntoScreen):
     """The `@` picker's lookups and keys, for the chat screen."""
 
     workspace: Workspace

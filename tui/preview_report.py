@@ -211,10 +211,10 @@ async def build_preview(
             continue
         try:
             alone = await service.prepare(target, report.content, [reference], signal)
-        except SessionReferenceError as error:
-            if error.code == CANCELLED:
+        except SessionReferenceError as failure:
+            if failure.code == CANCELLED:
                 raise
-            failed = ReferenceCard(reference.session_id, label, config.max_reference_bytes, problem=problem_of(error))
+            failed = ReferenceCard(reference.session_id, label, config.max_reference_bytes, problem=problem_of(failure))
             report.cards.append(failed)
         else:
             report.cards.extend(_cards(alone.contexts[0], config.max_reference_bytes))

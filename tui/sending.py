@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.message import Message
-from textual.screen import Screen
 
 from core import AbortController, SessionQueryError, SessionReferenceError, parse_session_reference_text
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
 from core.errors import CANCELLED
 
 from .preview_report import problem_of
+from .screen_typing import MixedIntoScreen
 from .widgets.prompt import PromptArea
 from .widgets.transcript import Transcript
 
@@ -30,13 +30,7 @@ STREAM_TICK = 1 / 20
 """How often the transcript repaints a streaming reply."""
 
 
-if TYPE_CHECKING:
-    _Screen = Screen[None]  # typed as the screen it is mixed into
-else:
-    _Screen = object
-
-
-class SendControls(_Screen):
+class SendControls(MixedIntoScreen):
     """Sending the draft and following the reply, for the chat screen."""
 
     workspace: Workspace

@@ -10,20 +10,30 @@ from typing import TYPE_CHECKING, Any
 
 from core import SessionQueryError
 
+from .screen_typing import MixedIntoScreen
 from .screens import RenameScreen
 from .text import visible
 from .widgets.preview import PreviewPane
 from .widgets.sidebar import SessionSidebar
 
 if TYPE_CHECKING:
+    from .widgets.prompt import PromptArea
     from .workspace import Workspace
 
 
-class SessionControls:
+class SessionControls(MixedIntoScreen):
     """Which session is the target, and what of the screen shows."""
 
     workspace: Workspace
     _stream_timer: Any
+
+    if TYPE_CHECKING:  # the screen's, for the type checker only (a stub here would shadow them)
+
+        @property
+        def prompt(self) -> PromptArea: ...
+        def schedule_preview(self, delay: float = ...) -> None: ...
+        def _show_target(self) -> None: ...
+        def _follow_stream(self) -> None: ...
 
     def on_session_sidebar_chosen(self, event: SessionSidebar.Chosen) -> None:
         self.switch_to(event.session_id)

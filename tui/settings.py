@@ -268,7 +268,7 @@ def effective_settings(config: LoadedConfig, flags: dict[str, Any], environ: dic
     pick("api_key_env", None, (*where, "api_key_env"), from_profile("api_key_env"), None)
     pick("context_window", "context_window", (*where, "context_window"), from_profile("context_window"), None)
     threshold = from_profile("compaction_threshold")
-    threshold_key = (*where, "compaction_threshold")
+    threshold_key: tuple[str, ...] = (*where, "compaction_threshold")
     if threshold is None:
         threshold, threshold_key = data.compaction.threshold, ("compaction", "threshold")
     pick("compaction_threshold", "compaction_threshold", threshold_key, threshold, 0.8)

@@ -10,8 +10,10 @@ import os
 
 from rich.cells import cell_len, get_character_cell_size
 
-from core.agent.tokens import ESTIMATOR, estimate_tokens  # noqa: F401 - the app's one estimate
-from core.display import visible, visible_lines  # noqa: F401 - the app's one way to show data text
+from core.agent.tokens import ESTIMATOR as ESTIMATOR  # the app's one estimate
+from core.agent.tokens import estimate_tokens as estimate_tokens
+from core.display import visible as visible  # the app's one way to show data text
+from core.display import visible_lines as visible_lines
 
 
 def markup_escape(text: str) -> str:

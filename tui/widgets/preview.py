@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.geometry import Region
 from textual.message import Message
@@ -155,7 +156,7 @@ class PreviewPane(VerticalScroll):
         self.home = home
         self.report: PreviewReport | None = None
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield PreviewBody(render_report(None), id="preview-body")  # no colours until a report comes
 
     def show(self, report: PreviewReport | None, busy: bool = False) -> None:

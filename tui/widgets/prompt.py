@@ -9,7 +9,7 @@ from textual import events
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
-from textual.widgets.text_area import TextAreaTheme
+from textual.widgets.text_area import Selection, TextAreaTheme
 
 from core.reference.uri import find_mention_spans
 
@@ -151,8 +151,8 @@ class PromptArea(TextArea):
 
     # -- reporting --------------------------------------------------------------------------------
 
-    def _watch_selection(self, previous_selection: object, selection: object) -> None:
-        super()._watch_selection(previous_selection, selection)  # type: ignore[arg-type]
+    def _watch_selection(self, previous_selection: Selection, selection: Selection) -> None:
+        super()._watch_selection(previous_selection, selection)
         self._snap_out_of_token()
         self._report_query()
 
