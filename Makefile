@@ -1,21 +1,39 @@
 # One entry point per task. `make test` builds .venv from nothing, installs, lints, type-checks and
-# runs the whole suite; `make bench` prints the performance figures quoted in the README.
+# runs the whole suite; `make check` is the quick edit-test loop (lint, types, the fast tests);
+# `make run` opens the app on a demo store with only what the app needs installed; `make bench`
+# prints the performance figures quoted in docs/benchmarks.md.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+# pytest-xdist workers: the tests mostly wait (terminals, servers, debounces), so four pay on two cores.
+JOBS ?= 4
 
 INTEROP := tests/interop
 
-.PHONY: test lint typecheck pytest interop bench fuzz run screenshot snapshots vectors clean
+.PHONY: test check lint typecheck pytest interop bench fuzz run screenshot snapshots vectors clean
 
-$(STAMP): pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# What the app needs to run (the runtime dependencies), and nothing else.
+$(RUNTIME_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
+
+# Everything the tests, the benchmarks and the fuzzer use (the dev extra).
+$(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME_STAMP)
 
 test: lint typecheck pytest
+
+# The edit-test loop: ruff, mypy and every test but the slow kinds (tmux, browser, PostgreSQL,
+# interop, fuzz, snapshots, the wheel, the long workloads; tests/conftest.py marks them).
+check: lint typecheck
+	$(BIN)/pytest -q -n $(JOBS) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -24,8 +42,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Everything in parallel but the real terminal and the browser, which then run alone: what they
+# measure (a key to a painted screen) is the terminal's own timing.
 pytest: $(STAMP) interop
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(JOBS) -m "not (tmux or browser)"
+	$(BIN)/pytest -m "tmux or browser"
 
 # The real DeepSeek Harness packages (and a Node 22 binary, both from the npm registry) for
 # tests/test_interop.py. Without npm those tests skip, unless SESSIONREF_REQUIRE_INTEROP=1.
@@ -44,7 +65,7 @@ bench: $(STAMP)
 fuzz: $(STAMP)
 	$(BIN)/python -m fuzz
 
-run: $(STAMP)
+run: $(RUNTIME_STAMP)
 	$(BIN)/sessionref --demo
 
 # Re-record the SVG snapshots (look at every picture before committing), then the README's PNG.
@@ -60,4 +81,4 @@ vectors:
 	node tests/js/make_vectors.mjs > tests/js/vectors.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(INTEROP)/node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(INTEROP)/node_modules build dist *.egg-info

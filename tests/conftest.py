@@ -115,3 +115,48 @@ def _store_snapshots_at_top_level() -> None:
 
 
 _store_snapshots_at_top_level()
+
+
+SLOW_MARKERS = {
+    "tmux": "drives the app in a real terminal (tmux)",
+    "browser": "drives the served app in headless Chromium",
+    "postgres": "runs on a throwaway PostgreSQL cluster",
+    "interop": "runs the real dsh packages under Node",
+    "fuzz": "a bounded fuzzing campaign, or readers racing a writer process",
+    "snapshots": "compares SVG screenshots of the app",
+    "wheel": "builds the wheel and installs it into a fresh virtualenv",
+    "long": "a workload that takes seconds by design (fifty turns, SIGKILLs at random moments, random steps)",
+}
+"""Markers of what ``make check`` leaves out (each also marks the test ``slow``); ``make test`` runs all."""
+
+_MODULE_MARKERS = {
+    "test_terminal": ("tmux",),
+    "test_terminal_pg": ("tmux", "postgres"),
+    "test_browser": ("browser",),
+    "test_interop": ("interop",),
+    "test_interop_fuzz": ("interop",),
+    "test_fuzz": ("fuzz",),
+    "test_readers_beside_writer": ("fuzz",),
+    "test_snapshots": ("snapshots",),
+    "test_wheel": ("wheel",),
+}
+_DATABASE_FIXTURES = {"cluster", "database", "team", "running_cluster"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: any of the markers below (make check runs -m 'not slow')")
+    for name, what in SLOW_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by what it needs: its module's kind, a database fixture; then ``slow`` for any."""
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
+        for name in _MODULE_MARKERS.get(module, ()):
+            item.add_marker(name)
+        database = module.startswith("test_pg_") or module.endswith("_pg")
+        if database or _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker("postgres")
+        if any(item.get_closest_marker(name) is not None for name in SLOW_MARKERS):
+            item.add_marker("slow")

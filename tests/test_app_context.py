@@ -78,6 +78,7 @@ def app_on(demo_template: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
     return build
 
 
+@pytest.mark.long
 async def test_fifty_turns_with_three_64_kib_references_each_in_a_128k_window(app_on: Any, tmp_path: Path) -> None:
     with FakeDeepSeek(window=131_072) as server:
         app = app_on(server, ContextSettings(memory=WindowMemory(tmp_path / "windows.json")))
@@ -114,6 +115,7 @@ async def test_fifty_turns_with_three_64_kib_references_each_in_a_128k_window(ap
         assert [(message["role"], message["text"]) for message in folded["messages"]] == history
 
 
+@pytest.mark.long
 async def test_the_same_when_the_app_learns_the_window_only_from_the_400(app_on: Any, tmp_path: Path) -> None:
     # The app assumes 131,072 tokens for a model it does not know; the server has 100,000. A
     # threshold of 0.95 lets the second turn go out at ~118k: the server refuses it, the app learns

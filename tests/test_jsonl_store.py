@@ -437,6 +437,7 @@ def test_second_process_gets_a_clear_lock_error_and_the_first_is_unaffected(root
 
 
 @pytest.mark.parametrize("compression_", ["zstd", "none"])
+@pytest.mark.long
 def test_sigkill_at_random_moments_loses_no_acknowledged_append(tmp_path: Path, compression_: str) -> None:
     rng = random.Random(20261202)
     for run in range(12):

@@ -121,6 +121,7 @@ def _rewrite_header(store: JsonlSessionStore, session_id: str, cwd: str, created
     shutil.rmtree(path.parent / "tmp-store")
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("seed", [7, 11, 13])
 def test_the_listing_from_reported_changes_is_the_listing_a_full_walk_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.wheel
-
 REPO = Path(__file__).resolve().parent.parent
 _NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "node_modules", "__pycache__", ".*_cache", ".hypothesis")
 

@@ -211,7 +211,9 @@ class SessionRefApp(ListingUpkeep):
 
     def on_message_indexer_changed(self, message: MessageIndexer.Changed) -> None:
         # Repaint what shows the index: the sessions (when titles came in) or the progress, and the picker.
-        if not self.screen_stack:
+        # The indexer posts from its own thread: a message may arrive while the app is closing, after
+        # the screen's widgets are gone (seen under load at exit): there is nothing left to repaint.
+        if not self.is_running or not self.screen_stack or not self.chat.is_running:
             return
         chat = self.chat
         if message.titles:
