@@ -1,1 +1,1 @@
-"""Benchmarks: `make bench` (or `python -m bench`) prints the figures quoted in the README."""
+"""Benchmarks: `make bench` (or `python -m bench`) prints the figures quoted in docs/benchmarks.md."""

@@ -203,7 +203,7 @@ def bench_preview(repeats: int) -> None:
 
 
 def bench_app(repeats: int) -> None:
-    """Every app figure the README quotes."""
+    """Every app figure docs/benchmarks.md quotes."""
     from bench.store import LISTING_COUNTS
 
     for count in LISTING_COUNTS:

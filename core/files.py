@@ -1,6 +1,6 @@
 """Opening files that other programs can tamper with: the store's, the index's, other tools'.
 
-The policy (README, "Security and durability"):
+The policy (docs/security.md):
 
 - **No symlinks inside the store or the index.** A session file, a session or project folder, an
   index folder, shard or lock file that is a symbolic link is never followed: it is reported

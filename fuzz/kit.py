@@ -35,7 +35,7 @@ DOCUMENTED_CODES = frozenset(get_args(SessionReferenceErrorCode)) | {
     SESSION_QUERY_CORRUPT,
     SESSION_QUERY_WRONG_ENCODING,
 }
-"""The error codes the README and CONTRACT §9 document for these entry points."""
+"""The error codes the docs and CONTRACT §9 document for these entry points."""
 
 HOSTILE = [
     "</referenced-sessions>",

@@ -295,7 +295,7 @@ async def test_a_torn_tail_written_by_one_side_reads_the_same_on_the_other(
 
 @pytest.mark.parametrize("compression", ["none", "zstd"])
 async def test_what_dsh_rc8_itself_makes_of_the_twenty_real_logs(tmp_path: Path, compression: str) -> None:
-    """The differences README's "Compatibility with dsh" lists, checked so a new release shows up here."""
+    """The differences docs/compatibility.md lists, checked so a new release shows up here."""
     ids = []
     for fixture in real_logs():
         session_id, _rows = place(tmp_path, fixture, compression)

@@ -1,4 +1,4 @@
-"""The layers of ``core`` (README, *Layout*): each imports only the layers above it, never ``tui``."""
+"""The layers of ``core`` (docs/architecture.md): each imports only the layers above it, never ``tui``."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def _imports(path: Path, package: str) -> list[str]:
 
 def test_no_tui_module_but_the_entry_point_imports_the_app() -> None:
     # Screens, widgets and services get what they need at construction and post messages; they never
-    # reach the app's object, not even for types (README, *Layout*).
+    # reach the app's object, not even for types (docs/architecture.md).
     wrong = []
     for path in TUI.rglob("*.py"):
         relative = path.relative_to(TUI.parent).with_suffix("")
@@ -124,7 +124,7 @@ def test_the_import_check_sees_relative_and_type_only_imports(tmp_path: Path) ->
 
 
 def test_no_colour_is_written_into_the_app_s_python() -> None:
-    # Colours follow the theme (README, *Using the app*): widgets' CSS uses its tokens and Python
+    # Colours follow the theme (docs/user-guide.md): widgets' CSS uses its tokens and Python
     # code paints by role through ``tui/palette.py``; a hex or named colour there would stay put
     # when the theme changes.
     import re

@@ -35,7 +35,7 @@ def test_matches_javascript_vector(vector: dict) -> None:
 
 def test_lower_casing_matches_javascript_outside_documented_divergences() -> None:
     # Python's str.lower and JavaScript's toLowerCase share Unicode's full mappings; none of the
-    # vectors may differ (the README documents toLocaleLowerCase's locale-specific rules as out of scope).
+    # vectors may differ (docs/compatibility.md documents toLocaleLowerCase's locale-specific rules as out of scope).
     mismatches = [v["json"] for v in load_vectors() if from_units(v["units"]).lower() != v["lower"]]
     assert mismatches == []
 
