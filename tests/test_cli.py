@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +163,29 @@ def test_a_store_folder_others_can_read_is_reported_not_changed(tmp_path: Path) 
     assert (tmp_path.stat().st_mode & 0o777) == 0o755
     tmp_path.chmod(0o700)
     assert loose_permissions(tmp_path) is None
+
+
+def test_version_comes_from_the_package_metadata() -> None:
+    from importlib.metadata import version
+
+    done = run_cli("--version")
+    assert (done.returncode, done.stdout) == (0, f"sessionref {version('sessionref')}\n")
+
+
+def test_check_start_opens_the_app_headless_on_the_store_and_exits(demo_template: Path, tmp_path: Path) -> None:
+    shutil.copytree(demo_template, tmp_path / "store")
+    done = run_cli("--root", str(tmp_path / "store"), "--session", "today", "--no-external", "--check-start")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(" started: 7 sessions listed, on today\n"), done.stdout
+    # A temporary demo store that served only the check is not left behind.
+    before = set(Path(tempfile.gettempdir()).glob("sessionref-demo-*"))
+    done = run_cli("--demo", "--check-start")
+    assert done.returncode == 0 and "started: 7 sessions listed" in done.stdout
+    assert set(Path(tempfile.gettempdir()).glob("sessionref-demo-*")) == before
+
+
+def test_check_start_and_serve_do_not_go_together(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--serve", "--check-start"])
+    assert exited.value.code == EXIT_USAGE
+    assert "--check-start starts the app itself; leave out --serve" in capsys.readouterr().err

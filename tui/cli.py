@@ -400,6 +400,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.demo and args.session:
         parser.error("--demo opens its own sessions; leave out --session")
     if args.serve:
+        if args.check_start:
+            parser.error("--check-start starts the app itself; leave out --serve")
         return _serve(parser, args, list(sys.argv[1:] if argv is None else argv))
 
     options = {key: settings[key] for key in ("max_reference_bytes", "max_references", "candidate_limit")}
@@ -487,7 +489,9 @@ def _run_app(
         if args.check_start:
             started = _check_start(app)
             if started is None:
-                return _fail(f"the app did not start within {CHECK_START_SECONDS:.0f} s", 1)
+                return _fail(
+                    f"the app did not start (no first screen with its listing within {CHECK_START_SECONDS:.0f} s)", 1
+                )
             print(started)
         else:
             app.run()
