@@ -33,7 +33,7 @@ test: lint typecheck pytest
 # The edit-test loop: ruff, mypy and every test but the slow kinds (tmux, browser, PostgreSQL,
 # interop, fuzz, snapshots, the wheel, the long workloads; tests/conftest.py marks them).
 check: lint typecheck
-	$(BIN)/pytest -q -n $(JOBS) -m "not slow"
+	$(BIN)/pytest -q -n $(JOBS) --dist worksteal -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -45,7 +45,7 @@ typecheck: $(STAMP)
 # Everything in parallel but the real terminal and the browser, which then run alone: what they
 # measure (a key to a painted screen) is the terminal's own timing.
 pytest: $(STAMP) interop
-	$(BIN)/pytest -n $(JOBS) -m "not (tmux or browser)"
+	$(BIN)/pytest -n $(JOBS) --dist worksteal -m "not (tmux or browser)"
 	$(BIN)/pytest -m "tmux or browser"
 
 # The real DeepSeek Harness packages (and a Node 22 binary, both from the npm registry) for
