@@ -24,6 +24,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from core.database.setup import initialize_database
 from core.database.store import PostgresSessionStore
 
 
@@ -67,9 +68,10 @@ class Cluster:
 
 
 @contextmanager
-def running_cluster(durable: bool = False) -> Iterator[Cluster]:
+def running_cluster(durable: bool = False, initialized: bool = True) -> Iterator[Cluster]:
     """A running cluster of its own (``initdb`` in a temporary folder), removed afterwards;
-    ``durable`` keeps ``fsync`` on (as a real server runs)."""
+    ``durable`` keeps ``fsync`` on (as a real server runs); ``initialized``: its ``postgres``
+    database has the store's schema (``sessionref db init``, as its superuser)."""
     binaries = postgres_bin()
     if binaries is None:
         reason = "PostgreSQL is not installed (apt-get install postgresql)"
@@ -88,6 +90,8 @@ def running_cluster(durable: bool = False) -> Iterator[Cluster]:
     cluster = Cluster(binaries, folder, owner, durable)
     cluster.start()
     try:
+        if initialized:
+            initialize_database(cluster.conninfo)
         yield cluster
     finally:
         cluster.stop()
@@ -97,11 +101,19 @@ def running_cluster(durable: bool = False) -> Iterator[Cluster]:
 @contextmanager
 def throwaway_cluster() -> Iterator[str]:
     """A running cluster; yields the connection string of its ``postgres`` superuser."""
-    with running_cluster() as cluster:
+    with running_cluster(initialized=False) as cluster:
         yield cluster.conninfo
 
 
 _numbers = itertools.count()
+
+
+def fresh_database(cluster: str) -> str:
+    """A new, empty database in the cluster (no sessionref schema); its name."""
+    name = f"t{os.getpid()}_{next(_numbers)}"
+    with psycopg.connect(cluster, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+    return name
 
 
 @pytest.fixture(scope="session")
@@ -113,12 +125,12 @@ def cluster() -> Iterator[str]:
 
 @pytest.fixture
 def database(cluster: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A fresh database of its own for each test; its connection string. Every store the test
-    opened is closed afterwards, even when the test failed half way (a store left to the garbage
-    collector would stop its pool's threads from one of them)."""
-    name = f"t{os.getpid()}_{next(_numbers)}"
-    with psycopg.connect(cluster, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")  # type: ignore[arg-type]
+    """A fresh database of its own for each test, its schema made by the administrator
+    (``sessionref db init``); its connection string, as the superuser. Every store the test opened
+    is closed afterwards, even when the test failed half way (a store left to the garbage collector
+    would stop its pool's threads from one of them)."""
+    name = fresh_database(cluster)
+    initialize_database(cluster.replace("dbname=postgres", f"dbname={name}"))
     opened: list[PostgresSessionStore] = []
     original = PostgresSessionStore.__init__
 
@@ -152,8 +164,6 @@ def team(database: str) -> Team:
             admin.execute(f"CREATE ROLE {names[who]} LOGIN")  # type: ignore[arg-type]
         admin.execute(f"CREATE ROLE {names['devs']} NOLOGIN")  # type: ignore[arg-type]
         admin.execute(f"GRANT {names['devs']} TO {names['alice']}, {names['bob']}")  # type: ignore[arg-type]
-    PostgresSessionStore(database).close()  # the administrator creates the schema
-
     def as_(who: str) -> str:
         return database.replace("user=postgres", f"user={names[who]}")
 

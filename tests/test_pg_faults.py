@@ -103,7 +103,7 @@ def test_a_writer_killed_mid_append_leaves_nothing_behind() -> None:
             "session = store.get('victim')\n"
             "connection = store._writers._writers['victim'].connection\n"
             "transaction = connection.transaction(); transaction.__enter__()\n"
-            'connection.execute("INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) '
+            'connection.execute("INSERT INTO sessionref.sessionref_rows (session_id, first_seq, last_seq, row) '
             "VALUES ('victim', 1, 1, '{}')\")\n"
             "print('inserted', flush=True)\n"
             "os.kill(os.getpid(), 9)\n"

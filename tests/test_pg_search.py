@@ -152,11 +152,11 @@ async def test_nothing_a_role_may_not_see_is_ever_found(team: Team) -> None:
         store.close()
         index.close()
         with psycopg.connect(who, autocommit=True) as connection:
-            counted = connection.execute("SELECT count(*) FROM sessionref_messages").fetchone()
+            counted = connection.execute("SELECT count(*) FROM sessionref.sessionref_messages").fetchone()
             assert counted == (len(expected),)  # not even a count of what it may not see
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 connection.execute(
-                    "INSERT INTO sessionref_messages (session_id, position, role, body, folded) "
+                    "INSERT INTO sessionref.sessionref_messages (session_id, position, role, body, folded) "
                     "VALUES ('secret', 9, 'user', 'planted', 'planted')"
                 )
 

@@ -15,11 +15,12 @@ import psycopg
 import pytest
 
 from core import JsonlSessionStore
-from core.database.schema import _MIGRATIONS
+from core.database.legacy_schema import LEGACY_STEPS
+from core.database.setup import initialize_database
 from core.database.store import SCHEMA_VERSION, PostgresSessionStore
 from core.errors import SessionQueryError
 from tests.conftest import compact, say_assistant, say_user
-from tests.pg_cluster import cluster, database
+from tests.pg_cluster import cluster, database, fresh_database
 
 __all__ = ["cluster", "database"]  # the fixtures
 
@@ -67,7 +68,7 @@ async def test_the_same_conversation_reads_the_same_as_in_the_jsonl_store(databa
     # The rows are the JSONL rows: a packed chunk row included, byte for byte.
     with psycopg.connect(database) as connection:
         rows = [row for (row,) in connection.execute(
-            "SELECT row FROM sessionref_rows WHERE session_id = 'first' ORDER BY first_seq"
+            "SELECT row FROM sessionref.sessionref_rows WHERE session_id = 'first' ORDER BY first_seq"
         )]  # fmt: skip
     lines = (tmp_path / "--w-a--" / "first" / "session.jsonl.zstd").exists()
     assert lines and any('"type":"text-chunks"' in row for row in rows)
@@ -115,7 +116,7 @@ def test_a_batch_is_all_or_nothing_and_seqs_only_increase_in_the_database(databa
     for values in ("('s', -3, -3, '{}')", "('s', 1, 2, '{}'), ('s', 2, 2, '{}')"):
         with psycopg.connect(database) as connection, pytest.raises(psycopg.errors.CheckViolation):
             connection.execute(
-                f"INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES {values}"  # type: ignore[arg-type]
+                f"INSERT INTO sessionref.sessionref_rows (session_id, first_seq, last_seq, row) VALUES {values}"  # type: ignore[arg-type]
             )
     # A batch whose second row the database refuses leaves nothing of the batch.
     with psycopg.connect(database, autocommit=True) as connection:
@@ -124,7 +125,7 @@ def test_a_batch_is_all_or_nothing_and_seqs_only_increase_in_the_database(databa
             "RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END; $$ LANGUAGE plpgsql"
         )
         connection.execute(
-            "CREATE TRIGGER refuse BEFORE INSERT ON sessionref_rows FOR EACH ROW EXECUTE FUNCTION refuse()"
+            "CREATE TRIGGER refuse BEFORE INSERT ON sessionref.sessionref_rows FOR EACH ROW EXECUTE FUNCTION refuse()"
         )
     prompts = [{"content": [{"type": "text", "text": w}], "source": {"kind": "user"}} for w in ("two", "three")]
     with pytest.raises(SessionQueryError) as caught:
@@ -141,21 +142,27 @@ def test_the_schema_is_versioned_and_a_newer_one_is_refused(database: str) -> No
     store = PostgresSessionStore(database)
     assert store.schema_version == SCHEMA_VERSION
     store.close()
-    PostgresSessionStore(database).close()  # opening again migrates nothing
+    PostgresSessionStore(database).close()  # opening again changes nothing
+    initialize_database(database)  # neither does a second db init
     with psycopg.connect(database, autocommit=True) as connection:
-        # One row per step taken, each once.
-        assert connection.execute("SELECT count(*) FROM sessionref_schema").fetchone() == (SCHEMA_VERSION,)
-        connection.execute("INSERT INTO sessionref_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+        assert connection.execute("SELECT version FROM sessionref.sessionref_schema").fetchall() == [(SCHEMA_VERSION,)]
+        connection.execute("INSERT INTO sessionref.sessionref_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
     with pytest.raises(SessionQueryError) as caught:
         PostgresSessionStore(database)
     assert caught.value.code == "SESSION_QUERY_SCHEMA_TOO_NEW"
     assert f"schema version {SCHEMA_VERSION + 1}" in str(caught.value)
+    with pytest.raises(SessionQueryError) as caught:
+        initialize_database(database)  # never a downgrade
+    assert caught.value.code == "SESSION_QUERY_SCHEMA_TOO_NEW"
 
 
-async def test_a_version_1_database_is_migrated_with_its_sessions_kept(database: str, tmp_path: Path) -> None:
+async def test_a_version_1_database_is_migrated_with_its_sessions_kept(cluster: str, tmp_path: Path) -> None:
+    """A database an earlier sessionref set up in public (version 1: its first user created it),
+    refused by the app until the administrator's db init moves it into its own schema."""
+    database = cluster.replace("dbname=postgres", f"dbname={fresh_database(cluster)}")
     with psycopg.connect(database, autocommit=True) as connection:
         connection.execute("CREATE TABLE sessionref_schema (version integer NOT NULL)")
-        connection.execute(_MIGRATIONS[1])
+        connection.execute(LEGACY_STEPS[1])
         connection.execute("INSERT INTO sessionref_schema (version) VALUES (1)")
         connection.execute(
             "INSERT INTO sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s)",
@@ -167,10 +174,24 @@ async def test_a_version_1_database_is_migrated_with_its_sessions_kept(database:
             "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES ('old', 0, 0, %s)",
             (json.dumps(row),),
         )
+    with pytest.raises(SessionQueryError) as caught:
+        PostgresSessionStore(database)
+    assert caught.value.code == "SESSION_QUERY_SCHEMA_OUTDATED"
+    assert str(caught.value) == (
+        "the database has sessionref schema version 1 in public; an administrator migrates it once to version "
+        f"{SCHEMA_VERSION} with sessionref db init --store URL"
+    )
+    initialize_database(database)
+    with psycopg.connect(database, autocommit=True) as connection:
+        left = connection.execute(
+            "SELECT count(*) FROM pg_catalog.pg_class WHERE relnamespace = 'public'::regnamespace "
+            "AND relname LIKE 'sessionref%%'"
+        ).fetchone()
+        assert left == (0,)  # everything moved into the sessionref schema
     store = PostgresSessionStore(database)
     assert store.schema_version == SCHEMA_VERSION
     [record] = await store.list_sessions()
-    assert record.header.id == "old" and record.owner is None  # the migrating role owns what was there
+    assert record.header.id == "old" and record.owner is None  # the first user (here postgres) still owns it
     assert [event.data for event in (await store.read_surface("old")).events] == [row["data"]]
     # What was written before message search existed is searchable once migrated.
     index = store.message_index()

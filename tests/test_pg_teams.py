@@ -100,23 +100,24 @@ def test_the_database_refuses_what_the_app_would_never_do(team: Team) -> None:
     alice_role = team.alice.split("user=")[1].split()[0]
     with psycopg.connect(team.bob, autocommit=True) as bob:
         for table in ("sessionref_sessions", "sessionref_rows", "sessionref_shares"):
-            assert bob.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)  # type: ignore[arg-type]
-        assert bob.execute("UPDATE sessionref_sessions SET owner = current_user").rowcount == 0
-        assert bob.execute("DELETE FROM sessionref_rows").rowcount == 0
-        assert bob.execute("DELETE FROM sessionref_sessions").rowcount == 0
+            assert bob.execute(f"SELECT count(*) FROM sessionref.{table}").fetchone() == (0,)  # type: ignore[arg-type]
+        assert bob.execute("UPDATE sessionref.sessionref_sessions SET owner = current_user").rowcount == 0
+        assert bob.execute("DELETE FROM sessionref.sessionref_rows").rowcount == 0
+        assert bob.execute("DELETE FROM sessionref.sessionref_sessions").rowcount == 0
         refused = [
-            ("INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) VALUES ('mine', 5, 5, '{}')", ()),
-            ("INSERT INTO sessionref_shares (session_id, grantee, owner) "
+            ("INSERT INTO sessionref.sessionref_rows (session_id, first_seq, last_seq, row) "
+             "VALUES ('mine', 5, 5, '{}')", ()),
+            ("INSERT INTO sessionref.sessionref_shares (session_id, grantee, owner) "
              "VALUES ('mine', (SELECT oid FROM pg_roles WHERE rolname = current_user), %s)", (alice_role,)),
-            ("INSERT INTO sessionref_sessions (id, header, created_at, owner) VALUES ('fake', '{}', 1, %s)",
+            ("INSERT INTO sessionref.sessionref_sessions (id, header, created_at, owner) VALUES ('fake', '{}', 1, %s)",
              (alice_role,)),
         ]  # fmt: skip
         for statement, parameters in refused:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 bob.execute(statement, parameters)  # type: ignore[arg-type]
     with psycopg.connect(team.alice, autocommit=True) as alice:
-        assert alice.execute("SELECT count(*) FROM sessionref_rows").fetchone() == (2,)
-        assert alice.execute("SELECT owner FROM sessionref_sessions").fetchall() == [(alice_role,)]
+        assert alice.execute("SELECT count(*) FROM sessionref.sessionref_rows").fetchone() == (2,)
+        assert alice.execute("SELECT owner FROM sessionref.sessionref_sessions").fetchall() == [(alice_role,)]
 
 
 async def test_hostile_ids_and_team_names_change_nothing_and_leak_nothing(team: Team) -> None:

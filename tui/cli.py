@@ -83,8 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (its ``--help`` is the reference for every option)."""
     parser = argparse.ArgumentParser(
         prog="sessionref",
-        epilog="sessionref doctor [--root DIR] [--compression zstd|none] [--json] checks a store without changing "
-        "it (see its --help); "
+        epilog="sessionref doctor [--root DIR | --store URL] [--compression zstd|none] [--json] checks a store "
+        "without changing it (see its --help); sessionref db init --store URL (an administrator, once) gives a "
+        "database the store's schema; "
         "sessionref config [options] prints the effective settings and where each came from; "
         "sessionref import|export DIR --store URL moves a folder store into a database and back; "
         "sessionref share|unshare ID --with TEAM shares a session of a database store with a team.",
@@ -353,7 +354,14 @@ def doctor(argv: Sequence[str]) -> int:
         "offset), duplicate ids, torn tails, files other users can read, locks held by a stopped process, "
         "leftovers of an interrupted create. Exit 0 when healthy, 1 when something needs attention.",
     )
-    parser.add_argument("--root", metavar="DIR", help=f"the store folder (default: {default_root()})")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--root", metavar="DIR", help=f"the store folder (default: {default_root()})")
+    where.add_argument(
+        "--store",
+        metavar="URL",
+        help="check a PostgreSQL team store instead, as your role sees it: who owns the schema, that row-level "
+        "security is forced on every table, and whether your role could read around it",
+    )
     parser.add_argument(
         "--compression",
         choices=("zstd", "none"),
@@ -363,13 +371,18 @@ def doctor(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON, for scripts")
     args = parser.parse_args(argv)
-    diagnosis = diagnose(args.root or default_root(), args.compression)
+    if args.store is not None:
+        from core.database.health import diagnose_database  # psycopg only for a database
+
+        diagnosis = diagnose_database(args.store)
+    else:
+        diagnosis = diagnose(args.root or default_root(), args.compression)
     if args.json:
         # ASCII JSON: every control, reordering or non-ASCII character of a file name is a \u escape.
         print(json.dumps(diagnosis.to_json(), ensure_ascii=True, indent=2))
     else:
         print(format_diagnosis(diagnosis))
-    if any(finding.kind == "missing_root" for finding in diagnosis.findings):
+    if any(finding.kind in ("missing_root", "unreachable", "missing_schema") for finding in diagnosis.findings):
         return EXIT_ROOT
     return 1 if diagnosis.attention else 0
 
@@ -385,6 +398,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .transfer_cli import transfer_command
 
         return transfer_command(arguments[0], arguments[1:])
+    if arguments[:1] == ["db"]:
+        from .db_cli import db_command
+
+        return db_command(arguments[1:])
     if arguments[:1] in (["share"], ["unshare"]):
         from .share_cli import share_command
 

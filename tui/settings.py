@@ -225,6 +225,17 @@ class Effective:
         return self.values[key]
 
 
+def database_url(flag: str | None, config_path: str | None) -> str | None:
+    """The database a database command works on: ``--store``, else ``$SESSIONREF_STORE``, else
+    ``[store] url`` of the config file; ``None`` when none names one.
+
+    Raises:
+        ConfigError: the config file is there but cannot be used.
+    """
+    url = flag or os.environ.get("SESSIONREF_STORE", "").strip() or None
+    return url if url is not None else load_config(config_path).data.store.url
+
+
 def effective_settings(config: LoadedConfig, flags: dict[str, Any], environ: dict[str, str]) -> Effective:
     """Merge defaults < file < flags (``flags`` holds only the options given on the command line).
 

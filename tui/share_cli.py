@@ -12,13 +12,12 @@ Exit codes: 0 done (or nothing to do), 1 refused (no such session, not yours, no
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
 from core.errors import SessionQueryError
 
-from .settings import ConfigError, load_config
+from .settings import ConfigError, database_url
 from .text import visible
 
 EXIT_REFUSED = 1
@@ -41,12 +40,10 @@ def share_command(kind: str, argv: Sequence[str]) -> int:
     parser.add_argument("--store", metavar="URL", help="the database (default: $SESSIONREF_STORE, else the config)")
     parser.add_argument("--config", metavar="PATH", help="the config file (default: the platform's config.toml)")
     args = parser.parse_args(argv)
-    url = args.store or os.environ.get("SESSIONREF_STORE", "").strip() or None
-    if url is None:
-        try:
-            url = load_config(args.config).data.store.url
-        except ConfigError as error:
-            parser.exit(2, f"sessionref {kind}: {visible(str(error))}\n")
+    try:
+        url = database_url(args.store, args.config)
+    except ConfigError as error:
+        parser.exit(2, f"sessionref {kind}: {visible(str(error))}\n")
     if url is None:
         parser.error("sharing needs a database: give --store postgresql://... (or $SESSIONREF_STORE)")
     from core.database.store import PostgresSessionStore  # psycopg only for database commands

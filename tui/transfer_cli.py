@@ -50,7 +50,7 @@ def transfer_command(kind: str, argv: Sequence[str]) -> int:
     from core.database.store import PostgresSessionStore  # (psycopg only for these commands)
     from core.database.transfer import export_jsonl, import_jsonl
 
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         store = PostgresSessionStore(args.store)
     except SessionQueryError as error:

@@ -22,8 +22,8 @@ from core.sessions.query import listing_order_key
 Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 """Runs one read statement and returns its rows (errors are the caller's)."""
 
-_WHERE = Path("postgresql:sessionref_sessions")
-_COLUMNS = "SELECT id, header, owner, revision, title FROM sessionref_sessions"
+_WHERE = Path("postgresql:sessionref.sessionref_sessions")
+_COLUMNS = "SELECT id, header, owner, revision, title FROM sessionref.sessionref_sessions"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class DatabaseListing:
     def current(self, run: Run, live: Collection[str], unsaved: list[SessionHeader]) -> list[SessionRecord]:
         """The listing now: ``live`` are the ids this store writes, ``unsaved`` the headers of
         sessions it writes that have no row yet."""
-        newest, count = run("SELECT coalesce(max(revision), 0), count(*) FROM sessionref_sessions", ())[0]
+        newest, count = run("SELECT coalesce(max(revision), 0), count(*) FROM sessionref.sessionref_sessions", ())[0]
         probe = (int(newest), int(count))
         live_now = frozenset(live) | {header.id for header in unsaved}
         if probe == self._probe and live_now == self._live:

@@ -178,8 +178,8 @@ def _read_session(connection: psycopg.Connection[Any], session_id: str) -> _Load
         SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` for rows that do not parse.
     """
     rows = connection.execute(
-        "SELECT s.header, r.row, s.revision FROM sessionref_sessions s "
-        "LEFT JOIN sessionref_rows r ON r.session_id = s.id WHERE s.id = %s ORDER BY r.first_seq",
+        "SELECT s.header, r.row, s.revision FROM sessionref.sessionref_sessions s "
+        "LEFT JOIN sessionref.sessionref_rows r ON r.session_id = s.id WHERE s.id = %s ORDER BY r.first_seq",
         (session_id,),
     ).fetchall()
     if not rows:

@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from core.database.connect import connect
 from core.database.errors import server_words
 from core.database.search import Message, SearchDelta, storable, write_search_delta
 from core.errors import SessionQueryError
@@ -24,11 +25,11 @@ from core.sessions.models import SessionEvent, SessionHeader
 from core.sessions.session import already_exists
 
 _INSERT_ROWS = (
-    "INSERT INTO sessionref_rows (session_id, first_seq, last_seq, row) "
+    "INSERT INTO sessionref.sessionref_rows (session_id, first_seq, last_seq, row) "
     "SELECT %s, first, last, row FROM unnest(%s::bigint[], %s::bigint[], %s::text[]) AS t(first, last, row)"
 )
 """A batch's rows in one statement: the schema's trigger checks and records them once per batch."""
-_INSERT_SESSION = "INSERT INTO sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s)"
+_INSERT_SESSION = "INSERT INTO sessionref.sessionref_sessions (id, header, cwd, created_at) VALUES (%s, %s, %s, %s)"
 _TRY_LOCK = "SELECT pg_try_advisory_lock(hashtextextended('sessionref:' || %s, 0))"
 
 
@@ -53,7 +54,7 @@ def lock_session(conninfo: str, session_id: str) -> psycopg.Connection[Any]:
         SessionQueryError: ``SESSION_QUERY_SESSION_LOCKED`` when another writer holds it.
         psycopg.Error: the database cannot be reached.
     """
-    connection = psycopg.connect(conninfo, autocommit=True)
+    connection = connect(conninfo, autocommit=True)
     try:
         row = connection.execute(_TRY_LOCK, (session_id,)).fetchone()
     except BaseException:
@@ -97,8 +98,12 @@ def append_rows(
         if search is not None:
             write_search_delta(connection, session_id, search)
         if title is not None:
-            connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (storable(title), session_id))
-        found = connection.execute("SELECT revision FROM sessionref_sessions WHERE id = %s", (session_id,)).fetchone()
+            connection.execute(
+                "UPDATE sessionref.sessionref_sessions SET title = %s WHERE id = %s", (storable(title), session_id)
+            )
+        found = connection.execute(
+            "SELECT revision FROM sessionref.sessionref_sessions WHERE id = %s", (session_id,)
+        ).fetchone()
     assert found is not None  # the session's own row, written by its owner
     return int(found[0])
 
@@ -131,7 +136,8 @@ def put_session(
             _INSERT_SESSION + " ON CONFLICT (id) DO NOTHING", (header.id, line, header.cwd, header.created_at)
         )
         found = connection.execute(
-            "SELECT header, last_seq, owner = current_user FROM sessionref_sessions WHERE id = %s", (header.id,)
+            "SELECT header, last_seq, owner = current_user FROM sessionref.sessionref_sessions WHERE id = %s",
+            (header.id,),
         ).fetchone()
         if found is None or found[0] != line or not found[2]:
             raise already_exists(header.id)
@@ -139,7 +145,7 @@ def put_session(
         insert_rows(connection, header.id, pack_chunk_runs(newer))
         if newer:  # the whole session is searchable as it now stands
             write_search_delta(connection, header.id, SearchDelta(0, messages))
-            connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (
+            connection.execute("UPDATE sessionref.sessionref_sessions SET title = %s WHERE id = %s", (
                 None if title is None else storable(title), header.id))  # fmt: skip
     return len(newer)
 

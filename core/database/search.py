@@ -1,5 +1,5 @@
 """Message search in the database: the projected conversation of every session in
-``sessionref_messages``, kept by the append's own transaction, searched with a ``pg_trgm`` index.
+``sessionref.sessionref_messages``, kept by the append's own transaction, searched with a ``pg_trgm`` index.
 
 What is kept is what a reference would send (CONTRACT §5 projection: prompts, answers, compaction
 summaries; never tool output or baked snapshots), one row per projected message, its text as is
@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from core.database.connect import connect
 from core.database.errors import server_words
 from core.reference.projection import project_conversation
 from core.search.index_values import INDEX_FAILED, IndexStatus
@@ -78,11 +79,11 @@ def search_delta(previous: Sequence[Message] | None, current: list[Message]) -> 
 def write_search_delta(connection: psycopg.Connection[Any], session_id: str, delta: SearchDelta) -> None:
     """Apply ``delta`` inside the caller's transaction."""
     connection.execute(
-        "DELETE FROM sessionref_messages WHERE session_id = %s AND position >= %s", (session_id, delta.keep)
+        "DELETE FROM sessionref.sessionref_messages WHERE session_id = %s AND position >= %s", (session_id, delta.keep)
     )
     if delta.added:
         connection.execute(
-            "INSERT INTO sessionref_messages (session_id, position, role, body, folded) "
+            "INSERT INTO sessionref.sessionref_messages (session_id, position, role, body, folded) "
             "SELECT %s, %s + ordinality - 1, role, body, folded "
             "FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS t(role, body, folded, ordinality)",
             (
@@ -129,7 +130,7 @@ class PgMessageIndex:
         with self._lock:
             try:
                 if self._connection is None or self._connection.closed or self._connection.broken:
-                    self._connection = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
+                    self._connection = connect(self._conninfo, autocommit=True, connect_timeout=5)
                     self._timeout = None
                 if timeout_ms != self._timeout:
                     self._connection.execute(f"SET statement_timeout = {int(timeout_ms)}")
@@ -155,7 +156,7 @@ class PgMessageIndex:
         # too common to look up that fast is answered as dense too, and scanned in listing order.
         quick = budget is not None and budget < QUICK_BUDGET
         rows = self._query(
-            "SELECT session_id, position, role, body FROM sessionref_messages WHERE folded LIKE %s LIMIT %s",
+            "SELECT session_id, position, role, body FROM sessionref.sessionref_messages WHERE folded LIKE %s LIMIT %s",
             (like_pattern(storable(needle)), limit + 1),
             timeout_ms=KEYSTROKE_LOOKUP_MS if quick else QUERY_TIMEOUT_MS,
         )
@@ -179,7 +180,7 @@ class PgMessageIndex:
         if "\x00" in needle or "\x00" in session_id:
             return None
         rows = self._query(
-            "SELECT position, role, body FROM sessionref_messages WHERE session_id = %s AND folded LIKE %s "
+            "SELECT position, role, body FROM sessionref.sessionref_messages WHERE session_id = %s AND folded LIKE %s "
             "ORDER BY position DESC LIMIT 1",
             (session_id, like_pattern(storable(needle))),
         )

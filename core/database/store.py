@@ -10,8 +10,11 @@ The same behaviour as ``JsonlSessionStore``, kept by the database rather than by
   process), and a second writer, from any machine, gets ``SESSION_QUERY_SESSION_LOCKED``.
 - **A batch is all or nothing, seqs only increase**: each batch is one transaction, and a trigger
   refuses a row whose first seq is not past the session's last one (``SESSION_QUERY_WRITE_FAILED``).
-- **Schema versions**: ``sessionref_schema`` holds the version; the store creates or migrates what
-  it knows and refuses a newer one (``SESSION_QUERY_SCHEMA_TOO_NEW``), never downgrading it.
+- **The schema is an administrator's** (``core.database.schema``): ``sessionref db init`` creates it
+  once, owned by a role no user is; the store never creates or migrates anything, and refuses a
+  database without it (``SESSION_QUERY_SCHEMA_MISSING``), with an earlier one
+  (``SESSION_QUERY_SCHEMA_OUTDATED``), a newer one (``SESSION_QUERY_SCHEMA_TOO_NEW``) or one a user
+  could read around (``SESSION_QUERY_UNSAFE_OWNER``). Every connection has a fixed ``search_path``.
 - **Owners and teams** (``schema``): a session belongs to the role that created it and may be
   shared with teams (roles); row-level security lets a role list, read and reference its own and
   its teams' sessions and write only its own. A session it may not see reads exactly as one that
@@ -30,15 +33,23 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from core.database.connect import connect, fixed_conninfo
 from core.database.errors import SESSION_QUERY_DATABASE, database_error
 from core.database.listing import DatabaseListing
-from core.database.reading import _WAIT, PgReading, StoredRevision, _read_session
+from core.database.reading import _WAIT, PgReading, StoredRevision
 from core.database.rows import lock_session, put_session, unlock_and_close, write_failed
-from core.database.schema import SCHEMA_VERSION, SESSION_QUERY_SCHEMA_TOO_NEW, migrate, schema_version
-from core.database.search import SearchDelta, searchable, write_search_delta
+from core.database.schema import (
+    SCHEMA_VERSION,
+    SESSION_QUERY_SCHEMA_MISSING,
+    SESSION_QUERY_SCHEMA_OUTDATED,
+    SESSION_QUERY_SCHEMA_TOO_NEW,
+    SESSION_QUERY_UNSAFE_OWNER,
+    require_current,
+    schema_version,
+)
+from core.database.search import searchable
 from core.database.teams import SESSION_QUERY_NOT_OWNER, SESSION_QUERY_UNKNOWN_TEAM, TeamSharing, not_owner
 from core.database.writers import PgWriters
-from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
 from core.sessions.models import (
@@ -62,8 +73,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "SESSION_QUERY_DATABASE",
     "SESSION_QUERY_NOT_OWNER",
+    "SESSION_QUERY_SCHEMA_MISSING",
+    "SESSION_QUERY_SCHEMA_OUTDATED",
     "SESSION_QUERY_SCHEMA_TOO_NEW",
     "SESSION_QUERY_UNKNOWN_TEAM",
+    "SESSION_QUERY_UNSAFE_OWNER",
     "PostgresSessionStore",
     "StoredRevision",
 ]
@@ -95,10 +109,8 @@ class PostgresSessionStore(PgReading, TeamSharing):
         """Set by a host that hears the database's change notifications (``watcher``)."""
         self.problems: list[Any] = []
         try:
-            with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as first:
-                before = migrate(first)
-                if 0 < before < 3:
-                    _backfill_search(first)
+            with connect(conninfo, autocommit=True, connect_timeout=10) as first:
+                require_current(first)  # never creates or migrates: an administrator runs db init
                 row = first.execute("SELECT current_user").fetchone()
         except psycopg.Error as error:
             raise database_error(error, "cannot connect to the session database") from None
@@ -109,7 +121,7 @@ class PostgresSessionStore(PgReading, TeamSharing):
         # Reads share a small pool: a connection that died with a server restart is replaced on its
         # next use (checked before each use), and threads (listing, indexing) read side by side.
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            conninfo,
+            fixed_conninfo(conninfo),
             min_size=1,
             max_size=4,
             kwargs={"autocommit": True},
@@ -164,7 +176,9 @@ class PostgresSessionStore(PgReading, TeamSharing):
     def _exists(self, session_id: str) -> bool:
         if "\x00" in session_id:
             return False
-        found = self._run("cannot read the sessions", "SELECT 1 FROM sessionref_sessions WHERE id = %s", (session_id,))
+        found = self._run(
+            "cannot read the sessions", "SELECT 1 FROM sessionref.sessionref_sessions WHERE id = %s", (session_id,)
+        )
         return bool(found.rows)
 
     def _run(self, what: str, statement: str, parameters: tuple[Any, ...] = ()) -> _Result:
@@ -212,7 +226,7 @@ class PostgresSessionStore(PgReading, TeamSharing):
         if "\x00" in session_id:
             return None  # text in PostgreSQL never holds NUL: no session has such an id
         what = f"cannot read session {js_json_stringify(session_id)}"
-        rows = self._run(what, "SELECT owner FROM sessionref_sessions WHERE id = %s", (session_id,)).rows
+        rows = self._run(what, "SELECT owner FROM sessionref.sessionref_sessions WHERE id = %s", (session_id,)).rows
         return str(rows[0][0]) if rows else None
 
     def _lock_connection(self, session_id: str) -> psycopg.Connection[Any]:
@@ -278,7 +292,7 @@ class PostgresSessionStore(PgReading, TeamSharing):
             raise not_owner(session_id, owner)
         self.release(session_id)
         what = f"cannot delete session {js_json_stringify(session_id)}"
-        deleted = self._run(what, "DELETE FROM sessionref_sessions WHERE id = %s", (session_id,)).rowcount
+        deleted = self._run(what, "DELETE FROM sessionref.sessionref_sessions WHERE id = %s", (session_id,)).rowcount
         if not deleted:
             raise not_found(session_id)
 
@@ -294,24 +308,3 @@ class PostgresSessionStore(PgReading, TeamSharing):
         lost = self._writers.close()
         self._pool.close()
         return lost
-
-
-def _backfill_search(connection: psycopg.Connection[Any]) -> None:
-    """Make the sessions written before message search existed (schema < 3) searchable, each in
-    its own transaction: those this role may write (all of them for the administrator who usually
-    migrates; a session another role owns waits for its owner's next append)."""
-    rows = connection.execute(
-        "SELECT s.id FROM sessionref_sessions s WHERE s.owner = current_user OR "
-        "(SELECT rolbypassrls OR rolsuper FROM pg_roles WHERE rolname = current_user)"
-    ).fetchall()
-    for (session_id,) in rows:
-        try:
-            loaded = _read_session(connection, session_id)
-        except SessionQueryError:
-            continue  # a damaged session stays unsearchable, and readable as far as it goes
-        if loaded is None:
-            continue
-        with connection.transaction():
-            write_search_delta(connection, session_id, SearchDelta(0, searchable(loaded.surface())))
-            title = loaded.title.title if loaded.title is not None else None
-            connection.execute("UPDATE sessionref_sessions SET title = %s WHERE id = %s", (title, session_id))

@@ -48,7 +48,7 @@ class TeamSharing:
         grantee = self._shareable(session_id, team)
         added = self._run(
             "cannot share the session",
-            "INSERT INTO sessionref_shares (session_id, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            "INSERT INTO sessionref.sessionref_shares (session_id, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING",
             (session_id, grantee),
         ).rowcount
         return bool(added)
@@ -62,7 +62,7 @@ class TeamSharing:
         grantee = self._shareable(session_id, team)
         removed = self._run(
             "cannot stop sharing the session",
-            "DELETE FROM sessionref_shares WHERE session_id = %s AND grantee = %s",
+            "DELETE FROM sessionref.sessionref_shares WHERE session_id = %s AND grantee = %s",
             (session_id, grantee),
         ).rowcount
         return bool(removed)
@@ -77,7 +77,7 @@ class TeamSharing:
             raise not_found(session_id)
         rows = self._run(
             "cannot read the session's teams",
-            "SELECT r.rolname FROM sessionref_shares sh JOIN pg_roles r ON r.oid = sh.grantee "
+            "SELECT r.rolname FROM sessionref.sessionref_shares sh JOIN pg_catalog.pg_roles r ON r.oid = sh.grantee "
             "WHERE sh.session_id = %s ORDER BY r.rolname",
             (session_id,),
         ).rows
@@ -91,7 +91,9 @@ class TeamSharing:
             raise not_owner(session_id, owner)
         rows = []
         if "\x00" not in team:
-            rows = self._run("cannot look the team up", "SELECT oid FROM pg_roles WHERE rolname = %s", (team,)).rows
+            rows = self._run(
+                "cannot look the team up", "SELECT oid FROM pg_catalog.pg_roles WHERE rolname = %s", (team,)
+            ).rows
         if not rows:
             raise SessionQueryError(
                 f"there is no team (database role) named {js_json_stringify(team)}", SESSION_QUERY_UNKNOWN_TEAM

@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from core.database.connect import connect
 from core.database.errors import server_words
 from core.sessions.watch import LONGEST_BURST, QUIET, ChangeCallback
 
@@ -72,7 +73,7 @@ class NotifyWatcher:
             self._thread.join()
 
     def _listen(self) -> psycopg.Connection[Any]:
-        connection = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5)
+        connection = connect(self._conninfo, autocommit=True, connect_timeout=5)
         connection.execute(f"LISTEN {CHANNEL}")  # a constant, not data
         self.connected = True
         return connection

@@ -214,7 +214,7 @@ class PgWriters:
             if writer.connection is None:
                 writer.connection = lock_session(self._conninfo, session_id)
             row = writer.connection.execute(
-                "SELECT last_seq FROM sessionref_sessions WHERE id = %s", (session_id,)
+                "SELECT last_seq FROM sessionref.sessionref_sessions WHERE id = %s", (session_id,)
             ).fetchone()
             stored_through = -1 if row is None else int(row[0])
             writer.stored = row is not None

@@ -72,6 +72,8 @@ class Diagnosis:
     files: int = 0
     bytes: int = 0
     findings: list[Finding] = field(default_factory=list)
+    heading: str | None = None
+    """The report's first line when it is not a folder's (the database doctor's)."""
 
     @property
     def attention(self) -> bool:
@@ -382,7 +384,8 @@ def _unreadable(error: OSError) -> Finding:
 def format_diagnosis(diagnosis: Diagnosis) -> str:
     """The human-readable report ``sessionref doctor`` prints."""
     lines = [
-        f"store {diagnosis.root}: {diagnosis.sessions} sessions in {diagnosis.files} files "
+        diagnosis.heading
+        or f"store {diagnosis.root}: {diagnosis.sessions} sessions in {diagnosis.files} files "
         f"({diagnosis.bytes / 1_048_576:.1f} MiB)"
     ]
     hidden: dict[str, int] = {}
