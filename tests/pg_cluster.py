@@ -164,6 +164,7 @@ def team(database: str) -> Team:
             admin.execute(f"CREATE ROLE {names[who]} LOGIN")  # type: ignore[arg-type]
         admin.execute(f"CREATE ROLE {names['devs']} NOLOGIN")  # type: ignore[arg-type]
         admin.execute(f"GRANT {names['devs']} TO {names['alice']}, {names['bob']}")  # type: ignore[arg-type]
+
     def as_(who: str) -> str:
         return database.replace("user=postgres", f"user={names[who]}")
 

@@ -247,7 +247,9 @@ def test_doctor_help_and_the_main_help_mention_it(capsys: pytest.CaptureFixture[
     assert "--json" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["--help"])
-    assert "sessionref doctor [--root DIR | --store URL] [--compression zstd|none] [--json]" in capsys.readouterr().out
+    assert "sessionref doctor [--root DIR | --store URL] [--compression zstd|none] [--json]" in " ".join(
+        capsys.readouterr().out.split()
+    )
 
 
 def test_files_of_the_other_encoding_are_noted_with_the_flag_that_opens_them(
