@@ -82,3 +82,24 @@ def test_sessionref_config_prints_every_setting_with_its_origin(
     assert f"config file: {path}" in out
     assert "max_references        2" in out and "--max-references" in out
     assert "qwen" in out and f"{path}:4" in out
+
+
+def test_the_bounds_on_what_a_model_writes_come_from_the_file_and_reach_the_model_and_the_loop(
+    tmp_path: Path,
+) -> None:
+    from tui.cli import _context, _model, _settings, build_parser
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        CONFIG.replace('context_window = 32768', 'context_window = 32768\nmax_reply_bytes = 1000000\n'
+                       'max_reasoning_chars = 5000\nreply_timeout = 120')
+        + "max_summary_chars = 9000\n"
+    )  # fmt: skip
+    parser = build_parser()
+    _, settings = _settings(parser, parser.parse_args(["--config", str(path), "--reply-timeout", "45"]))
+    model = _model(settings)
+    assert (model.reply_seconds, model.max_reply_bytes) == (45.0, 1_000_000)  # type: ignore[attr-defined]
+    context = _context(settings)
+    assert (context.max_reasoning_chars, context.policy.summary_max_chars) == (5000, 9000)
+    with pytest.raises(SystemExit):
+        _settings(parser, parser.parse_args(["--config", str(path), "--reply-timeout", "0"]))

@@ -150,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the model's context window (default: built in for DeepSeek's models, else learned from the server)",
     )
     parser.add_argument(
+        "--reply-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="the longest one reply may take, first byte to last, before the turn ends with MODEL_TIMEOUT "
+        "keeping what arrived (default 600)",
+    )
+    parser.add_argument(
         "--compaction-threshold",
         type=float,
         metavar="RATIO",
@@ -289,7 +296,11 @@ def _external_sources(args: argparse.Namespace) -> tuple[ExternalSource, ...]:
 def _model(settings: Effective) -> ChatModel:
     if settings["backend"] == "openai":
         return OpenAICompatibleModel.from_environment(
-            base_url=settings["base_url"], model=settings["model"], key_env=settings["api_key_env"]
+            base_url=settings["base_url"],
+            model=settings["model"],
+            key_env=settings["api_key_env"],
+            reply_seconds=settings["reply_timeout"],
+            max_reply_bytes=settings["max_reply_bytes"],
         )
     return EchoModel(delay=0.02)
 
@@ -301,6 +312,7 @@ FLAG_NAMES = (
     "base_url",
     "context_window",
     "compaction_threshold",
+    "reply_timeout",
     "auto_compact",
     "max_reference_bytes",
     "max_references",
@@ -320,6 +332,8 @@ def _settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tupl
         parser.exit(EXIT_USAGE, f"sessionref: {visible(str(error))}\n")
     if settings["context_window"] is not None and settings["context_window"] <= 0:
         parser.error(f"--context-window must be a positive number of tokens, not {settings['context_window']}")
+    if not settings["reply_timeout"] > 0:
+        parser.error(f"--reply-timeout must be a positive number of seconds, not {settings['reply_timeout']}")
     threshold = settings["compaction_threshold"]
     if not 0 < threshold <= 1:
         parser.error(f"--compaction-threshold must be a ratio in (0, 1], not {threshold}")
@@ -331,8 +345,14 @@ def _context(settings: Effective) -> ContextSettings:
         threshold_ratio=settings["compaction_threshold"],
         retain_ratio=min(settings["compaction_retain"], settings["compaction_threshold"] / 2),
         auto=settings["auto_compact"],
+        summary_max_chars=settings["max_summary_chars"],
     )
-    return ContextSettings(window=settings["context_window"], memory=WindowMemory(window_memory_path()), policy=policy)
+    return ContextSettings(
+        window=settings["context_window"],
+        memory=WindowMemory(window_memory_path()),
+        policy=policy,
+        max_reasoning_chars=settings["max_reasoning_chars"],
+    )
 
 
 def config_command(argv: Sequence[str]) -> int:

@@ -18,7 +18,9 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from core.agent.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
+from core.agent.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
+from core.agent.compaction import SUMMARY_MAX_CHARS
+from core.agent.window_keeping import MAX_REASONING_CHARS
 from core.display import visible
 
 CONFIG_INVALID = "SESSIONREF_CONFIG_INVALID"
@@ -53,6 +55,9 @@ class Profile(_Strict):
     api_key_env: str = Field(default="DEEPSEEK_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     context_window: int | None = Field(default=None, gt=0)
     compaction_threshold: float | None = Field(default=None, gt=0, le=1)
+    reply_timeout: float | None = Field(default=None, gt=0)
+    max_reply_bytes: int | None = Field(default=None, gt=0)
+    max_reasoning_chars: int | None = Field(default=None, gt=0)
 
 
 class ReferenceSection(_Strict):
@@ -93,6 +98,7 @@ class CompactionSection(_Strict):
     auto: bool | None = None
     threshold: float | None = Field(default=None, gt=0, le=1)
     retain: float | None = Field(default=None, ge=0, lt=1)
+    max_summary_chars: int | None = Field(default=None, gt=0)
 
 
 class ConfigFile(_Strict):
@@ -284,6 +290,12 @@ def effective_settings(config: LoadedConfig, flags: dict[str, Any], environ: dic
         threshold, threshold_key = data.compaction.threshold, ("compaction", "threshold")
     pick("compaction_threshold", "compaction_threshold", threshold_key, threshold, 0.8)
     pick("compaction_retain", None, ("compaction", "retain"), data.compaction.retain, 0.16)
+    pick("max_summary_chars", None, ("compaction", "max_summary_chars"), data.compaction.max_summary_chars,
+         SUMMARY_MAX_CHARS)  # fmt: skip
+    pick("reply_timeout", "reply_timeout", (*where, "reply_timeout"), from_profile("reply_timeout"), REPLY_SECONDS)
+    pick("max_reply_bytes", None, (*where, "max_reply_bytes"), from_profile("max_reply_bytes"), MAX_REPLY_BYTES)
+    pick("max_reasoning_chars", None, (*where, "max_reasoning_chars"), from_profile("max_reasoning_chars"),
+         MAX_REASONING_CHARS)  # fmt: skip
     auto = None if flags.get("auto_compact") is None else flags["auto_compact"]
     if auto is not None:
         out.set("auto_compact", auto, "--no-auto-compact")

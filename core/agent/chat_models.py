@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import json
 import os
@@ -26,6 +27,16 @@ DEEPSEEK_MODEL = "deepseek-chat"
 
 MODEL_CONTEXT_LENGTH = "MODEL_CONTEXT_LENGTH"
 """The request was larger than the model's context window (the server said so)."""
+MODEL_TIMEOUT = "MODEL_TIMEOUT"
+"""The server did not answer in time, or a reply did not finish within its overall time limit."""
+MODEL_REPLY_TOO_LARGE = "MODEL_REPLY_TOO_LARGE"
+"""A reply passed its size cap: the stream is closed, what arrived is kept."""
+
+REPLY_SECONDS = 600.0
+"""The default overall time limit of one reply, first byte to last: a server that trickles a byte
+a minute (each read in time) or streams without end still ends the turn."""
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+"""The default size cap of one reply's stream as received (server-sent events, JSON and all)."""
 
 
 class ModelError(Exception):
@@ -83,12 +94,25 @@ async def model_chunks(
         stream = model.stream(messages, signal=signal, **options).__aiter__()
     except Exception as error:
         raise _backend_failure(model, error) from error
+    # The model's overall time limit for a reply (``reply_seconds``; none for a model without one).
+    seconds = getattr(model, "reply_seconds", None)
+    deadline = None if seconds is None else asyncio.get_running_loop().time() + seconds
     try:
         while True:
             try:
-                chunk = await race_abort(stream.__anext__(), signal)
+                following = stream.__anext__()
+                if deadline is not None:
+                    following = asyncio.wait_for(following, max(0.0, deadline - asyncio.get_running_loop().time()))
+                chunk = await race_abort(following, signal)
             except StopAsyncIteration:
                 return
+            except TimeoutError as error:
+                if deadline is None or asyncio.get_running_loop().time() < deadline:
+                    raise _backend_failure(model, error) from error  # the backend's own, not the limit
+                raise ModelError(
+                    MODEL_TIMEOUT,
+                    f"the reply did not finish within {seconds:g} s (its time limit); what arrived is kept",
+                ) from None
             except (ModelError, SessionReferenceError):
                 raise
             except Exception as error:
@@ -270,28 +294,57 @@ class OpenAICompatibleModel:
         api_key: the bearer key; ``None`` raises ``MODEL_MISSING_API_KEY`` on the first call.
         model: the model name sent and recorded as provenance.
         timeout: seconds to wait for the connection and for each streamed piece.
+        reply_seconds: the overall time limit of one reply (a trickle of pieces each in time too).
+        max_reply_bytes: the size cap of one reply's stream.
     """
 
     provider = "openai-compatible"
 
-    def __init__(self, *, base_url: str, api_key: str | None, model: str, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        timeout: float = 60.0,
+        reply_seconds: float = REPLY_SECONDS,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
+    ) -> None:
+        if reply_seconds <= 0 or max_reply_bytes <= 0:
+            raise ValueError("reply_seconds and max_reply_bytes must be positive")
         self.base_url = base_url.rstrip("/")
         self.key_source: str | None = None
         """The name of the environment variable the key came from (never the key), when known."""
         self.api_key = api_key
         self.name = model
         self.timeout = timeout
+        self.reply_seconds = reply_seconds
+        """A reply's overall time limit (``model_chunks`` keeps it): ``MODEL_TIMEOUT``, what arrived kept."""
+        self.max_reply_bytes = max_reply_bytes
+        """A reply's size cap, as received: ``MODEL_REPLY_TOO_LARGE``, what arrived kept."""
 
     @classmethod
     def from_environment(
-        cls, *, base_url: str | None = None, model: str | None = None, key_env: str | None = None
+        cls,
+        *,
+        base_url: str | None = None,
+        model: str | None = None,
+        key_env: str | None = None,
+        reply_seconds: float = REPLY_SECONDS,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> OpenAICompatibleModel:
         """DeepSeek defaults; the key comes from ``key_env`` when given (a profile names the variable),
         else ``DEEPSEEK_API_KEY``, else ``OPENAI_API_KEY``."""
         names = (key_env,) if key_env else ("DEEPSEEK_API_KEY", "OPENAI_API_KEY")
         source = next((name for name in names if os.environ.get(name)), None)
         key = os.environ.get(source) if source is not None else None
-        built = cls(base_url=base_url or DEEPSEEK_BASE_URL, api_key=key, model=model or DEEPSEEK_MODEL)
+        built = cls(
+            base_url=base_url or DEEPSEEK_BASE_URL,
+            api_key=key,
+            model=model or DEEPSEEK_MODEL,
+            reply_seconds=reply_seconds,
+            max_reply_bytes=max_reply_bytes,
+        )
         built.key_source = source or names[0]
         return built
 
@@ -332,7 +385,7 @@ class OpenAICompatibleModel:
             ):
                 if response.status_code != 200:
                     raise _error_for_status(response, (await response.aread()).decode("utf-8", "replace"))
-                async for line in response.aiter_lines():
+                async for line in _bounded_lines(response, self.max_reply_bytes):
                     if signal.aborted:
                         return
                     if not line.startswith("data:"):
@@ -384,6 +437,33 @@ class OpenAICompatibleModel:
             )
             failure.__suppress_context__ = True
             raise failure from None
+
+
+async def _bounded_lines(response: httpx.Response, cap: int) -> AsyncIterator[str]:
+    """The response's lines, as ``aiter_lines`` gives them, but never more than ``cap`` bytes in all
+    (a line that never ends counts too: it is never held whole past the cap).
+
+    Raises:
+        ModelError: ``MODEL_REPLY_TOO_LARGE`` past the cap.
+    """
+    received = 0
+    pending = ""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    async for piece in response.aiter_bytes():
+        received += len(piece)
+        if received > cap:
+            raise ModelError(
+                MODEL_REPLY_TOO_LARGE,
+                f"the reply passed its size cap ({cap:,} bytes); the stream was closed, what arrived is kept",
+            )
+        pending += decoder.decode(piece)
+        *lines, pending = pending.split("\n")  # only line ends: JSON may hold a raw U+2028
+        for line in lines:
+            for part in line.removesuffix("\r").split("\r"):  # \r\n, and a lone \r, end a line too
+                yield part
+    pending += decoder.decode(b"", final=True)
+    for part in pending.removesuffix("\r").split("\r") if pending else ():
+        yield part
 
 
 def _count(value: Any) -> int | None:

@@ -21,12 +21,14 @@ too large for any request is cut in the middle for the summary (never in the log
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.abort import AbortSignal
+from core.agent.bounded_text import BoundedText
 from core.agent.chat_models import SUMMARY_REQUEST_MARK, ChatModel, ModelError, model_chunks
 from core.agent.context import ContextReading, estimate_event
 from core.agent.tokens import estimate_history, estimate_text
@@ -82,6 +84,8 @@ SUMMARY_INSTRUCTION = "\n".join(
 """The summarization request: the final user message after the history it condenses."""
 
 SUMMARY_MAX_TOKENS = 8192
+SUMMARY_MAX_CHARS = 100_000
+"""The summary kept at most, whatever a model writes past ``SUMMARY_MAX_TOKENS`` (cut with a notice)."""
 """The cap on a summary's length (dsh's default), lowered for small windows (see ``summary_cap``)."""
 SPLIT_MARGIN = 0.9
 """A summary request is packed to this fraction of the room it has (estimates are estimates)."""
@@ -117,13 +121,15 @@ class CompactionPolicy:
         threshold_ratio: a send whose request would pass this fraction of the window compacts first.
         retain_ratio: recent history kept verbatim, as a fraction of the window (dsh's 0.16).
         auto: compact before sends and after a context-length error; off: only on demand.
-        summary_max_tokens: the summary's length cap.
+        summary_max_tokens: the summary's length cap asked of the model.
+        summary_max_chars: the summary's length cap kept, whatever the model wrote (cut with a notice).
     """
 
     threshold_ratio: float = 0.8
     retain_ratio: float = 0.16
     auto: bool = True
     summary_max_tokens: int = SUMMARY_MAX_TOKENS
+    summary_max_chars: int = SUMMARY_MAX_CHARS
 
     def __post_init__(self) -> None:
         if not 0 < self.threshold_ratio <= 1:
@@ -132,6 +138,8 @@ class CompactionPolicy:
             raise ValueError(f"retain_ratio must be in [0, threshold_ratio), not {self.retain_ratio}")
         if self.summary_max_tokens <= 0:
             raise ValueError(f"summary_max_tokens must be positive, not {self.summary_max_tokens}")
+        if self.summary_max_chars <= 0:
+            raise ValueError(f"summary_max_chars must be positive, not {self.summary_max_chars}")
 
 
 def summary_cap(policy: CompactionPolicy, window: int) -> int:
@@ -139,11 +147,26 @@ def summary_cap(policy: CompactionPolicy, window: int) -> int:
     return max(256, min(policy.summary_max_tokens, window // 8))
 
 
+_FRAME_TAG = re.compile(r"<(?=\s*/?\s*compacted-summary)", re.IGNORECASE)
+"""The angle bracket of anything a model could read as the checkpoint frame's open or close tag."""
+
+
+def as_summary_data(text: str) -> str:
+    """Summary text as data inside the frame: every spelling of the frame's tags (any case, spaces
+    inside) has its ``<`` written ``&lt;``, so a summary can neither close the frame and put words
+    outside it nor open a second one. The words stay readable; nothing else changes."""
+    return _FRAME_TAG.sub("&lt;", text)
+
+
 def frame_summary(summary: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The checkpoint's content: dsh's preamble and open tag, the summary blocks, the close tag."""
+    """The checkpoint's content: dsh's preamble and open tag, the summary blocks (as data:
+    ``as_summary_data``), the close tag."""
     return [
         {"type": "text", "text": f"{CHECKPOINT_PREAMBLE}\n\n{SUMMARY_OPEN_TAG}"},
-        *summary,
+        *(
+            {**block, "text": as_summary_data(block["text"])} if block.get("type") == "text" else block
+            for block in summary
+        ),
         {"type": "text", "text": SUMMARY_CLOSE_TAG},
     ]
 
@@ -293,23 +316,27 @@ def _add_usage(total: dict[str, int] | None, usage: Any) -> dict[str, int] | Non
 
 
 async def _summarize_part(
-    model: ChatModel, messages: list[dict[str, Any]], cap: int, signal: AbortSignal
+    model: ChatModel, messages: list[dict[str, Any]], cap: int, signal: AbortSignal, max_chars: int
 ) -> tuple[str, list[dict[str, Any]], dict[str, Any] | None]:
-    texts: list[str] = []
-    reasoning: list[str] = []
+    """One summary request's text (at most ``max_chars``, cut with a notice: the stream is closed
+    there), its raw output and usage."""
+    written = BoundedText(max_chars)
+    reasoning = BoundedText(max_chars)
     usage: dict[str, Any] | None = None
     async for chunk in model_chunks(model, messages, signal=signal, max_tokens=cap):
         kind = chunk.get("type")
         if kind == "text-delta":
-            texts.append(str(chunk.get("text", "")))
+            written.add(str(chunk.get("text", "")))
+            if written.cut:
+                break  # closes the stream: a model that writes without end is not read to its end
         elif kind == "reasoning-delta":
-            reasoning.append(str(chunk.get("text", "")))
+            reasoning.add(str(chunk.get("text", "")))
         elif kind == "usage":
             usage = chunk.get("usage")
     raw: list[dict[str, Any]] = []
-    if reasoning:
-        raw.append({"type": "reasoning", "text": "".join(reasoning)})
-    text = "".join(texts)
+    if reasoning.kept:
+        raw.append({"type": "reasoning", "text": reasoning.value("reasoning")})
+    text = written.value("summary", stopped=True)
     if text:
         raw.append({"type": "text", "text": text})
     return text, raw, usage
@@ -385,7 +412,9 @@ async def compact(
         for number, part in enumerate(parts, 1):
             if progress is not None:
                 progress(CompactionProgress(number, len(parts), len(shadowed)))
-            text, raw, part_usage = await _summarize_part(model, _request(summary, part), cap, signal)
+            text, raw, part_usage = await _summarize_part(
+                model, _request(summary, part), cap, signal, policy.summary_max_chars
+            )
             usage = _add_usage(usage, part_usage)
             if not text.strip():
                 raise CompactionError(COMPACTION_FAILED, "the model wrote an empty summary")

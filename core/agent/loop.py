@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from core.abort import AbortController
+from core.agent.bounded_text import BoundedText
 from core.agent.chat_models import MODEL_CONTEXT_LENGTH, ChatModel, ModelError, model_chunks
 from core.agent.compaction import (
     COMPACTION_CANCELLED,
@@ -269,7 +270,7 @@ class AgentLoop(WindowKeeping):
         signal = controller.signal
         self.session.append("step/start", {"turn": turn, "step": step})
         texts: list[str] = []
-        reasoning: list[str] = []
+        reasoning = BoundedText(self.settings.max_reasoning_chars)
         # dsh numbers a step's blocks in the order they open: a reasoning model's thinking is block 0.
         blocks: dict[str, int] = {}
         usage: dict[str, Any] | None = None
@@ -283,9 +284,14 @@ class AgentLoop(WindowKeeping):
                     continue
                 if kind not in ("text-delta", "reasoning-delta") or not chunk.get("text"):
                     continue
-                (texts if kind == "text-delta" else reasoning).append(chunk["text"])
+                piece = chunk["text"]
+                if kind == "text-delta":
+                    texts.append(piece)
+                else:
+                    piece = reasoning.add(piece)  # past the cap nothing more is kept or logged
                 index = blocks.setdefault(kind, len(blocks))
-                self._append_chunk({"turn": turn, "step": step, "chunk": {**chunk, "index": index}})
+                if piece:
+                    self._append_chunk({"turn": turn, "step": step, "chunk": {**chunk, "text": piece, "index": index}})
             if signal.aborted:
                 outcome = "aborted"
         except SessionReferenceError:
@@ -295,7 +301,7 @@ class AgentLoop(WindowKeeping):
         content: list[dict[str, Any]] = []
         for kind in blocks:
             if kind == "reasoning-delta":
-                content.append({"type": "reasoning", "text": "".join(reasoning)})
+                content.append({"type": "reasoning", "text": reasoning.value("reasoning")})
             else:
                 content.append({"type": "text", "text": "".join(texts)})
         message: dict[str, Any] = {

@@ -30,15 +30,24 @@ from core.reference.baking import bake_prompt_message
 from core.sessions.models import HookContext, SessionEvent
 from core.sessions.session import Session
 
+MAX_REASONING_CHARS = 200_000
+"""A reply's reasoning kept at most (it is logged, shown collapsed, never sent again)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ContextSettings:
     """A loop's context configuration: the configured window (``None``: built in or assumed), where
-    learned windows are remembered, and the compaction policy."""
+    learned windows are remembered, the compaction policy, and how much of a reply's reasoning is
+    kept (past it, cut with a notice)."""
 
     window: int | None = None
     memory: WindowMemory | None = None
     policy: CompactionPolicy = field(default_factory=CompactionPolicy)
+    max_reasoning_chars: int = MAX_REASONING_CHARS
+
+    def __post_init__(self) -> None:
+        if self.max_reasoning_chars <= 0:
+            raise ValueError(f"max_reasoning_chars must be positive, not {self.max_reasoning_chars}")
 
 
 def prompt_estimate(content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> float:
