@@ -6,6 +6,11 @@ count of sessions this role may see (one aggregate, row-level security applied);
 last time nothing is fetched and the same list comes back (hosts compare it by identity). When the
 newest revision moved, only the rows past the last one are fetched and merged; when the count then
 disagrees (a session deleted or no longer shared), the whole listing is read again.
+
+A teammate owns their rows and can write anything into them with plain SQL. A row whose header
+does not parse, names another id or is larger than a file's header may be (256 KiB, as the folder
+store reads) is not listed but reported in ``problems``, with its code, like a damaged file; its
+title is read at most ``TITLE_CHARS`` long. Neither stops the listing of the others.
 """
 
 from __future__ import annotations
@@ -15,15 +20,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.sessions.jsonl_header import header_from_line
+from core.errors import SessionQueryError
+from core.serialization import js_json_stringify
+from core.sessions.jsonl_header import HEADER_LIMIT, SESSION_QUERY_CORRUPT, header_from_line
+from core.sessions.jsonl_listing import StoreProblem
 from core.sessions.models import SessionHeader, SessionRecord, trusted_record
 from core.sessions.query import listing_order_key
 
 Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 """Runs one read statement and returns its rows (errors are the caller's)."""
 
-_WHERE = Path("postgresql:sessionref.sessionref_sessions")
-_COLUMNS = "SELECT id, header, owner, revision, title FROM sessionref.sessionref_sessions"
+TITLE_CHARS = 1024
+"""A listed title is read at most this long (a display value; the session's own log holds the title)."""
+_COLUMNS = (
+    f"SELECT id, CASE WHEN octet_length(header) <= {HEADER_LIMIT} THEN header END, octet_length(header), "
+    f"owner, revision, left(title, {TITLE_CHARS}) FROM sessionref.sessionref_sessions"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +53,8 @@ class DatabaseListing:
     def __init__(self, user: str) -> None:
         self.user = user
         self._rows: dict[str, _Row] = {}
+        self._bad: dict[str, StoreProblem] = {}
+        """Rows that cannot be listed (see the module docstring), by id."""
         self._probe: tuple[int, int] | None = None
         self._records: list[SessionRecord] = []
         self._live: frozenset[str] = frozenset()
@@ -61,8 +75,8 @@ class DatabaseListing:
         if probe != self._probe:
             if self._probe is not None and probe[0] >= self._probe[0]:
                 shape_changed |= self._merge(run(_COLUMNS + " WHERE revision > %s", (self._probe[0],)))
-            if len(self._rows) != probe[1] or self._probe is None or probe[0] < self._probe[0]:
-                self._rows = {}
+            if len(self._rows) + len(self._bad) != probe[1] or self._probe is None or probe[0] < self._probe[0]:
+                self._rows, self._bad = {}, {}
                 self._merge(run(_COLUMNS, ()))
                 shape_changed = True
             self._probe = probe
@@ -80,18 +94,59 @@ class DatabaseListing:
         self._records = sorted(records, key=listing_order_key)
         return self._records
 
+    @property
+    def problems(self) -> list[StoreProblem]:
+        """The rows that cannot be listed, each with why (in id order)."""
+        return [self._bad[session_id] for session_id in sorted(self._bad)]
+
     def _merge(self, rows: list[tuple[Any, ...]]) -> bool:
-        """Take fetched rows; returns whether a record changes (a new session, header or owner)."""
+        """Take fetched rows; returns whether a record changes (a new session, header or owner, or a
+        row that can no longer be listed, or can again)."""
         shape_changed = False
-        for session_id, line, owner, revision, title in rows:
+        for session_id, line, size, owner, revision, title in rows:
             known = self._rows.get(session_id)
             # A header never changes; parse it only when the text is new (a session re-created).
             same = known is not None and known.line == line and known.owner == owner
-            header = known.header if same and known is not None else header_from_line(line, _WHERE)
-            shape_changed |= not same
+            if same and known is not None:
+                header = known.header
+            else:
+                try:
+                    header = listed_header(session_id, line, int(size))
+                except SessionQueryError as error:
+                    self._rows.pop(session_id, None)
+                    shape_changed |= self._bad.get(session_id) is None or known is not None
+                    self._bad[session_id] = StoreProblem(where(session_id), error.message, error.code)
+                    continue
+            shape_changed |= not same or self._bad.pop(session_id, None) is not None
             self._rows[session_id] = _Row(line, header, owner, int(revision), title)
         return shape_changed
 
     def forget(self) -> None:
         """Read everything again next time (after a failure)."""
         self._probe = None
+
+
+def where(session_id: str) -> Path:
+    """How a session of the database is named in errors and problems."""
+    return Path(f"postgresql:{js_json_stringify(session_id)}")
+
+
+def listed_header(session_id: str, line: str | None, size: int) -> SessionHeader:
+    """The header a session row's ``header`` column holds, checked as a file's header is.
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION``: too large, not a header, or naming
+            another session than its row.
+    """
+    if line is None:
+        raise SessionQueryError(
+            f"{where(session_id)}: its header is {size:,} bytes, over the {HEADER_LIMIT:,} a header is read",
+            SESSION_QUERY_CORRUPT,
+        )
+    header = header_from_line(line, where(session_id))
+    if header.id != session_id:
+        raise SessionQueryError(
+            f"{where(session_id)}: its header names another session ({js_json_stringify(header.id)})",
+            SESSION_QUERY_CORRUPT,
+        )
+    return header

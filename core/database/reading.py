@@ -8,20 +8,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.database.errors import database_error
-from core.database.listing import DatabaseListing
+from core.database.listing import DatabaseListing, listed_header, where
 from core.database.search import PgMessageIndex
 from core.database.watch import NotifyWatcher
 from core.database.writers import PgWriters
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.jsonl_codec import load_log
+from core.sessions.jsonl_header import HEADER_LIMIT, SESSION_QUERY_CORRUPT
+from core.sessions.jsonl_listing import StoreProblem
 from core.sessions.log_cache import StoredSession
 from core.sessions.models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot
 from core.sessions.session import not_found
@@ -44,6 +45,8 @@ class PgReading:
     _listing: DatabaseListing
     _listing_lock: threading.Lock
     _pending: bool
+    problems: list[StoreProblem]
+    """Sessions the last listing could not list (a teammate's damaged rows), each with why."""
 
     if TYPE_CHECKING:  # the store's, for the type checker only
 
@@ -72,11 +75,13 @@ class PgReading:
         unsaved = [session.header for session in self._writers.sessions() if not self._writers.stored(session.id)]
         try:
             with self._listing_lock:
-                return self._listing.current(
+                records = self._listing.current(
                     lambda statement, parameters: self._run("cannot list the sessions", statement, parameters).rows,
                     self._writers.ids(),
                     unsaved,
                 )
+                self.problems = self._listing.problems
+                return records
         except SessionQueryError:
             self._pending = True
             with self._listing_lock:
@@ -169,24 +174,75 @@ class PgReading:
         return StoredSession(revision=loaded.revision, surface=loaded.surface(), title=loaded.title)
 
 
+MAX_ROW_BYTES = 64 * 1024 * 1024
+"""The largest row a session is read with: sessionref writes one per event or packed chunk run, so
+only a row written around it (by hand, by a teammate) comes near; such a session reads as damaged."""
+SESSION_QUERY_ROW_TOO_LARGE = "SESSION_QUERY_ROW_TOO_LARGE"
+
+_READ = (
+    f"SELECT CASE WHEN octet_length(s.header) <= {HEADER_LIMIT} THEN s.header END, octet_length(s.header), "
+    f"CASE WHEN octet_length(r.row) <= {MAX_ROW_BYTES} THEN r.row END, octet_length(r.row), r.first_seq, s.revision "
+    "FROM sessionref.sessionref_sessions s LEFT JOIN sessionref.sessionref_rows r ON r.session_id = s.id "
+    "WHERE s.id = %s ORDER BY r.first_seq"
+)
+
+
 def _read_session(connection: psycopg.Connection[Any], session_id: str) -> _Loaded | None:
     """A session as this role may see it, in one statement (header, rows and revision one
     consistent snapshot); ``None`` when it may not see it or it is absent.
 
     Raises:
         psycopg.Error: the read failed.
-        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` for rows that do not parse.
+        SessionQueryError: ``session_from_rows``'s.
     """
-    rows = connection.execute(
-        "SELECT s.header, r.row, s.revision FROM sessionref.sessionref_sessions s "
-        "LEFT JOIN sessionref.sessionref_rows r ON r.session_id = s.id WHERE s.id = %s ORDER BY r.first_seq",
-        (session_id,),
-    ).fetchall()
+    rows = connection.execute(_READ, (session_id,)).fetchall()
     if not rows:
         return None
-    lines = [rows[0][0]] + [row for _, row, _ in rows if row is not None]
-    log = load_log(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"), Path(f"postgresql:{session_id}"), "none")
-    return _Loaded(log.header, log.events, log.title, log.surface_seqs, int(rows[0][2]))
+    header, header_size, revision = rows[0][0], int(rows[0][1]), int(rows[0][5])
+    return session_from_rows(
+        session_id,
+        header,
+        header_size,
+        [(row, size, first) for _, _, row, size, first, _ in rows if size is not None],
+        revision,
+    )
+
+
+def session_from_rows(
+    session_id: str,
+    header: str | None,
+    header_size: int,
+    rows: list[tuple[str | None, int, int]],
+    revision: StoredRevision,
+) -> _Loaded:
+    """A session from its rows as the database holds them, read with the bounds and codes of a file:
+    ``header`` (``None`` when it was over ``HEADER_LIMIT``), then ``(row, its size, first_seq)`` in
+    seq order (a row ``None`` when it was over ``MAX_ROW_BYTES``). A teammate writes their rows with
+    plain SQL, so nothing here is trusted.
+
+    Raises:
+        SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` (a header that is not one, or names
+            another session; rows that do not parse, or whose seqs are not the ones their row says),
+            ``SESSION_QUERY_ROW_TOO_LARGE``.
+    """
+    place = where(session_id)
+    listed_header(session_id, header, header_size)
+    for row, size, first in rows:
+        if row is None:
+            raise SessionQueryError(
+                f"{place}: its row at seq {first} is {size:,} bytes, over the {MAX_ROW_BYTES:,} a row is read",
+                SESSION_QUERY_ROW_TOO_LARGE,
+            )
+    assert header is not None
+    lines = [header] + [row for row, _, _ in rows if row is not None]
+    log = load_log(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"), place, "none")
+    seqs = {event.seq for event in log.events}
+    for _, _, first in rows:
+        if first not in seqs:
+            raise SessionQueryError(
+                f"{place}: its row at seq {first} holds other seqs (written around sessionref)", SESSION_QUERY_CORRUPT
+            )
+    return _Loaded(log.header, log.events, log.title, log.surface_seqs, revision)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,14 @@ QUERY_TIMEOUT_MS = 3000
 """The longest a search query may run (a pathological needle must not hold the picker's thread)."""
 KEYSTROKE_LOOKUP_MS = 25
 """The longest a keystroke's candidate lookup may run before the needle is treated as dense."""
+BODY_CHARS = 65_536
+"""A message is read whole for its snippet up to this long; a longer one (a teammate can write any
+row) only around its last match, so a search never pulls megabytes per hit."""
+_BODY = (
+    f"CASE WHEN char_length(body) <= {BODY_CHARS} THEN body ELSE substr(body, greatest(1, char_length(folded) "
+    "- strpos(reverse(folded), reverse(%(needle)s)) - char_length(%(needle)s) - 1998), "
+    "4000 + char_length(%(needle)s)) END"
+)
 QUICK_BUDGET = 0.05
 """A search budget below this (seconds) is a keystroke's first answer."""
 
@@ -124,7 +132,7 @@ class PgMessageIndex:
         return IndexStatus("ready")
 
     def _query(
-        self, statement: str, parameters: tuple[Any, ...], timeout_ms: int = QUERY_TIMEOUT_MS
+        self, statement: str, parameters: dict[str, Any], timeout_ms: int = QUERY_TIMEOUT_MS
     ) -> list[tuple[Any, ...]] | None:
         """The rows, or ``None`` when the query was cancelled (too slow, or a newer keystroke)."""
         with self._lock:
@@ -155,9 +163,11 @@ class PgMessageIndex:
         # search (a small budget) gives the lookup KEYSTROKE_LOOKUP_MS: a needle whose trigrams are
         # too common to look up that fast is answered as dense too, and scanned in listing order.
         quick = budget is not None and budget < QUICK_BUDGET
+        folded = storable(fold(needle))
         rows = self._query(
-            "SELECT session_id, position, role, body FROM sessionref.sessionref_messages WHERE folded LIKE %s LIMIT %s",
-            (like_pattern(storable(needle)), limit + 1),
+            f"SELECT session_id, position, role, {_BODY} FROM sessionref.sessionref_messages "
+            "WHERE folded LIKE %(pattern)s LIMIT %(limit)s",
+            {"needle": folded, "pattern": like_pattern(storable(needle)), "limit": limit + 1},
             timeout_ms=KEYSTROKE_LOOKUP_MS if quick else QUERY_TIMEOUT_MS,
         )
         if rows is None or len(rows) > limit:
@@ -180,9 +190,9 @@ class PgMessageIndex:
         if "\x00" in needle or "\x00" in session_id:
             return None
         rows = self._query(
-            "SELECT position, role, body FROM sessionref.sessionref_messages WHERE session_id = %s AND folded LIKE %s "
-            "ORDER BY position DESC LIMIT 1",
-            (session_id, like_pattern(storable(needle))),
+            f"SELECT position, role, {_BODY} FROM sessionref.sessionref_messages WHERE session_id = %(session)s "
+            "AND folded LIKE %(pattern)s ORDER BY position DESC LIMIT 1",
+            {"needle": storable(fold(needle)), "session": session_id, "pattern": like_pattern(storable(needle))},
         )
         if not rows:
             return None

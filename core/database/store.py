@@ -52,6 +52,7 @@ from core.database.teams import SESSION_QUERY_NOT_OWNER, SESSION_QUERY_UNKNOWN_T
 from core.database.writers import PgWriters
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
+from core.sessions.jsonl_listing import StoreProblem
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
@@ -107,7 +108,7 @@ class PostgresSessionStore(PgReading, TeamSharing):
         self._pending = True
         self.watched = False
         """Set by a host that hears the database's change notifications (``watcher``)."""
-        self.problems: list[Any] = []
+        self.problems: list[StoreProblem] = []
         try:
             with connect(conninfo, autocommit=True, connect_timeout=10) as first:
                 require_current(first)  # never creates or migrates: an administrator runs db init
