@@ -28,6 +28,7 @@ LONG_PROFILE = {
     "config": 15_000,
     "prepare": 15_000,
     "dsh_log": 15_000,
+    "database_rows": 15_000,
     "external": 10_000,
     "display": 10_000,
 }

@@ -26,6 +26,10 @@ from core.errors import (
 from core.sessions.jsonl_header import SESSION_QUERY_CORRUPT
 from core.sessions.jsonl_layout import SESSION_QUERY_INVALID_ID, SESSION_QUERY_WRONG_ENCODING
 
+SESSION_QUERY_ROW_TOO_LARGE = "SESSION_QUERY_ROW_TOO_LARGE"
+"""A database row over the size a row is read (``core.database.reading``; named here so the kit
+needs no database driver)."""
+
 DOCUMENTED_CODES = frozenset(get_args(SessionReferenceErrorCode)) | {
     SESSION_QUERY_SESSION_NOT_FOUND,
     SESSION_QUERY_INVALID_SURFACE,
@@ -34,6 +38,7 @@ DOCUMENTED_CODES = frozenset(get_args(SessionReferenceErrorCode)) | {
     SESSION_QUERY_INVALID_ID,
     SESSION_QUERY_CORRUPT,
     SESSION_QUERY_WRONG_ENCODING,
+    SESSION_QUERY_ROW_TOO_LARGE,
 }
 """The error codes the docs and CONTRACT §9 document for these entry points."""
 

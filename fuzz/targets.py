@@ -29,6 +29,7 @@ from core import (
 from core.constants import MAX_REFERENCES, MAX_SAFE_INTEGER, PROMPT_REQUEST_DELIMITER
 from core.reference.service import FRAME_CLOSE, FRAME_OPEN, REFERENCED_SESSIONS_HEADER
 from core.serialization import tag_safe_json_length
+from fuzz.database_targets import database_rows
 from fuzz.file_targets import (
     _EXTERNAL_TOKENS,
     _LOG_TOKENS,
@@ -320,6 +321,7 @@ TARGETS: dict[str, Target] = {
     "config": Target(config, _config_seeds, [key.encode() for key in _CONFIG_KEYS]),
     "prepare": Target(prepare, _prepare_seeds, _PREPARE_TOKENS, max_len=16_384),
     "dsh_log": Target(dsh_log, _real_logs, _LOG_TOKENS, max_len=64 << 10),
+    "database_rows": Target(database_rows, _real_logs, _LOG_TOKENS, max_len=64 << 10),
     "external": Target(external, _external_seeds, _EXTERNAL_TOKENS, max_len=16_384),
     "display": Target(
         display,
