@@ -333,3 +333,22 @@ def test_doctor_store_says_who_owns_it_and_warns_whoever_could_read_around_it(te
     done = _cli("doctor", "--store", _uri(empty))
     assert done.returncode == 3
     assert "error: missing_schema: schema sessionref: there is no sessionref schema" in done.stdout
+
+
+def test_an_administrator_who_is_not_a_superuser_can_init_and_keeps_no_key(cluster: str) -> None:
+    """A role with CREATEROLE and CREATE on the database (a hosted server's admin, not a superuser):
+    db init works, and leaves it no membership in the owner role (so no way around the security)."""
+    name = fresh_database(cluster)
+    admin = f"{name}_admin"
+    with psycopg.connect(cluster, autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {admin} LOGIN CREATEROLE")  # type: ignore[arg-type]
+        connection.execute(f"GRANT CREATE ON DATABASE {name} TO {admin}")  # type: ignore[arg-type]
+    as_admin = cluster.replace("dbname=postgres", f"dbname={name}").replace("user=postgres", f"user={admin}")
+    initialize_database(as_admin)
+    with psycopg.connect(as_admin, autocommit=True) as connection:
+        member = connection.execute("SELECT pg_catalog.pg_has_role(current_user, 'sessionref_owner', 'MEMBER')")
+        assert member.fetchone() == (False,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            connection.execute("ALTER TABLE sessionref.sessionref_rows NO FORCE ROW LEVEL SECURITY")
+    assert [finding.kind for finding in diagnose_database(as_admin).findings] == ["ownership"]
+    initialize_database(as_admin)  # and again (a later upgrade), still without keeping the key

@@ -408,7 +408,11 @@ def _ensure_owner_role(connection: psycopg.Connection[Any]) -> bool:
         "SELECT rolcanlogin, rolsuper, rolbypassrls FROM pg_catalog.pg_roles WHERE rolname = %s", (OWNER_ROLE,)
     ).fetchone()
     if found is None:
-        connection.execute(f"CREATE ROLE {OWNER_ROLE} NOLOGIN")
+        try:
+            with connection.transaction():  # a savepoint: roles are the cluster's, not the database's
+                connection.execute(f"CREATE ROLE {OWNER_ROLE} NOLOGIN")
+        except (psycopg.errors.DuplicateObject, psycopg.errors.UniqueViolation):
+            return _ensure_owner_role(connection)  # db init of another database made it meanwhile
         return True
     if any(found):
         raise SessionQueryError(
