@@ -1,0 +1,393 @@
+"""The model's session tools: search sessions, reference one, read past a reference's cut.
+
+A reference is a snapshot cut to its byte budget: for a long session the model sees the head, the
+newest messages and "N messages omitted", and nothing brings the middle back. These tools let the
+model look for itself, over exactly what the `@` picker sees (the same listing, search and
+``prepare``; never the session being written; a session the role may not see reads as missing):
+
+- ``search_sessions(query, limit)``: titles, ids, cwds and message bodies, ranked as the picker ranks
+  them, each hit with its matching snippet;
+- ``reference_session(session)``: one session's snapshot as ``prepare`` builds it, the same bytes as a
+  reference in the prompt (budget and truncation notice included);
+- ``read_session(session, from_message, to_message)``: a page of a session's projected conversation,
+  at most ``read_bytes`` a call, inside the same untrusted frame and escaping as a snapshot, saying
+  which messages it covers and how many remain on either side.
+
+A session is named by its id or its ``dsh-session:`` URI. Every argument is untrusted: a bad one is a
+``ToolResult`` with ``is_error`` and a stable ``TOOL_*`` code, never an exception, and nothing is
+ever written. Results are text; data from sessions never appears outside a frame, and never as a
+raw ``<`` (``stringify_tag_safe_json``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import SessionQueryError, SessionReferenceError
+from core.reference.projection import project_conversation
+from core.reference.retention import truncate_with_notice
+from core.reference.service import REFERENCED_SESSIONS_HEADER, SessionReferenceService
+from core.reference.uri import ReferenceInput, decode_session_reference_uri, encode_session_reference_uri
+from core.search.finder import SessionSearch
+from core.serialization import stringify_tag_safe_json, utf8_length
+from core.sessions.models import SessionRecord
+
+READ_BYTES = 65536
+"""What one ``read_session`` call returns at most (UTF-8 bytes of its frame's JSON), by default."""
+SEARCH_LIMIT = 10
+MAX_SEARCH_LIMIT = 50
+
+TOOL_INVALID_ARGUMENTS = "TOOL_INVALID_ARGUMENTS"
+TOOL_UNKNOWN = "TOOL_UNKNOWN"
+TOOL_SESSION_NOT_FOUND = "TOOL_SESSION_NOT_FOUND"
+TOOL_SELF_REFERENCE = "TOOL_SELF_REFERENCE"
+TOOL_OUT_OF_RANGE = "TOOL_OUT_OF_RANGE"
+TOOL_READ_FAILED = "TOOL_READ_FAILED"
+
+Listing = Callable[[], Awaitable[tuple[Sequence[SessionRecord], Mapping[str, str | None]]]]
+"""The sessions the picker lists and their known titles (the app passes its catalog's)."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call gives the model: text, and whether it failed (with its code)."""
+
+    text: str
+    is_error: bool = False
+    code: str | None = None
+    summary: str = ""
+    """One line for the transcript: what was looked at, and how much came back."""
+
+
+class _ToolError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+_SESSION = {
+    "type": "string",
+    "description": "the session's id, or its dsh-session: URI (as a reference or a search result names it)",
+}
+
+DEFINITIONS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search_sessions",
+            "description": (
+                "Search the user's other chat sessions (this store, Claude Code and Codex sessions, sessions "
+                "teammates shared) by title, id, folder and anything said in them; returns the best matches, "
+                "each with its id and the matching words. Use it when the user mentions earlier work that no "
+                "reference in the conversation covers."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "words to look for (three characters or more "
+                              "to search what was said)"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT,
+                              "description": f"how many sessions at most (default {SEARCH_LIMIT})"},
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "reference_session",
+            "description": (
+                "Read a snapshot of one session, as a reference in the prompt would carry it: its head and "
+                "newest messages within a byte budget, with a notice when messages were omitted. Use it for a "
+                "session search_sessions found."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {"session": _SESSION},
+                "required": ["session"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "read_session",
+            "description": (
+                "Read messages of a session by position in its conversation (0 is the first), to see what a "
+                "snapshot omitted: a referenced session's notice says how many messages were cut and where. "
+                "Returns at most about 64 KiB a call and says how many messages remain before and after."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "session": _SESSION,
+                    "from_message": {"type": "integer", "minimum": 0, "description": "the first message (default 0)"},
+                    "to_message": {"type": "integer", "minimum": 0,
+                                   "description": "one past the last message (default: as many as fit)"},
+                },
+                "required": ["session"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]  # fmt: skip
+"""The tools in the Chat Completions ``tools`` shape (DeepSeek's and OpenAI's)."""
+
+TOOL_NAMES = frozenset(definition["function"]["name"] for definition in DEFINITIONS)
+
+
+class SessionTools:
+    """The session tools over a store (see the module docstring).
+
+    Args:
+        service: the reference service the `@` picker prepares with (its query is the listing's).
+        search: the picker's search (its body index, when there is one).
+        target: the session being written (never a result).
+        listing: the sessions the picker lists and their titles; by default the service's query
+            listed again for each search (titles unknown: sessions match by id, cwd and body).
+        read_bytes: what one ``read_session`` returns at most.
+    """
+
+    def __init__(
+        self,
+        service: SessionReferenceService,
+        search: SessionSearch,
+        target: Any,
+        *,
+        listing: Listing | None = None,
+        read_bytes: int = READ_BYTES,
+    ) -> None:
+        if read_bytes < 1024:
+            raise ValueError(f"read_bytes must be at least 1024, not {read_bytes}")
+        self.service = service
+        self.search = search
+        self.target = target
+        self.read_bytes = read_bytes
+        self._listing = listing
+
+    async def call(self, name: str, arguments: str | Mapping[str, Any]) -> ToolResult:
+        """Run one tool call; ``arguments`` is the model's JSON text (or an already parsed object).
+        Never raises for anything the model sent."""
+        try:
+            parsed = _arguments(arguments)
+            if name == "search_sessions":
+                return await self._search(parsed)
+            if name == "reference_session":
+                return await self._reference(parsed)
+            if name == "read_session":
+                return await self._read(parsed)
+            raise _ToolError(TOOL_UNKNOWN, f"there is no tool named {json.dumps(name)}")
+        except _ToolError as error:
+            return ToolResult(f"{error.message} ({error.code})", is_error=True, code=error.code, summary=error.code)
+
+    # -- the tools --------------------------------------------------------------------------------
+
+    async def _search(self, arguments: Mapping[str, Any]) -> ToolResult:
+        _only(arguments, {"query", "limit"})
+        query = _string(arguments, "query", required=True)
+        limit = _integer(arguments, "limit", SEARCH_LIMIT, low=1, high=MAX_SEARCH_LIMIT)
+        records, titles = await self._records()
+        try:
+            result = self.search.search(self.target, query, records=records, titles=titles, limit=limit)
+        except SessionReferenceError as error:
+            raise _ToolError(TOOL_READ_FAILED, f"the search failed: {error.message}") from None
+        hits = []
+        for hit in result.hits:
+            candidate = hit.candidate
+            found: dict[str, Any] = {
+                "session": candidate.session_id,
+                "uri": encode_session_reference_uri(candidate.session_id),
+                "label": candidate.label,
+            }
+            if candidate.cwd is not None:
+                found["cwd"] = candidate.cwd
+            if hit.snippet is not None:
+                found["said"] = {"role": hit.snippet.role, "text": hit.snippet.text}
+            elif hit.field is not None:
+                found["matched"] = hit.field
+            hits.append(found)
+        body = {"query": query, "sessions": hits}
+        if not result.complete or result.body not in ("ready", "off"):
+            body["note"] = "message search is incomplete right now; titles, ids and folders were searched"
+        text = _framed("session-search-results", body)
+        return ToolResult(text, summary=f"{json.dumps(query, ensure_ascii=False)} · {len(hits)} sessions")
+
+    async def _reference(self, arguments: Mapping[str, Any]) -> ToolResult:
+        _only(arguments, {"session"})
+        session_id = self._session_of(arguments)
+        try:
+            prepared = await self.service.prepare(
+                self.target, [{"type": "text", "text": ""}], [ReferenceInput(session_id)]
+            )
+        except SessionReferenceError as error:
+            raise _refusal(session_id, error) from None
+        text = prepared.contexts[0].content[0]["text"]
+        stats = prepared.contexts[0].meta["references"][0]
+        kept, total = stats["retainedMessages"], stats["originalMessages"]
+        return ToolResult(text, summary=f"{session_id} · {kept} of {total} messages · {_size(text)}")
+
+    async def _read(self, arguments: Mapping[str, Any]) -> ToolResult:
+        _only(arguments, {"session", "from_message", "to_message"})
+        session_id = self._session_of(arguments)
+        try:
+            snapshot = await self.service.query.read_surface(session_id)
+        except SessionQueryError as error:
+            if error.code == "SESSION_QUERY_SESSION_NOT_FOUND":
+                raise _ToolError(TOOL_SESSION_NOT_FOUND, f"there is no session {json.dumps(session_id)}") from None
+            what = f"session {json.dumps(session_id)} cannot be read: {error.message}"
+            raise _ToolError(TOOL_READ_FAILED, what) from None
+        items = project_conversation(snapshot)
+        total = len(items)
+        start = _integer(arguments, "from_message", 0, low=0, high=max(total - 1, 0))
+        stop = _integer(arguments, "to_message", total, low=start, high=total)
+        page = _Page(session_id, snapshot.captured_through_seq, total, start)
+        for index in range(start, stop):
+            item = items[index]
+            role = "summary" if item.checkpoint else item.role
+            if not page.add(index, role, item.text, self.read_bytes):
+                break
+        text = _framed("session-messages", page.frame())
+        covered = f"messages {page.start}–{page.stop - 1}" if page.stop > page.start else "no messages"
+        return ToolResult(text, summary=f"{session_id} · {covered} of {total} · {_size(text)}")
+
+    # -- arguments --------------------------------------------------------------------------------
+
+    def _session_of(self, arguments: Mapping[str, Any]) -> str:
+        named = _string(arguments, "session", required=True)
+        session_id = named
+        if named.startswith("dsh-session:"):
+            try:
+                session_id = decode_session_reference_uri(named)
+            except SessionReferenceError:
+                raise _ToolError(TOOL_INVALID_ARGUMENTS, "session: not a valid dsh-session: URI") from None
+        elif _OTHER_URI.match(named):  # (ids may hold a colon: claude:<uuid>, codex:<uuid>)
+            raise _ToolError(TOOL_INVALID_ARGUMENTS, "session: a session's id or its dsh-session: URI, not another URI")
+        if session_id == self.target.id:
+            raise _ToolError(TOOL_SELF_REFERENCE, "that is this session itself: it is already in the conversation")
+        return session_id
+
+    async def _records(self) -> tuple[Sequence[SessionRecord], Mapping[str, str | None]]:
+        if self._listing is not None:
+            return await self._listing()
+        try:
+            records = await self.service.query.list_sessions()
+        except SessionQueryError as error:
+            raise _ToolError(TOOL_READ_FAILED, f"the sessions cannot be listed: {error.message}") from None
+        return records, {}
+
+
+_OTHER_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+class _Page:
+    """A page of a session's messages, filled up to a byte budget (its frame's JSON, as sent)."""
+
+    def __init__(self, session_id: str, captured: int | None, total: int, start: int) -> None:
+        self.session_id, self.captured, self.total = session_id, captured, total
+        self.start = self.stop = start
+        self.messages: list[dict[str, Any]] = []
+        self.size = utf8_length(stringify_tag_safe_json(self.frame()))
+
+    def frame(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "capturedThroughSeq": self.captured,
+            "totalMessages": self.total,
+            "from": self.start,
+            "to": self.stop,
+            "remainingBefore": self.start,
+            "remainingAfter": self.total - self.stop,
+            "messages": self.messages,
+        }
+
+    def add(self, index: int, role: str, text: str, budget: int) -> bool:
+        """Add a message if it fits (the first one always, cut to fit with the notice); whether it did."""
+        message = {"index": index, "role": role, "text": text}
+        # The frame grows by the message, a comma, and at most a digit in "to" and "remainingAfter".
+        grown = self.size + utf8_length(stringify_tag_safe_json(message)) + (1 if self.messages else 0) + 2
+        if grown <= budget:
+            self.messages.append(message)
+            self.stop = index + 1
+            self.size = utf8_length(stringify_tag_safe_json(self.frame()))
+            return True
+        if self.messages:
+            return False
+        # One message larger than a page: its head and tail with dsh's notice, cut until the page
+        # fits (escapes make JSON longer than the text, so the text gets less than the room).
+        base = self.size + utf8_length(stringify_tag_safe_json({**message, "text": ""})) + 8
+        room = budget - base
+        while True:
+            message["text"], _ = truncate_with_notice(text, max(room, 0))
+            self.messages, self.stop = [message], index + 1
+            self.size = utf8_length(stringify_tag_safe_json(self.frame()))
+            if self.size <= budget or room <= 0:
+                return False
+            # Shrink the text's bytes by how much its JSON outgrew the room (escapes), and a little more.
+            spelled = max(self.size - base, 1)
+            room = min(room - 1, room * (budget - base) * 9 // (spelled * 10))
+
+
+def _refusal(session_id: str, error: SessionReferenceError) -> _ToolError:
+    if error.code == "SESSION_REFERENCE_SELF_REFERENCE":
+        return _ToolError(TOOL_SELF_REFERENCE, "that is this session itself: it is already in the conversation")
+    cause = error.__cause__
+    if isinstance(cause, SessionQueryError) and cause.code == "SESSION_QUERY_SESSION_NOT_FOUND":
+        return _ToolError(TOOL_SESSION_NOT_FOUND, f"there is no session {json.dumps(session_id)}")
+    return _ToolError(TOOL_READ_FAILED, f"session {json.dumps(session_id)} cannot be referenced: {error.message}")
+
+
+def _framed(tag: str, value: Any) -> str:
+    """Data from sessions inside one frame, as a snapshot is framed: the warning, then tag-safe JSON."""
+    return f"{REFERENCED_SESSIONS_HEADER}<{tag}>\n{stringify_tag_safe_json(value)}\n</{tag}>"
+
+
+def _size(text: str) -> str:
+    size = utf8_length(text)
+    return f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} B"
+
+
+def _arguments(arguments: str | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(arguments, str):
+        if len(arguments) > 65536:
+            raise _ToolError(TOOL_INVALID_ARGUMENTS, "the arguments are longer than any call needs")
+        try:
+            parsed = json.loads(arguments or "{}")
+        except ValueError:
+            raise _ToolError(TOOL_INVALID_ARGUMENTS, "the arguments are not a JSON object") from None
+    else:
+        parsed = arguments
+    if not isinstance(parsed, Mapping):
+        raise _ToolError(TOOL_INVALID_ARGUMENTS, "the arguments are not a JSON object")
+    return parsed
+
+
+def _only(arguments: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(str(key) for key in arguments if key not in allowed)
+    if unknown:
+        raise _ToolError(TOOL_INVALID_ARGUMENTS, f"unknown argument {json.dumps(unknown[0])}")
+
+
+def _string(arguments: Mapping[str, Any], name: str, *, required: bool = False) -> str:
+    value = arguments.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value or len(value) > 4096:
+        raise _ToolError(TOOL_INVALID_ARGUMENTS, f"{name}: a non-empty string is required")
+    return value
+
+
+def _integer(arguments: Mapping[str, Any], name: str, default: int, *, low: int, high: int) -> int:
+    value = arguments.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _ToolError(TOOL_INVALID_ARGUMENTS, f"{name}: an integer is required")
+    if not low <= value <= high:
+        raise _ToolError(TOOL_OUT_OF_RANGE, f"{name}: {value} is outside {low}–{high}")
+    return value
