@@ -7,8 +7,9 @@ imports Textual; every host (the TUI, a CLI, a test) uses the names exported bel
 from __future__ import annotations
 
 from core.abort import AbortController, AbortSignal
-from core.agent.chat_models import ChatModel, EchoModel, ModelError, OpenAICompatibleModel
+from core.agent.chat_models import ChatModel, EchoModel, ModelError
 from core.agent.loop import AgentLoop
+from core.agent.openai_model import OpenAICompatibleModel
 from core.constants import (
     COMPACT_CHECKPOINT_SOURCE,
     DEFAULT_CANDIDATE_LIMIT,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core import AgentLoop, JsonlSessionStore, OpenAICompatibleModel, SessionReferenceService
-from core.agent.chat_models import MODEL_CONTEXT_LENGTH, dsh_usage
+from core.agent.chat_models import MODEL_CONTEXT_LENGTH
 from core.agent.compaction import (
     CHECKPOINT_PREAMBLE,
     COMPACTION_CANCELLED,
@@ -23,6 +23,7 @@ from core.agent.compaction import (
 )
 from core.agent.context import ContextMeter
 from core.agent.loop import ContextSettings
+from core.agent.openai_model import dsh_usage
 from core.agent.tokens import (
     ContextWindow,
     WindowMemory,

@@ -13,7 +13,8 @@ ALLOWED = {
     "reference": {"base", "sessions", "reference"},
     "search": {"base", "sessions", "reference", "search"},
     "database": {"base", "sessions", "reference", "search", "database"},
-    "agent": {"base", "sessions", "reference", "agent"},
+    # The session tools search as the picker searches (never the database layer: that stays optional).
+    "agent": {"base", "sessions", "reference", "search", "agent"},
 }
 
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from core import AbortSignal, AgentLoop, ModelError, OpenAICompatibleModel
-from core.agent.chat_models import MODEL_INVALID_API_KEY, secret_forms
+from core.agent.openai_model import MODEL_INVALID_API_KEY, secret_forms
 from tests.conftest import text
 from tests.test_agent import serve
 

@@ -35,9 +35,9 @@ from core import (
     SessionQueryError,
     SessionReferenceError,
 )
-from core.agent.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
 from core.agent.compaction import CompactionPolicy
 from core.agent.loop import ContextSettings
+from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
 from core.agent.tokens import WindowMemory
 from core.sessions.doctor import diagnose, format_diagnosis
 from core.sessions.sources.claude import ClaudeCodeSource, claude_root

@@ -18,8 +18,8 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from core.agent.chat_models import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
 from core.agent.compaction import SUMMARY_MAX_CHARS
+from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
 from core.agent.window_keeping import MAX_REASONING_CHARS
 from core.display import visible
 
