@@ -48,6 +48,10 @@ class ChatModel(Protocol):
     ``{"type": "reasoning-delta", "index": 0, "text": ...}`` (a reasoning model's thinking, before
     its answer) and one ``{"type": "usage", "usage": {inputTokens, outputTokens, ...}}`` in dsh's
     ``TokenUsage`` shape. ``max_tokens`` caps the reply (compaction's summaries use it).
+
+    A model that can call tools also takes ``tools`` (Chat Completions tool definitions; passed only
+    when there are any) and yields ``{"type": "tool-call-delta", "index": i, "id": ..., "name": ...,
+    "argumentsDelta": ...}`` pieces (``name`` on a call's first piece), dsh's chunk shape.
     """
 
     name: str
@@ -65,7 +69,12 @@ def _backend_failure(model: ChatModel, error: Exception) -> ModelError:
 
 
 async def model_chunks(
-    model: ChatModel, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
+    model: ChatModel,
+    messages: list[dict[str, Any]],
+    *,
+    signal: AbortSignal,
+    max_tokens: int | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """The chunks of ``model.stream(messages)``, each awaited against ``signal``; the stream is closed
     at the end, whatever ended it (best effort: it may be finished or broken already).
@@ -75,6 +84,8 @@ async def model_chunks(
         ModelError: the model's failure.
     """
     options: dict[str, Any] = {} if max_tokens is None else {"max_tokens": max_tokens}
+    if tools:
+        options["tools"] = tools  # (only then: a model without tools need not take the argument)
     try:
         stream = model.stream(messages, signal=signal, **options).__aiter__()
     except Exception as error:

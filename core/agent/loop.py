@@ -26,6 +26,8 @@ from core.agent.compaction import (
     CompactionResult,
 )
 from core.agent.context import ContextMeter
+from core.agent.session_tools import DEFINITIONS, SessionTools
+from core.agent.tool_steps import MAX_STEPS, TURN_STEP_LIMIT, ToolCalls, run_calls
 from core.agent.window_keeping import ContextSettings, WindowKeeping, prompt_estimate
 from core.errors import SessionQueryError, SessionReferenceError
 from core.reference.baking import bake_prompt_message
@@ -63,9 +65,16 @@ class AgentLoop(WindowKeeping):
         *,
         flush_interval: float = FLUSH_INTERVAL,
         context: ContextSettings | None = None,
+        tools: SessionTools | None = None,
+        max_steps: int = MAX_STEPS,
     ) -> None:
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, not {max_steps}")
         self.session = session
         self.model = model
+        self.tools = tools
+        """The session tools offered to the model (``None``: none are offered)."""
+        self.max_steps = max_steps
         self.flush_interval = flush_interval
         self.settings = context if context is not None else ContextSettings()
         self.meter = ContextMeter(session)
@@ -217,6 +226,14 @@ class AgentLoop(WindowKeeping):
                         raise failure from compaction
                     continue
                 step += 1
+                if outcome == "tool-calls":
+                    if step > self.max_steps:
+                        raise ModelError(
+                            TURN_STEP_LIMIT,
+                            f"the turn reached its step limit ({self.max_steps} steps) while the model was still "
+                            "calling tools; what it found is kept",
+                        )
+                    continue  # the next step sends the results
                 if outcome != "completed":
                     reason = outcome
                     break
@@ -267,20 +284,29 @@ class AgentLoop(WindowKeeping):
             self._flush_timer = None
 
     async def _step(self, turn: int, step: int, controller: AbortController) -> str:
+        """One model request and its reply; ``completed``, ``aborted``, or ``tool-calls`` when the
+        reply called tools (run and logged here: the turn goes on with a next step)."""
         signal = controller.signal
         self.session.append("step/start", {"turn": turn, "step": step})
         texts: list[str] = []
         reasoning = BoundedText(self.settings.max_reasoning_chars)
+        calls = ToolCalls()
         # dsh numbers a step's blocks in the order they open: a reasoning model's thinking is block 0.
-        blocks: dict[str, int] = {}
+        blocks: dict[Any, int] = {}
         usage: dict[str, Any] | None = None
         outcome = "completed"
         failure: ModelError | None = None
+        offered = DEFINITIONS if self.tools is not None else None
         try:
-            async for chunk in model_chunks(self.model, self.session.derive_messages(), signal=signal):
+            async for chunk in model_chunks(self.model, self.session.derive_messages(), signal=signal, tools=offered):
                 kind = chunk.get("type")
                 if kind == "usage":
                     usage = chunk.get("usage")
+                    continue
+                if kind == "tool-call-delta":
+                    calls.add(chunk)
+                    index = blocks.setdefault(("tool-call", chunk["index"]), len(blocks))
+                    self._append_chunk({"turn": turn, "step": step, "chunk": {**chunk, "index": index}})
                     continue
                 if kind not in ("text-delta", "reasoning-delta") or not chunk.get("text"):
                     continue
@@ -298,12 +324,19 @@ class AgentLoop(WindowKeeping):
             outcome = "aborted"
         except ModelError as error:
             failure = error
+        # A reply cut short leaves no call without its result: its calls are not kept (providers
+        # refuse a dangling call), its text and reasoning are.
+        finished = outcome == "completed" and failure is None
         content: list[dict[str, Any]] = []
-        for kind in blocks:
-            if kind == "reasoning-delta":
+        called: list[dict[str, Any]] = []
+        for key in blocks:
+            if key == "reasoning-delta":
                 content.append({"type": "reasoning", "text": reasoning.value("reasoning")})
-            else:
+            elif key == "text-delta":
                 content.append({"type": "text", "text": "".join(texts)})
+            elif finished:
+                called.append(calls.block(key[1]))
+                content.append(called[-1])
         message: dict[str, Any] = {
             "turn": turn,
             "step": step,
@@ -313,12 +346,14 @@ class AgentLoop(WindowKeeping):
         if usage is not None:
             message["usage"] = usage
         self._cancel_flush()
-        self.session.append_batch(
-            [
-                ("assistant/message", message, "append", None),
-                ("step/end", {"turn": turn, "step": step}, None, None),
-            ]
-        )
+        step_end = ("step/end", {"turn": turn, "step": step}, None, None)
+        if not called:  # the message and the step's end in one durable batch
+            self.session.append_batch([("assistant/message", message, "append", None), step_end])
+        else:
+            self.session.append_batch([("assistant/message", message, "append", None)])
+            completed = await run_calls(self.session, self.tools, turn, step, called, signal)
+            outcome = "tool-calls" if completed else "aborted"
+            self.session.append_batch([step_end])
         if failure is not None:
             raise failure
         return outcome

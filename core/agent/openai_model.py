@@ -163,9 +163,15 @@ class OpenAICompatibleModel:
         return built
 
     async def _stream(
-        self, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        signal: AbortSignal,
+        max_tokens: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
-        """Yield text deltas (and a final ``{"type": "usage"}`` chunk when the server reports usage).
+        """Yield text, reasoning and tool-call deltas (and a final ``{"type": "usage"}`` chunk when the
+        server reports usage); ``tools`` are offered to the model in the Chat Completions shape.
 
         Raises:
             ModelError: with a ``MODEL_*`` code for every failure class.
@@ -190,6 +196,9 @@ class OpenAICompatibleModel:
         }
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
+        if tools:
+            body["tools"] = tools
+        calls: dict[int, str] = {}
         headers = {"Authorization": f"Bearer {self.api_key}", "Accept": "text/event-stream"}
         timeout = httpx.Timeout(self.timeout)
         try:
@@ -207,7 +216,7 @@ class OpenAICompatibleModel:
                     payload = line[5:].strip()
                     if payload == "[DONE]":
                         return
-                    for chunk in _parse_chunk(payload):
+                    for chunk in _parse_chunk(payload, calls):
                         yield chunk
         except httpx.TimeoutException as error:
             raise ModelError("MODEL_TIMEOUT", f"the model API did not answer within {self.timeout:g} s") from error
@@ -219,9 +228,15 @@ class OpenAICompatibleModel:
             raise ModelError("MODEL_MALFORMED_STREAM", f"the model stream broke off: {error}") from error
 
     async def stream(
-        self, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        signal: AbortSignal,
+        max_tokens: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
-        """Yield reasoning and text deltas (and a final ``{"type": "usage"}`` chunk when the server reports usage).
+        """Yield reasoning, text and tool-call deltas (and a final ``{"type": "usage"}`` chunk when the
+        server reports usage).
 
         The key never reaches an error: a server that echoes it (in an error body or a stream
         event) has it replaced by ``***`` in the message, and the traceback holds no copy.
@@ -231,7 +246,7 @@ class OpenAICompatibleModel:
         """
         key = self.api_key
         try:
-            async for piece in self._stream(messages, signal=signal, max_tokens=max_tokens):
+            async for piece in self._stream(messages, signal=signal, max_tokens=max_tokens, tools=tools):
                 yield piece
         except ModelError as error:
             message = mask_secret(error.message, key)
@@ -311,7 +326,36 @@ def dsh_usage(wire: Any) -> dict[str, int] | None:
     return usage
 
 
-def _parse_chunk(payload: str) -> list[dict[str, Any]]:
+def _tool_call_delta(call: Any, calls: dict[int, str]) -> dict[str, Any]:
+    index = call["index"]
+    if type(index) is not int or index < 0:
+        raise TypeError("tool call index is not a count")
+    function = call.get("function") or {}
+    known = calls.get(index)
+    if known is None:
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise TypeError("a tool call's first piece has no id")
+        calls[index] = known = call_id
+    chunk: dict[str, Any] = {"type": "tool-call-delta", "index": index, "id": known}
+    name = function.get("name")
+    if name is not None:
+        if not isinstance(name, str):
+            raise TypeError("tool call name is not a string")
+        chunk["name"] = name
+    arguments = function.get("arguments") or ""
+    if not isinstance(arguments, str):
+        raise TypeError("tool call arguments are not a string")
+    chunk["argumentsDelta"] = arguments
+    return chunk
+
+
+def _parse_chunk(payload: str, calls: dict[int, str] | None = None) -> list[dict[str, Any]]:
+    """The chunks of one stream event. ``calls`` (call index -> id) carries a tool call's id from its
+    first piece to the later ones, which name only its index: every ``tool-call-delta`` has its id
+    (as dsh's chunks do), the first one its name too."""
+    if calls is None:
+        calls = {}
     try:
         data = json.loads(payload)
         chunks: list[dict[str, Any]] = []
@@ -328,6 +372,8 @@ def _parse_chunk(payload: str) -> list[dict[str, Any]]:
                 if not isinstance(content, str):
                     raise TypeError("delta content is not a string")
                 chunks.append({"type": "text-delta", "index": 0, "text": content})
+            for call in delta.get("tool_calls") or []:
+                chunks.append(_tool_call_delta(call, calls))
         usage = dsh_usage(data.get("usage"))
         if usage is not None:
             chunks.append({"type": "usage", "usage": usage})

@@ -9,7 +9,8 @@
 //                                                     and inspect() (dsh's validated, migrated view)
 //   raw        {root, compression, id}             -> readRaw().content (the stored JSONL text)
 //   surface    {root, compression, id}             -> dsh's session layer on the inspected log: the
-//                                                     surface nodes and deriveMessages() (role + text)
+//                                                     surface nodes and deriveMessages() (role + text,
+//                                                     and whole as ``derived``)
 //   uri        {ids, texts}                        -> encode / parse with dsh-session-reference
 //   prepare    {target, references, snapshots, config} -> SessionReferenceResolver.prepare
 //   batch      {requests: [{op, ...}, ...]}          -> every request's result, in order, in one process
@@ -105,6 +106,7 @@ const operations = {
     return {
       nodes: [...session.surface.nodes],
       messages: session.deriveMessages().map((message) => ({ role: message.role, text: text(message.content) })),
+      derived: session.deriveMessages(),
     };
   },
   async raw({ root, compression, id }) {
