@@ -29,6 +29,7 @@ from tui.screens import RenameScreen, ViewerScreen
 from tui.widgets.picker import MentionPicker
 from tui.widgets.preview import PreviewPane, render_report
 from tui.widgets.sidebar import SessionSidebar
+from tui.widgets.tool_line import ToolLine
 from tui.widgets.transcript import AssistantBlock, CheckpointBlock, NoteLine, UserBlock
 
 
@@ -400,6 +401,8 @@ async def test_send_writes_the_baked_event_and_streams_the_reply(demo_template: 
         await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
         await until(pilot, lambda: app.chat.query(AssistantBlock))
         assert app.chat.prompt.text == ""
+        (line,) = app.chat.query(ToolLine)  # the echo model read past the reference's first message
+        assert line.summary == "· read_session · design-notes · messages 1–3 of 4 · 772 B"
         you = app.chat.query(UserBlock).last()
         assert "what did we decide in @Storage design" in str(you.render())
         assert "Referenced sessions · Storage design (design-notes)" in str(you.render())
@@ -412,8 +415,14 @@ async def test_send_writes_the_baked_event_and_streams_the_reply(demo_template: 
     ]
     assert prompt.data["content"][-1]["text"] == "what did we decide in @Storage design "
     assert prompt.data["content"][-2]["text"] == "\n\n## My request:\n"
-    reply = next(e for e in surface if e.type == "assistant/message")
+    # The echo model, offered the session tools, first read past the reference's first message...
+    call, result = (e for e in surface if e.type in ("assistant/message", "tool/result") and e.seq < surface[-1].seq)
+    assert call.data["content"][0]["name"] == "read_session"
+    assert result.data["message"]["content"][0]["isError"] is False
+    # ... then answered, saying what it read.
+    reply = [e for e in surface if e.type == "assistant/message"][-1]
     assert "Storage design" in reply.data["content"][0]["text"]
+    assert "With read_session I also read messages 1–" in reply.data["content"][0]["text"]
 
 
 async def test_send_failure_keeps_the_draft_writes_nothing_and_notifies_the_code(app: SessionRefApp) -> None:
@@ -590,8 +599,14 @@ async def test_tool_results_and_injected_context_are_one_dim_line_each(demo_temp
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         notes = [str(note.render()) for note in app.chat.query(NoteLine)]
-        assert notes == ["· context from workspace", "· tool call call-1 returned 9 characters"]
+        assert notes == ["· context from workspace"]
+        (line,) = app.chat.query(ToolLine)
+        assert str(line.render()) == "· tool · 9 B"  # a dsh log's result whose call is not in the log
         assert app.chat.query(AssistantBlock).last().text == "Two **Python** files."
+        line.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ViewerScreen))
+        assert app.screen.text == "tool()\n\nResult:\na.py b.py"
 
 
 async def test_transcript_replays_checkpoints_and_shows_what_the_model_received(

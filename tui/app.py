@@ -64,6 +64,7 @@ class SessionRefApp(ListingUpkeep):
         external: tuple[ExternalSource, ...] = (),
         context: ContextSettings | None = None,
         watch_store: bool = True,
+        tools: bool = True,
     ) -> None:
         super().__init__()
         workspace = self.workspace = Workspace(
@@ -78,6 +79,7 @@ class SessionRefApp(ListingUpkeep):
             index_path=index_path,
             external=external,
             context=context,
+            tools=tools,
         )
         # The services, by the names the benchmarks and tests use.
         self.store, self.model, self.catalog, self.service = store, model, workspace.catalog, workspace.service
@@ -269,6 +271,7 @@ def make_app(
     external: tuple[ExternalSource, ...] = (),
     context: ContextSettings | None = None,
     watch_store: bool = True,
+    tools: bool = True,
 ) -> SessionRefApp:
     """Build the app on ``store``: open ``session_id`` (or start a new session in ``cwd``).
 
@@ -276,6 +279,7 @@ def make_app(
     index lives at ``index_path`` (default: beside the store's root; in memory for a memory store).
     ``external`` adds other agents' sessions (Claude Code, Codex) to the listing, read-only.
     ``context`` sets the model's window, where learned windows are kept and the compaction policy.
+    ``tools`` offers the model the session tools (search, reference and read sessions).
 
     Raises:
         SessionQueryError: the session is missing, locked or corrupt.
@@ -296,4 +300,5 @@ def make_app(
         external=external,
         context=context,
         watch_store=watch_store,
+        tools=tools,
     )

@@ -41,6 +41,7 @@ from .widgets.picker import MentionPicker
 from .widgets.preview import PreviewBody, PreviewPane
 from .widgets.prompt import PromptArea
 from .widgets.sidebar import SessionSidebar
+from .widgets.tool_line import ToolLine
 from .widgets.transcript import Transcript, UserBlock, model_received
 from .workspace import Workspace
 
@@ -291,6 +292,9 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
         self.app.push_screen(ViewerScreen("What the model will receive", text, size))
 
     # -- transcript -------------------------------------------------------------------------------
+
+    def on_tool_line_show_call(self, event: ToolLine.ShowCall) -> None:
+        self.app.push_screen(ViewerScreen(event.title, event.text))
 
     def on_user_block_show_received(self, event: UserBlock.ShowReceived) -> None:
         text = model_received(event.event.data)

@@ -196,6 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"(also {BODY_SEARCH_ENV}=0; the index is {INDEX_FILE_NAME} in the store folder)",
     )
     parser.add_argument(
+        "--no-tools",
+        dest="tools",
+        action="store_false",
+        default=None,
+        help="do not offer the model the session tools (search_sessions, reference_session, read_session)",
+    )
+    parser.add_argument(
         "--claude-root",
         metavar="DIR",
         help="Claude Code's folder, whose sessions are listed read-only (default: $CLAUDE_CONFIG_DIR, else ~/.claude)",
@@ -319,6 +326,7 @@ FLAG_NAMES = (
     "candidate_limit",
     "body_search",
     "store",
+    "tools",
 )
 
 
@@ -519,6 +527,7 @@ def _run_app(
             search_config=search_config,
             external=_external_sources(args),
             context=_context(settings),
+            tools=settings["tools"],
         )
     except SessionQueryError as error:
         return _fail(f"cannot open session: {error.message} ({error.code})", EXIT_SESSION)

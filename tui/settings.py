@@ -70,6 +70,10 @@ class SearchSection(_Strict):
     body_search: bool | None = None
 
 
+class ToolsSection(_Strict):
+    enabled: bool | None = None
+
+
 class StoreSection(_Strict):
     url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
 
@@ -110,6 +114,7 @@ class ConfigFile(_Strict):
     search: SearchSection = Field(default_factory=SearchSection)
     compaction: CompactionSection = Field(default_factory=CompactionSection)
     store: StoreSection = Field(default_factory=StoreSection)
+    tools: ToolsSection = Field(default_factory=ToolsSection)
 
 
 _SECRET_KEYS = re.compile(r"(^|_)(api_?key|key|token|secret|password)$", re.I)
@@ -320,6 +325,10 @@ def effective_settings(config: LoadedConfig, flags: dict[str, Any], environ: dic
         out.set("body_search", switch in ("1", "true", "on", "yes"), "$SESSIONREF_BODY_SEARCH")
     else:
         pick("body_search", None, ("search", "body_search"), data.search.body_search, True)
+    if flags.get("tools") is not None:
+        out.set("tools", flags["tools"], "--no-tools")
+    else:
+        pick("tools", None, ("tools", "enabled"), data.tools.enabled, True)
     store_env = environ.get("SESSIONREF_STORE", "").strip()
     if flags.get("store") is not None:
         out.set("store", flags["store"], "--store")

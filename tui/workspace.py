@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING
@@ -30,7 +30,9 @@ from core import (
     index_path_beside,
 )
 from core.agent.loop import ContextSettings
+from core.agent.session_tools import SessionTools
 from core.search.finder import FULL_BUDGET
+from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
 from core.sessions.sources.merged import ExternalSource
 
@@ -64,7 +66,10 @@ class Workspace:
         index_path: str | os.PathLike[str] | None = None,
         external: tuple[ExternalSource, ...] = (),
         context: ContextSettings | None = None,
+        tools: bool = True,
     ) -> None:
+        self.tools = tools
+        """Whether the model is offered the session tools (``--no-tools`` turns them off)."""
         self.store = store
         self.model = model
         self.context_settings = context if context is not None else ContextSettings()
@@ -97,8 +102,18 @@ class Workspace:
         """The agent loop writing ``session`` (made on first use)."""
         agent = self.agents.get(session.id)
         if agent is None:
-            agent = self.agents[session.id] = AgentLoop(session, self.model, context=self.context_settings)
+            tools = self.session_tools(session) if self.tools else None
+            agent = self.agents[session.id] = AgentLoop(session, self.model, context=self.context_settings, tools=tools)
         return agent
+
+    def session_tools(self, session: Session) -> SessionTools:
+        """The model's session tools for a turn of ``session``: what the `@` picker sees (this
+        listing, its titles, its search on its thread, its ``prepare``)."""
+
+        async def listing() -> tuple[Sequence[SessionRecord], Mapping[str, str | None]]:
+            return self.catalog.records, self.catalog.title_map()
+
+        return SessionTools(self.service, self.search, session, listing=listing, executor=self._search_thread)
 
     # -- the target -------------------------------------------------------------------------------
 

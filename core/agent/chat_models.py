@@ -49,9 +49,10 @@ class ChatModel(Protocol):
     its answer) and one ``{"type": "usage", "usage": {inputTokens, outputTokens, ...}}`` in dsh's
     ``TokenUsage`` shape. ``max_tokens`` caps the reply (compaction's summaries use it).
 
-    A model that can call tools also takes ``tools`` (Chat Completions tool definitions; passed only
-    when there are any) and yields ``{"type": "tool-call-delta", "index": i, "id": ..., "name": ...,
-    "argumentsDelta": ...}`` pieces (``name`` on a call's first piece), dsh's chunk shape.
+    A model that can call tools says so (``supports_tools = True``), takes ``tools`` (Chat Completions
+    tool definitions; passed only when there are any) and yields ``{"type": "tool-call-delta",
+    "index": i, "id": ..., "name": ..., "argumentsDelta": ...}`` pieces (``name`` on a call's first
+    piece), dsh's chunk shape.
     """
 
     name: str
@@ -84,8 +85,8 @@ async def model_chunks(
         ModelError: the model's failure.
     """
     options: dict[str, Any] = {} if max_tokens is None else {"max_tokens": max_tokens}
-    if tools:
-        options["tools"] = tools  # (only then: a model without tools need not take the argument)
+    if tools and getattr(model, "supports_tools", False):
+        options["tools"] = tools  # (only then: a model that calls no tools need not take the argument)
     try:
         stream = model.stream(messages, signal=signal, **options).__aiter__()
     except Exception as error:
@@ -162,11 +163,38 @@ def summarize_offline(wire: list[dict[str, Any]]) -> list[str]:
     return [f"## What the user wants\n{bullets}\n\n", "## Decisions\n- (none recorded offline)\n"]
 
 
+def _tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [block for block in content or [] if isinstance(block, dict) and block.get("type") == "tool-result"]
+
+
+_PAGE = re.compile(r'"sessionId":("(?:[^"\\]|\\.)*").*?"totalMessages":(\d+),"from":(\d+),"to":(\d+)', re.S)
+
+
+def _read_summary(messages: list[dict[str, Any]]) -> str | None:
+    """What the latest ``read_session`` result covered (``messages 1–40 of 300 of "id"``), if the
+    conversation ends with one."""
+    results = _tool_results(messages[-1]) if messages else []
+    for result in results:
+        text = "".join(block.get("text", "") for block in result.get("content") or [] if isinstance(block, dict))
+        found = _PAGE.search(text)
+        if found is not None and not result.get("isError"):
+            session, total, start, stop = found.group(1), *map(int, found.groups()[1:])
+            return f"messages {start}–{stop - 1} of {total} of {session}" if stop > start else f"nothing of {session}"
+    return None
+
+
 class EchoModel:
-    """Offline, deterministic model: it describes what it received, in a few streamed pieces."""
+    """Offline, deterministic model: it describes what it received, in a few streamed pieces.
+
+    Offered the session tools, it uses one as a model would: a prompt that references a session
+    first gets a ``read_session`` call for what follows that session's first message (what a cut
+    snapshot leaves out), then the description, saying what it read.
+    """
 
     name = "echo"
     provider = "sessionref"
+    supports_tools = True
 
     def __init__(self, *, delay: float = 0.0) -> None:
         self.delay = delay
@@ -198,11 +226,40 @@ class EchoModel:
             pieces.append(line)
         return pieces
 
+    def tool_call_for(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> dict[str, str] | None:
+        """The ``read_session`` call a prompt with a reference gets first (``None``: none)."""
+        offered = {tool.get("function", {}).get("name") for tool in tools or []}
+        if "read_session" not in offered or not messages or _tool_results(messages[-1]):
+            return None
+        wire = wire_messages(messages)
+        last = next((m for m in reversed(wire) if m["role"] == "user"), None)
+        _, sources = describe_prompt(last["content"] if last is not None else "")
+        if not sources:
+            return None
+        arguments = json.dumps({"session": sources[0].get("sessionId"), "from_message": 1})
+        return {"id": f"echo-read-{len(messages)}", "name": "read_session", "arguments": arguments}
+
     async def stream(
-        self, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        signal: AbortSignal,
+        max_tokens: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """Yield the reply piece by piece (stops early when ``signal`` aborts)."""
-        for piece in self.reply_for(messages):
+        call = self.tool_call_for(messages, tools)
+        if call is not None:
+            yield {"type": "tool-call-delta", "index": 0, "id": call["id"], "name": call["name"],
+                   "argumentsDelta": call["arguments"]}  # fmt: skip
+            return
+        pieces = self.reply_for(messages)
+        read = _read_summary(messages)
+        if read is not None:
+            pieces.append(f"\n\nWith read_session I also read {read}.")
+        for piece in pieces:
             if signal.aborted:
                 return
             if self.delay:

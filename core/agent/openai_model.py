@@ -113,6 +113,7 @@ class OpenAICompatibleModel:
     """
 
     provider = "openai-compatible"
+    supports_tools = True
 
     def __init__(
         self,

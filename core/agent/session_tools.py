@@ -21,10 +21,13 @@ raw ``<`` (``stringify_tag_safe_json``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from core.errors import SessionQueryError, SessionReferenceError
@@ -154,6 +157,8 @@ class SessionTools:
         listing: the sessions the picker lists and their titles; by default the service's query
             listed again for each search (titles unknown: sessions match by id, cwd and body).
         read_bytes: what one ``read_session`` returns at most.
+        executor: where a search runs (the picker's search thread: a body index may be bound to
+            it, and a search must not hold the event loop); ``None``: in the caller.
     """
 
     def __init__(
@@ -164,6 +169,7 @@ class SessionTools:
         *,
         listing: Listing | None = None,
         read_bytes: int = READ_BYTES,
+        executor: Executor | None = None,
     ) -> None:
         if read_bytes < 1024:
             raise ValueError(f"read_bytes must be at least 1024, not {read_bytes}")
@@ -172,6 +178,7 @@ class SessionTools:
         self.target = target
         self.read_bytes = read_bytes
         self._listing = listing
+        self._executor = executor
 
     async def call(self, name: str, arguments: str | Mapping[str, Any]) -> ToolResult:
         """Run one tool call; ``arguments`` is the model's JSON text (or an already parsed object).
@@ -195,8 +202,12 @@ class SessionTools:
         query = _string(arguments, "query", required=True)
         limit = _integer(arguments, "limit", SEARCH_LIMIT, low=1, high=MAX_SEARCH_LIMIT)
         records, titles = await self._records()
+        search = partial(self.search.search, self.target, query, records=records, titles=titles, limit=limit)
         try:
-            result = self.search.search(self.target, query, records=records, titles=titles, limit=limit)
+            if self._executor is None:
+                result = search()
+            else:
+                result = await asyncio.get_running_loop().run_in_executor(self._executor, search)
         except SessionReferenceError as error:
             raise _ToolError(TOOL_READ_FAILED, f"the search failed: {error.message}") from None
         hits = []

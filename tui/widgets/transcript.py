@@ -23,6 +23,7 @@ from core.sessions.surface import message_content, message_payload, text_of_bloc
 
 from ..palette import STYLES
 from ..text import visible, visible_lines
+from .tool_line import tool_line
 
 
 def referenced_line(data: dict[str, Any]) -> str | None:
@@ -313,6 +314,12 @@ def _block_for(event: SessionEvent, session: Session) -> Widget | None:
         provenance = data.get("provenance") or message.get("source") or {}
         blocks = message_content(data)
         reasoning = reasoning_of(blocks)
+        if (
+            not reasoning
+            and not text_of_blocks(blocks)
+            and any(isinstance(block, dict) and block.get("type") == "tool-call" for block in blocks)
+        ):
+            return None  # a step that only called tools: its calls are the lines that follow
         return AssistantBlock(
             text_of_blocks(blocks),
             provenance.get("model"),
@@ -321,17 +328,7 @@ def _block_for(event: SessionEvent, session: Session) -> Widget | None:
             usage=data.get("usage"),
         )
     if event.type == "tool/result":
-        message = message_payload(data)
-        blocks = message_content(data)
-        if message is not data and blocks and isinstance(blocks[0], dict):
-            result = blocks[0]  # a newer dsh tool result: one tool-result block
-            call_id, failed, blocks = result.get("toolCallId"), result.get("isError"), result.get("content") or []
-        else:
-            call_id, failed = data.get("callId"), data.get("isError")
-        call = visible(str(call_id or "?"))
-        outcome = "failed" if failed else "returned"
-        size = len(text_of_blocks(blocks))
-        return NoteLine(Text(f"· tool call {call} {outcome} {size:,} characters", style="dim"))
+        return tool_line(event, session)
     return None
 
 
