@@ -103,3 +103,18 @@ def test_the_bounds_on_what_a_model_writes_come_from_the_file_and_reach_the_mode
     assert (context.max_reasoning_chars, context.policy.summary_max_chars) == (5000, 9000)
     with pytest.raises(SystemExit):
         _settings(parser, parser.parse_args(["--config", str(path), "--reply-timeout", "0"]))
+
+
+def test_a_reference_may_take_a_share_of_a_bigger_window_and_an_explicit_budget_wins(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[profiles.big]\nmodel = "big"\ncontext_window = 1000000\n\n[reference]\ncontext_fraction = 0.05\n')
+    settings = effective_settings(load_config(str(path)), {"profile": "big"}, {})
+    assert settings["max_reference_bytes"] == 200_000  # max(65536, floor(1,000,000 x 4 x 0.05))
+    assert settings.origins["max_reference_bytes"] == f"{path}:6 × the 1,000,000-token window (config)"
+    small = effective_settings(load_config(str(path)), {"profile": "big", "context_window": 100_000}, {})
+    assert small["max_reference_bytes"] == 65536  # never below rc.8's 64 KiB
+    explicit = effective_settings(load_config(str(path)), {"profile": "big", "max_reference_bytes": 30000}, {})
+    assert explicit["max_reference_bytes"] == 30000
+    (tmp_path / "empty.toml").write_text("")
+    plain = effective_settings(load_config(str(tmp_path / "empty.toml")), {}, {})
+    assert plain["max_reference_bytes"] == 65536

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.agent.compaction import SUMMARY_MAX_CHARS
 from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
+from core.agent.tokens import WindowMemory, reference_bytes_for, resolve_window
 from core.agent.window_keeping import MAX_REASONING_CHARS
 from core.display import visible
 
@@ -62,6 +63,7 @@ class Profile(_Strict):
 
 class ReferenceSection(_Strict):
     max_reference_bytes: int | None = Field(default=None, gt=0)
+    context_fraction: float | None = Field(default=None, gt=0, le=1)
     max_references: int | None = Field(default=None, ge=1, le=3)
     candidate_limit: int | None = Field(default=None, gt=0)
 
@@ -314,6 +316,19 @@ def effective_settings(config: LoadedConfig, flags: dict[str, Any], environ: dic
         reference.max_reference_bytes,
         65536,
     )
+    if out.origins["max_reference_bytes"] == "default" and reference.context_fraction is not None:
+        # Opt-in: each source gets a share of the model's window; an explicit max_reference_bytes wins.
+        window = resolve_window(
+            out["model"],
+            base_url=out["base_url"],
+            configured=out["context_window"],
+            memory=WindowMemory(window_memory_path()),
+        )
+        out.set(
+            "max_reference_bytes",
+            reference_bytes_for(window.tokens, reference.context_fraction),
+            f"{config.origin('reference', 'context_fraction')} × the {window.tokens:,}-token window ({window.source})",
+        )
     pick("max_references", "max_references", ("reference", "max_references"), reference.max_references, 3)
     pick("candidate_limit", "candidate_limit", ("reference", "candidate_limit"), reference.candidate_limit, 50)
     switch = environ.get("SESSIONREF_BODY_SEARCH", "").strip().lower()

@@ -201,3 +201,16 @@ def resolve_window(
     if model in BUILTIN_WINDOWS:
         return ContextWindow(BUILTIN_WINDOWS[model], "built-in")
     return ContextWindow(DEFAULT_WINDOW, "assumed")
+
+
+def reference_bytes_for(window: int, fraction: float) -> int:
+    """A referenced session's byte budget relative to the model's window (upstream's
+    "model-relative budget"): ``max(65536, floor(window × 4 × fraction))`` (4 bytes a token), so a
+    bigger window can carry more of each session; never below rc.8's 64 KiB.
+
+    Raises:
+        ValueError: ``fraction`` outside (0, 1].
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"the reference context fraction must be in (0, 1], not {fraction}")
+    return max(65536, math.floor(window * 4 * fraction))
