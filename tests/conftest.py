@@ -132,6 +132,7 @@ SLOW_MARKERS = {
 _MODULE_MARKERS = {
     "test_terminal": ("tmux",),
     "test_terminal_pg": ("tmux", "postgres"),
+    "test_terminal_tools": ("tmux",),
     "test_browser": ("browser",),
     "test_interop": ("interop",),
     "test_interop_fuzz": ("interop",),
