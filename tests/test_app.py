@@ -23,6 +23,7 @@ from core import (
     parse_session_reference_text,
 )
 from tests.app_harness import HOME, NOW, SIZE, fixed_clock, open_app, settle, until
+from tests.conftest import say_assistant, say_user
 from tui.app import SessionRefApp
 from tui.demo import DEMO_PROJECT
 from tui.screens import RenameScreen, ViewerScreen
@@ -736,3 +737,52 @@ async def test_what_the_preview_shows_is_exactly_what_is_sent(demo_template: Pat
         prompt = next(e for e in app.session.events if e.type == "user/message")
         sent = "".join(block["text"] for block in prompt.data["content"])
         assert sent == expected
+
+
+async def test_a_referenced_session_that_moved_on_is_marked_in_the_transcript_and_the_preview(
+    demo_template: Path, tmp_path: Path
+) -> None:
+    """The model holds the snapshot it was sent; when that session moves on, the transcript's
+    "Referenced sessions" line says how, and so does the preview of a draft that mentions it again."""
+    app, store = open_app(demo_template, tmp_path / "store", refresh_interval=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "summarise ")
+        await open_picker(pilot, "design")
+        await pilot.press("tab", "enter")
+        await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
+        sent = app.chat.query(UserBlock).last()
+        assert "newer" not in str(sent.render())
+        other = JsonlSessionStore(tmp_path / "store", clock=fixed_clock)  # another process writes on
+        later = other.get("design-notes")
+        assert later is not None
+        say_user(later, "one more thing")
+        say_assistant(later, "noted")
+        say_user(later, "and another")
+        other.close()
+        await until(pilot, lambda: "Storage design (design-notes) · 3 newer messages since" in str(sent.render()))
+        await type_text(pilot, "again ")
+        await open_picker(pilot, "design")
+        await pilot.press("tab")
+        report = await preview_of(pilot)
+        (card,) = report.cards
+        assert card.earlier is not None and card.earlier.endswith("· 3 newer messages since")
+        assert card.earlier.startswith(f"referenced in message #{sent.event.seq} through #")
+        assert "the model still holds that older snapshot" in preview_text(report)
+    store.close()
+
+
+def test_staleness_counts_the_messages_past_what_a_reference_captured() -> None:
+    from core import MemorySessionStore
+    from core.reference.staleness import moved_on_words, newer_messages
+
+    source = MemorySessionStore(clock=lambda: 0).create("s")
+    say_user(source, "one")
+    snapshot = source.snapshot()
+    captured = {"capturedThroughSeq": snapshot.captured_through_seq, "originalMessages": 1}
+    assert newer_messages(captured, source.snapshot()) == 0 and moved_on_words(0) is None
+    say_assistant(source, "two")
+    say_user(source, "three")
+    assert newer_messages(captured, source.snapshot()) == 2 and moved_on_words(2) == "2 newer messages since"
+    assert newer_messages({"capturedThroughSeq": 0, "originalMessages": 9}, source.snapshot()) is None  # compacted
+    assert moved_on_words(None) == "changed since (compacted)" and moved_on_words(1) == "1 newer message since"

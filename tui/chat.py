@@ -117,7 +117,7 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
         yield Header(show_clock=False, icon="@")
         with Horizontal(id="main"):
             yield SessionSidebar(id="sidebar", home=workspace.home)
-            yield Transcript(id="transcript")
+            yield Transcript(id="transcript", freshness=self.workspace.moved_on)
             yield PreviewPane(id="preview", home=workspace.home)
         yield PromptArea(id="prompt", cursor_blink=self.cursor_blink)
         yield Footer()
@@ -154,7 +154,8 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
         self.show_sessions()
 
     def show_sessions(self) -> None:
-        """Repaint the sidebar from the catalog."""
+        """Repaint the sidebar from the catalog, and what the transcript says of referenced sessions."""
+        self.query_one(Transcript).refresh_references()
         workspace = self.workspace
         catalog = workspace.catalog
         sidebar = self.query_one(SessionSidebar)

@@ -33,6 +33,7 @@ from core.errors import (
     TOO_MANY,
 )
 from core.reference.service import FRAME_CLOSE, FRAME_OPEN
+from core.reference.staleness import earlier_references, moved_on_words
 from core.serialization import tag_safe_json_length, utf8_length
 
 from .text import estimate_tokens
@@ -87,6 +88,9 @@ class ReferenceCard:
     truncated: bool = False
     conversation: list[dict[str, Any]] = field(default_factory=list)
     problem: Problem | None = None
+    earlier: str | None = None
+    """When this chat referenced the session before and it has moved on since: what the model still
+    holds (``referenced in message #12 through #40 · 3 newer messages since``)."""
 
 
 @dataclass(slots=True)
@@ -162,6 +166,20 @@ def _cards(context: HookContext, budget: int) -> list[ReferenceCard]:
     return cards
 
 
+def _mark_earlier(cards: list[ReferenceCard], events: Any) -> None:
+    """Say on each card whose session this chat referenced before, and that moved on since, what
+    the model still holds (it keeps the older snapshot in its history)."""
+    earlier = earlier_references(events)
+    for card in cards:
+        before = earlier.get(card.session_id)
+        if before is None or before.captured_through_seq == card.captured_through_seq:
+            continue
+        newer = card.original_messages - before.messages if card.original_messages >= before.messages else None
+        words = moved_on_words(newer) or "changed since"
+        through = "an empty log" if before.captured_through_seq is None else f"#{before.captured_through_seq}"
+        card.earlier = f"referenced in message #{before.prompt_seq} through {through} · {words}"
+
+
 def _distinct(references: list[ReferenceInput]) -> list[ReferenceInput]:
     seen: set[str] = set()
     distinct = []
@@ -199,6 +217,7 @@ async def build_preview(
         report.contexts = prepared.contexts
         if prepared.contexts:
             report.cards = _cards(prepared.contexts[0], config.max_reference_bytes)
+            _mark_earlier(report.cards, getattr(target, "events", ()))
         return report
     if report.problem.code == INVALID_REFERENCE:
         return report

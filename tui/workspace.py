@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core import (
     MIN_BODY_QUERY,
@@ -25,18 +25,21 @@ from core import (
     SearchConfig,
     SearchResult,
     Session,
+    SessionQueryError,
     SessionReferenceService,
     SessionSearch,
     index_path_beside,
 )
 from core.agent.loop import ContextSettings
 from core.agent.session_tools import SessionTools
+from core.reference.staleness import moved_on_words, newer_messages
 from core.search.finder import FULL_BUDGET
 from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
 from core.sessions.sources.merged import ExternalSource
 
 from .catalog import SessionCatalog
+from .titles import run_to_end
 
 if TYPE_CHECKING:
     from core.database.store import PostgresSessionStore
@@ -105,6 +108,18 @@ class Workspace:
             tools = self.session_tools(session) if self.tools else None
             agent = self.agents[session.id] = AgentLoop(session, self.model, context=self.context_settings, tools=tools)
         return agent
+
+    def moved_on(self, reference: dict[str, Any]) -> str | None:
+        """How a referenced session moved on since a prompt captured it (``reference`` is that
+        prompt's meta for it): ``3 newer messages since``, or ``None`` (not moved on, or unreadable)."""
+        session_id = reference.get("sessionId")
+        if not isinstance(session_id, str):
+            return None
+        try:
+            now = run_to_end(self.catalog.read_surface(session_id))
+        except SessionQueryError:
+            return None
+        return moved_on_words(newer_messages(reference, now))
 
     def session_tools(self, session: Session) -> SessionTools:
         """The model's session tools for a turn of ``session``: what the `@` picker sees (this

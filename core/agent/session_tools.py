@@ -305,7 +305,17 @@ class _Page:
         self.session_id, self.captured, self.total = session_id, captured, total
         self.start = self.stop = start
         self.messages: list[dict[str, Any]] = []
-        self.size = utf8_length(stringify_tag_safe_json(self.frame()))
+        self._spelled = 0
+        """Bytes the messages take in the frame's JSON (each message, and the commas between them)."""
+        self.size = self._measure()
+
+    def _measure(self) -> int:
+        """The frame's size: its fields with no messages, plus the messages as spelled (no re-serialising)."""
+        messages, self.messages = self.messages, []
+        try:
+            return utf8_length(stringify_tag_safe_json(self.frame())) + self._spelled
+        finally:
+            self.messages = messages
 
     def frame(self) -> dict[str, Any]:
         return {
@@ -322,12 +332,13 @@ class _Page:
     def add(self, index: int, role: str, text: str, budget: int) -> bool:
         """Add a message if it fits (the first one always, cut to fit with the notice); whether it did."""
         message = {"index": index, "role": role, "text": text}
-        # The frame grows by the message, a comma, and at most a digit in "to" and "remainingAfter".
-        grown = self.size + utf8_length(stringify_tag_safe_json(message)) + (1 if self.messages else 0) + 2
-        if grown <= budget:
+        spelled = utf8_length(stringify_tag_safe_json(message)) + (1 if self.messages else 0)
+        # The frame grows by the message, its comma, and at most a digit in "to" and "remainingAfter".
+        if self.size + spelled + 2 <= budget:
             self.messages.append(message)
             self.stop = index + 1
-            self.size = utf8_length(stringify_tag_safe_json(self.frame()))
+            self._spelled += spelled
+            self.size = self._measure()
             return True
         if self.messages:
             return False
@@ -338,7 +349,8 @@ class _Page:
         while True:
             message["text"], _ = truncate_with_notice(text, max(room, 0))
             self.messages, self.stop = [message], index + 1
-            self.size = utf8_length(stringify_tag_safe_json(self.frame()))
+            self._spelled = utf8_length(stringify_tag_safe_json(message))
+            self.size = self._measure()
             if self.size <= budget or room <= 0:
                 return False
             # Shrink the text's bytes by how much its JSON outgrew the room (escapes), and a little more.

@@ -56,6 +56,11 @@ def _card(card: ReferenceCard, home: str | None, paint: Paint) -> list[Renderabl
     parts.append(usage)
     through = "empty log" if card.captured_through_seq is None else f"captured through #{card.captured_through_seq}"
     parts.append(Text(through, style="dim"))
+    if card.earlier is not None:
+        # The model still holds the older snapshot in its history: say what is old before sending again.
+        parts.append(
+            Text(f"⚠ {visible(card.earlier)}; the model still holds that older snapshot", style=paint("caution"))
+        )
     counts = Text(f"{card.retained_messages} of {card.original_messages} messages kept")
     if card.omitted_messages or card.omitted_bytes:
         counts.append(f" · {card.omitted_messages} omitted · {kib(card.omitted_bytes)} cut", style=paint("caution"))

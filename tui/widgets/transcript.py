@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +26,13 @@ from ..palette import STYLES
 from ..text import visible, visible_lines
 from .tool_line import tool_line
 
+Freshness = Callable[[dict[str, Any]], str | None]
+"""A reference's meta -> how the session moved on since it was captured (``3 newer messages since``), or ``None``."""
 
-def referenced_line(data: dict[str, Any]) -> str | None:
-    """``Referenced sessions · Label (id), ...`` from a baked prompt's envelope (just the id when label == id)."""
+
+def referenced_line(data: dict[str, Any], freshness: Freshness | None = None) -> str | None:
+    """``Referenced sessions · Label (id), ...`` from a baked prompt's envelope (just the id when
+    label == id), each followed by how it moved on since, when ``freshness`` says so."""
     envelope = data.get("envelope")
     if not isinstance(envelope, dict):
         return None
@@ -38,7 +43,9 @@ def referenced_line(data: dict[str, Any]) -> str | None:
             continue
         for reference in meta.get("references") or []:
             session_id, label = str(reference.get("sessionId", "")), str(reference.get("label", ""))
-            names.append(visible(session_id) if label == session_id else f"{visible(label)} ({visible(session_id)})")
+            name = visible(session_id) if label == session_id else f"{visible(label)} ({visible(session_id)})"
+            moved = freshness(reference) if freshness is not None else None
+            names.append(name if moved is None else f"{name} · {visible(moved)}")
     return "Referenced sessions · " + ", ".join(names) if names else None
 
 
@@ -66,18 +73,18 @@ class UserBlock(Static, can_focus=True):
 
         event: SessionEvent
 
-    def __init__(self, event: SessionEvent) -> None:
+    def __init__(self, event: SessionEvent, freshness: Freshness | None = None) -> None:
         self.event = event
-        super().__init__(self._render_event(event), markup=False)
+        super().__init__(self._render_event(event, freshness), markup=False)
 
     @staticmethod
-    def _render_event(event: SessionEvent) -> Content:
+    def _render_event(event: SessionEvent, freshness: Freshness | None = None) -> Content:
         data = event.data
         parts: list[str | tuple[str, str]] = [("You", STYLES["you"])]
         if event.type == "steering/message":
             parts.append((" · steering (sent while the reply streamed)", STYLES["steering"]))
         parts.append("\n" + visible_lines(text_of_blocks(display_prompt_content(data))))
-        line = referenced_line(data)
+        line = referenced_line(data, freshness)
         if line is not None:
             parts.append(("\n" + line, "dim"))
         return Content.assemble(*parts)
@@ -297,7 +304,7 @@ class NoteLine(Static):
     """
 
 
-def _block_for(event: SessionEvent, session: Session) -> Widget | None:
+def _block_for(event: SessionEvent, session: Session, freshness: Freshness | None = None) -> Widget | None:
     data = event.data
     if event.type == "user/message":
         source = data.get("source")
@@ -306,9 +313,9 @@ def _block_for(event: SessionEvent, session: Session) -> Widget | None:
         if isinstance(source, dict) and source.get("kind") not in (None, "user"):
             plugin = visible(str(source.get("plugin") or source.get("kind")))
             return NoteLine(Text(f"· context from {plugin}", style="dim"))
-        return UserBlock(event)
+        return UserBlock(event, freshness)
     if event.type == "steering/message":
-        return UserBlock(event)
+        return UserBlock(event, freshness)
     if event.type == "assistant/message":
         message = message_payload(data)
         provenance = data.get("provenance") or message.get("source") or {}
@@ -384,14 +391,22 @@ class Transcript(VerticalScroll):
     }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, freshness: Freshness | None = None) -> None:
         super().__init__(id=id)
+        self.freshness = freshness
+        """How a referenced session moved on since a prompt captured it (the "Referenced sessions" line says so)."""
         self.border_title = "Transcript"
         self._seqs: list[int] = []
         self._session_id: str | None = None
         self.following = True
         """Whether the transcript keeps its end in view (until the user scrolls up)."""
         self._stream: AssistantBlock | None = None
+
+    def refresh_references(self) -> None:
+        """Say again, on every prompt that referenced sessions, how they moved on since (the store changed)."""
+        for block in self.query(UserBlock):
+            if referenced_line(block.event.data) is not None:
+                block.update(UserBlock._render_event(block.event, self.freshness))
 
     def sync(self, session: Session, model: str | None = None) -> None:
         """Bring the blocks up to date with ``session`` (cheap when nothing changed)."""
@@ -407,7 +422,7 @@ class Transcript(VerticalScroll):
         if fresh and self._stream is not None:
             self._stream.remove()
             self._stream = None
-        blocks = [block for block in (_block_for(event, session) for event in fresh) if block is not None]
+        blocks = [block for block in (_block_for(event, session, self.freshness) for event in fresh) if block]
         if not seqs and not self.children:
             blocks.append(
                 Static("Nothing here yet. Write below; type @ to reference another session.", id="transcript-empty")
