@@ -240,3 +240,35 @@ async def test_rc8_reads_the_tool_turn_and_its_adapter_sends_the_same_next_reque
     theirs = dsh("serialize", messages=surface["derived"])
     assert theirs["messages"] == wire_messages(ours_derived)
     assert bodies[-1]["messages"] == wire_messages(ours_derived[:-1])  # (before the answer was added)
+
+
+async def test_the_context_meter_counts_tool_results(tmp_path: Path) -> None:
+    from core.agent.context import estimate_event
+
+    session, _, store = await _turn(tmp_path, PLAN)
+    results = [event for event in session.events if event.type == "tool/result"]
+    assert all(estimate_event(event) > 0 for event in results)
+    # A 64 KiB reference result weighs what its text weighs, as a prompt's reference does.
+    assert estimate_event(results[1]) > 10_000
+    store.close()
+
+
+def test_tools_can_be_switched_off(tmp_path: Path) -> None:
+    from core import EchoModel
+    from core.agent.tool_steps import ToolSettings
+    from tui.app import make_app
+    from tui.settings import effective_settings, load_config
+
+    path = tmp_path / "config.toml"
+    path.write_text("[tools]\nenabled = false\n")
+    assert effective_settings(load_config(str(path)), {}, {})["tools"] is False
+    assert effective_settings(load_config(str(path)), {"tools": True}, {})["tools"] is True
+    store = JsonlSessionStore(tmp_path / "store")
+    app = make_app(store, EchoModel(), cwd="/w", tools=None)
+    assert app.agent.tools is None
+    on = make_app(store, EchoModel(), cwd="/w", tools=ToolSettings(read_bytes=4096, max_steps=2))
+    assert on.agent.tools is not None and on.agent.tools.read_bytes == 4096 and on.agent.max_steps == 2
+    path.write_text("[tools]\nread_bytes = 8192\nmax_steps = 3\n")
+    settings = effective_settings(load_config(str(path)), {}, {})
+    assert (settings["tools"], settings["tool_read_bytes"], settings["max_steps"]) == (True, 8192, 3)
+    store.close()

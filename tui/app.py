@@ -24,6 +24,7 @@ from core import (
     Session,
 )
 from core.agent.loop import ContextSettings
+from core.agent.tool_steps import ToolSettings
 from core.sessions.query import Watcher
 from core.sessions.session import system_clock
 from core.sessions.sources.merged import ExternalSource
@@ -64,7 +65,7 @@ class SessionRefApp(ListingUpkeep):
         external: tuple[ExternalSource, ...] = (),
         context: ContextSettings | None = None,
         watch_store: bool = True,
-        tools: bool = True,
+        tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
     ) -> None:
         super().__init__()
         workspace = self.workspace = Workspace(
@@ -271,7 +272,7 @@ def make_app(
     external: tuple[ExternalSource, ...] = (),
     context: ContextSettings | None = None,
     watch_store: bool = True,
-    tools: bool = True,
+    tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
 ) -> SessionRefApp:
     """Build the app on ``store``: open ``session_id`` (or start a new session in ``cwd``).
 
@@ -279,7 +280,7 @@ def make_app(
     index lives at ``index_path`` (default: beside the store's root; in memory for a memory store).
     ``external`` adds other agents' sessions (Claude Code, Codex) to the listing, read-only.
     ``context`` sets the model's window, where learned windows are kept and the compaction policy.
-    ``tools`` offers the model the session tools (search, reference and read sessions).
+    ``tools`` offers the model the session tools (search, reference and read sessions); ``None``: none.
 
     Raises:
         SessionQueryError: the session is missing, locked or corrupt.

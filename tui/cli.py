@@ -39,6 +39,7 @@ from core.agent.compaction import CompactionPolicy
 from core.agent.loop import ContextSettings
 from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
 from core.agent.tokens import WindowMemory
+from core.agent.tool_steps import ToolSettings
 from core.sessions.doctor import diagnose, format_diagnosis
 from core.sessions.sources.claude import ClaudeCodeSource, claude_root
 from core.sessions.sources.codex import CodexSource, codex_root
@@ -527,7 +528,9 @@ def _run_app(
             search_config=search_config,
             external=_external_sources(args),
             context=_context(settings),
-            tools=settings["tools"],
+            tools=ToolSettings(read_bytes=settings["tool_read_bytes"], max_steps=settings["max_steps"])
+            if settings["tools"]
+            else None,
         )
     except SessionQueryError as error:
         return _fail(f"cannot open session: {error.message} ({error.code})", EXIT_SESSION)

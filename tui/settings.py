@@ -20,7 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.agent.compaction import SUMMARY_MAX_CHARS
 from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
+from core.agent.session_tools import READ_BYTES
 from core.agent.tokens import WindowMemory, reference_bytes_for, resolve_window
+from core.agent.tool_steps import MAX_STEPS
 from core.agent.window_keeping import MAX_REASONING_CHARS
 from core.display import visible
 
@@ -74,6 +76,8 @@ class SearchSection(_Strict):
 
 class ToolsSection(_Strict):
     enabled: bool | None = None
+    read_bytes: int | None = Field(default=None, ge=1024)
+    max_steps: int | None = Field(default=None, ge=1)
 
 
 class StoreSection(_Strict):
@@ -344,6 +348,8 @@ def effective_settings(config: LoadedConfig, flags: dict[str, Any], environ: dic
         out.set("tools", flags["tools"], "--no-tools")
     else:
         pick("tools", None, ("tools", "enabled"), data.tools.enabled, True)
+    pick("tool_read_bytes", None, ("tools", "read_bytes"), data.tools.read_bytes, READ_BYTES)
+    pick("max_steps", None, ("tools", "max_steps"), data.tools.max_steps, MAX_STEPS)
     store_env = environ.get("SESSIONREF_STORE", "").strip()
     if flags.get("store") is not None:
         out.set("store", flags["store"], "--store")

@@ -31,7 +31,8 @@ from core import (
     index_path_beside,
 )
 from core.agent.loop import ContextSettings
-from core.agent.session_tools import SessionTools
+from core.agent.session_tools import READ_BYTES, SessionTools
+from core.agent.tool_steps import MAX_STEPS, ToolSettings
 from core.reference.staleness import moved_on_words, newer_messages
 from core.search.finder import FULL_BUDGET
 from core.sessions.models import SessionRecord
@@ -69,10 +70,10 @@ class Workspace:
         index_path: str | os.PathLike[str] | None = None,
         external: tuple[ExternalSource, ...] = (),
         context: ContextSettings | None = None,
-        tools: bool = True,
+        tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
     ) -> None:
         self.tools = tools
-        """Whether the model is offered the session tools (``--no-tools`` turns them off)."""
+        """How the model is offered the session tools; ``None``: not at all (``--no-tools``)."""
         self.store = store
         self.model = model
         self.context_settings = context if context is not None else ContextSettings()
@@ -105,8 +106,14 @@ class Workspace:
         """The agent loop writing ``session`` (made on first use)."""
         agent = self.agents.get(session.id)
         if agent is None:
-            tools = self.session_tools(session) if self.tools else None
-            agent = self.agents[session.id] = AgentLoop(session, self.model, context=self.context_settings, tools=tools)
+            offered = self.tools
+            agent = self.agents[session.id] = AgentLoop(
+                session,
+                self.model,
+                context=self.context_settings,
+                tools=self.session_tools(session) if offered is not None else None,
+                max_steps=offered.max_steps if offered is not None else MAX_STEPS,
+            )
         return agent
 
     def moved_on(self, reference: dict[str, Any]) -> str | None:
@@ -128,7 +135,10 @@ class Workspace:
         async def listing() -> tuple[Sequence[SessionRecord], Mapping[str, str | None]]:
             return self.catalog.records, self.catalog.title_map()
 
-        return SessionTools(self.service, self.search, session, listing=listing, executor=self._search_thread)
+        read_bytes = self.tools.read_bytes if self.tools is not None else READ_BYTES
+        return SessionTools(
+            self.service, self.search, session, listing=listing, executor=self._search_thread, read_bytes=read_bytes
+        )
 
     # -- the target -------------------------------------------------------------------------------
 

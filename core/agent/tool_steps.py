@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.abort import AbortSignal, race_abort
-from core.agent.session_tools import SessionTools, ToolResult
+from core.agent.session_tools import READ_BYTES, SessionTools, ToolResult
 from core.errors import SessionReferenceError
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
@@ -30,6 +30,20 @@ from core.sessions.session import Session
 MAX_STEPS = 8
 """Steps one turn may take (each tool round is a step); past it the turn ends ``TURN_STEP_LIMIT``."""
 TURN_STEP_LIMIT = "TURN_STEP_LIMIT"
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    """How the session tools are offered: ``read_bytes`` a ``read_session`` returns at most, and the
+    ``max_steps`` a turn may take."""
+
+    read_bytes: int = READ_BYTES
+    max_steps: int = MAX_STEPS
+
+    def __post_init__(self) -> None:
+        if self.read_bytes < 1024 or self.max_steps < 1:
+            raise ValueError("read_bytes must be at least 1024 and max_steps at least 1")
+
 
 OUTCOME_UNKNOWN = (
     "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is "
