@@ -94,8 +94,8 @@ def test_one_turn_searches_references_and_reads_in_a_real_terminal(tmp_path: Pat
         terminal.send("Enter")
         screen = terminal.wait_for(lambda s: "Message 150 holds the wombat decision" in s, timeout=30)
         assert '· search_sessions · "wombat" ·' in screen
-        assert re.search(r"· reference_session · long-design · 6\d\.\d KiB", screen), screen
-        assert "· read_session · long-design · messages" in screen and "150–151 of 300" in screen
+        assert re.search(r"· reference_session · Long design · 6\d\.\d KiB", screen), screen
+        assert "· read_session · Long design · messages" in screen and "150–151 of 300" in screen
         terminal.quit()
     finally:
         terminal.close()

@@ -117,7 +117,7 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
         yield Header(show_clock=False, icon="@")
         with Horizontal(id="main"):
             yield SessionSidebar(id="sidebar", home=workspace.home)
-            yield Transcript(id="transcript", freshness=self.workspace.moved_on)
+            yield Transcript(id="transcript", freshness=self.workspace.moved_on, label_of=self.workspace.catalog.title)
             yield PreviewPane(id="preview", home=workspace.home)
         yield PromptArea(id="prompt", cursor_blink=self.cursor_blink)
         yield Footer()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +49,11 @@ class ToolLine(Static, can_focus=True):
         self.post_message(self.ShowCall(self._title, self._details))
 
 
-def tool_line(event: SessionEvent, session: Session) -> ToolLine:
+LabelOf = Callable[[str], str | None]
+"""A session id -> its title, when known (the line names a session by it)."""
+
+
+def tool_line(event: SessionEvent, session: Session, label_of: LabelOf | None = None) -> ToolLine:
     """The line of a ``tool/result`` event (either dsh shape), with its call when the log has it."""
     data = event.data
     message = message_payload(data)
@@ -63,7 +68,7 @@ def tool_line(event: SessionEvent, session: Session) -> ToolLine:
     name = str(call.get("name") or "tool") if call is not None else "tool"
     arguments = str(call.get("arguments") or "") if call is not None else ""
     parts = [name]
-    what = _what(name, arguments, output)
+    what = _what(name, arguments, output, label_of)
     if what:
         parts.append(what)
     parts.append(("failed: " + output.rsplit("(", 1)[-1].rstrip(")")) if failed else _size(output))
@@ -83,7 +88,7 @@ def _call_of(session: Session, result: SessionEvent, call_id: Any) -> dict[str, 
     return None
 
 
-def _what(name: str, arguments: str, output: str) -> str:
+def _what(name: str, arguments: str, output: str, label_of: LabelOf | None) -> str:
     try:
         parsed = json.loads(arguments) if arguments else {}
     except ValueError:
@@ -93,6 +98,8 @@ def _what(name: str, arguments: str, output: str) -> str:
     if name == "search_sessions":
         return json.dumps(str(parsed.get("query", "")), ensure_ascii=False)
     session = str(parsed.get("session", ""))
+    label = label_of(session) if label_of is not None and session else None
+    session = label or session
     if name == "read_session":
         page = _PAGE.search(output)
         if page is not None:

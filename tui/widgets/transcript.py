@@ -24,7 +24,7 @@ from core.sessions.surface import message_content, message_payload, text_of_bloc
 
 from ..palette import STYLES
 from ..text import visible, visible_lines
-from .tool_line import tool_line
+from .tool_line import LabelOf, tool_line
 
 Freshness = Callable[[dict[str, Any]], str | None]
 """A reference's meta -> how the session moved on since it was captured (``3 newer messages since``), or ``None``."""
@@ -304,7 +304,9 @@ class NoteLine(Static):
     """
 
 
-def _block_for(event: SessionEvent, session: Session, freshness: Freshness | None = None) -> Widget | None:
+def _block_for(
+    event: SessionEvent, session: Session, freshness: Freshness | None = None, label_of: LabelOf | None = None
+) -> Widget | None:
     data = event.data
     if event.type == "user/message":
         source = data.get("source")
@@ -335,7 +337,7 @@ def _block_for(event: SessionEvent, session: Session, freshness: Freshness | Non
             usage=data.get("usage"),
         )
     if event.type == "tool/result":
-        return tool_line(event, session)
+        return tool_line(event, session, label_of)
     return None
 
 
@@ -391,9 +393,13 @@ class Transcript(VerticalScroll):
     }
     """
 
-    def __init__(self, *, id: str | None = None, freshness: Freshness | None = None) -> None:
+    def __init__(
+        self, *, id: str | None = None, freshness: Freshness | None = None, label_of: LabelOf | None = None
+    ) -> None:
         super().__init__(id=id)
         self.freshness = freshness
+        self.label_of = label_of
+        """A session id -> its title (a tool call's line names the session it looked at by it)."""
         """How a referenced session moved on since a prompt captured it (the "Referenced sessions" line says so)."""
         self.border_title = "Transcript"
         self._seqs: list[int] = []
@@ -422,7 +428,8 @@ class Transcript(VerticalScroll):
         if fresh and self._stream is not None:
             self._stream.remove()
             self._stream = None
-        blocks = [block for block in (_block_for(event, session, self.freshness) for event in fresh) if block]
+        made = (_block_for(event, session, self.freshness, self.label_of) for event in fresh)
+        blocks = [block for block in made if block is not None]
         if not seqs and not self.children:
             blocks.append(
                 Static("Nothing here yet. Write below; type @ to reference another session.", id="transcript-empty")
