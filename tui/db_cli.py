@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from core.errors import SessionQueryError
 
-from .settings import ConfigError, database_url
+from .settings import add_database_options, required_database_url
 from .text import visible
 
 EXIT_DATABASE = 3
@@ -35,15 +35,9 @@ def db_command(argv: Sequence[str]) -> int:
         "role that may create roles, schemas and extensions (a superuser; moving an earlier schema needs to "
         "own its tables). Safe to run again.",
     )
-    init.add_argument("--store", metavar="URL", help="the database (default: $SESSIONREF_STORE, else the config)")
-    init.add_argument("--config", metavar="PATH", help="the config file (default: the platform's config.toml)")
+    add_database_options(init)
     args = parser.parse_args(argv)
-    try:
-        url = database_url(args.store, args.config)
-    except ConfigError as error:
-        parser.exit(2, f"sessionref db {args.command}: {visible(str(error))}\n")
-    if url is None:
-        parser.error("give the database: --store postgresql://... (or $SESSIONREF_STORE)")
+    url = required_database_url(init, args, "give the database: --store postgresql://... (or $SESSIONREF_STORE)")
     from core.database.schema import SCHEMA_VERSION
     from core.database.setup import initialize_database  # psycopg only for database commands
 

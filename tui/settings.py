@@ -9,6 +9,7 @@ A bad value is one ``ConfigError`` naming the key, the file and the line. No Tex
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import tomllib
@@ -251,6 +252,24 @@ def database_url(flag: str | None, config_path: str | None) -> str | None:
     """
     url = flag or os.environ.get("SESSIONREF_STORE", "").strip() or None
     return url if url is not None else load_config(config_path).data.store.url
+
+
+def add_database_options(parser: argparse.ArgumentParser) -> None:
+    """``--store`` and ``--config``, for a command that works on the team store."""
+    parser.add_argument("--store", metavar="URL", help="the database (default: $SESSIONREF_STORE, else the config)")
+    parser.add_argument("--config", metavar="PATH", help="the config file (default: the platform's config.toml)")
+
+
+def required_database_url(parser: argparse.ArgumentParser, args: argparse.Namespace, missing: str) -> str:
+    """The database a command's ``--store`` / ``--config`` name (``database_url``); a config file
+    that cannot be used, or no database at all (``missing`` says what to give), exits 2 in one line."""
+    try:
+        url = database_url(args.store, args.config)
+    except ConfigError as error:
+        parser.exit(2, f"{parser.prog}: {visible(str(error))}\n")
+    if url is None:
+        parser.error(missing)
+    return url
 
 
 def effective_settings(config: LoadedConfig, flags: dict[str, Any], environ: dict[str, str]) -> Effective:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from core.errors import SessionQueryError
 
-from .settings import ConfigError, database_url
+from .settings import add_database_options, required_database_url
 from .text import visible
 
 EXIT_REFUSED = 1
@@ -37,15 +37,11 @@ def share_command(kind: str, argv: Sequence[str]) -> int:
     )
     parser.add_argument("session", metavar="ID", help="the session's id")
     parser.add_argument("--with", dest="team", metavar="TEAM", required=True, help="the team's database role")
-    parser.add_argument("--store", metavar="URL", help="the database (default: $SESSIONREF_STORE, else the config)")
-    parser.add_argument("--config", metavar="PATH", help="the config file (default: the platform's config.toml)")
+    add_database_options(parser)
     args = parser.parse_args(argv)
-    try:
-        url = database_url(args.store, args.config)
-    except ConfigError as error:
-        parser.exit(2, f"sessionref {kind}: {visible(str(error))}\n")
-    if url is None:
-        parser.error("sharing needs a database: give --store postgresql://... (or $SESSIONREF_STORE)")
+    url = required_database_url(
+        parser, args, "sharing needs a database: give --store postgresql://... (or $SESSIONREF_STORE)"
+    )
     from core.database.store import PostgresSessionStore  # psycopg only for database commands
 
     try:
