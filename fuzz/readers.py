@@ -155,6 +155,8 @@ async def read(roots: dict[str, str], seed: int, reads: int, figures: Figures, d
     while figures.reads < reads:
         _check(time.monotonic() < deadline, f"only {figures.reads} reads before the deadline")
         for name, store in stores.items():
+            if figures.reads >= reads:
+                break  # (a store with nothing listed yet skipped its turn: the count must not overshoot)
             records = await store.list_sessions()
             figures.listings += 1
             _check(not store.problems, f"{name}: listing reported {store.problems}")

@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         "database the store's schema; "
         "sessionref config [options] prints the effective settings and where each came from; "
         "sessionref import|export DIR --store URL moves a folder store into a database and back; "
-        "sessionref share|unshare ID --with TEAM shares a session of a database store with a team.",
+        "sessionref share|unshare ID --with TEAM shares a session of a database store with a team; "
+        "sessionref mcp serves the session tools to another agent (Claude Code, Codex, Cursor, Zed) over MCP.",
         description=(
             "A terminal chat in which typing @ references another chat session: the model receives a bounded, "
             "read-only snapshot of it with your request, and the preview shows exactly what before you send."
@@ -427,6 +428,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .transfer_cli import transfer_command
 
         return transfer_command(arguments[0], arguments[1:])
+    if arguments[:1] == ["mcp"]:
+        from .mcp_cli import mcp_command
+
+        return mcp_command(arguments[1:])
     if arguments[:1] == ["db"]:
         from .db_cli import db_command
 

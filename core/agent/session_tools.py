@@ -226,7 +226,9 @@ class SessionTools:
                 found["matched"] = hit.field
             hits.append(found)
         body = {"query": query, "sessions": hits}
-        if not result.complete or result.body not in ("ready", "off"):
+        if result.body == "off":
+            body["note"] = "message search is off here (no message index yet); titles, ids and folders were searched"
+        elif not result.complete or result.body != "ready":
             body["note"] = "message search is incomplete right now; titles, ids and folders were searched"
         text = _framed("session-search-results", body)
         return ToolResult(text, summary=f"{json.dumps(query, ensure_ascii=False)} · {len(hits)} sessions")

@@ -1,0 +1,104 @@
+"""``sessionref mcp`` with the MCP SDK's own client over stdio, against a real folder store: the tools
+are listed with their schemas and annotations, and each call gives the same bytes as the agent
+loop's tools (a reference equals what ``prepare`` gives), every error path a coded error result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from core import JsonlSessionStore, ReferenceInput, SessionReferenceService
+from tests.conftest import say_assistant, say_user
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _store(root: Path) -> None:
+    store = JsonlSessionStore(root)
+    design = store.create("design", cwd="/work/app", created_at=3)
+    for index in range(100):
+        say_user(design, f"question {index}: " + "why a log? " * 40 + (" the wombat decision" if index == 50 else ""))
+        say_assistant(design, f"answer {index}: " + "because fsync. " * 40)
+    design.append("session/title", {"title": "Storage design", "messageSeqs": [0], "source": "user"})
+    other = store.create("mine", cwd="/work/app", created_at=4)
+    say_user(other, "the agent's own session")
+    store.close()
+
+
+async def _client(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[Any]]:
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tui.cli", "mcp", "--root", str(root), "--no-external"],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=str(root.parent),
+    )
+    async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+        results = [await session.call_tool(name, arguments) for name, arguments in calls]
+    return tools, results
+
+
+def _text(result: Any) -> str:
+    (content,) = result.content
+    return str(content.text)
+
+
+def test_the_session_tools_over_mcp(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    _store(root)
+    calls = [
+        ("search_sessions", {"query": "storage"}),
+        ("reference_session", {"session": "design"}),
+        ("read_session", {"session": "design", "from_message": 100, "to_message": 102}),
+        ("read_session", {"session": "design", "from_message": 9999}),
+        ("reference_session", {"session": "mine", "exclude_session": "mine"}),
+        ("reference_session", {"session": "nobody"}),
+        ("delete_everything", {}),
+    ]
+    tools, results = asyncio.run(_client(root, calls))
+    listed = {tool.name: tool for tool in tools.tools}
+    assert sorted(listed) == ["read_session", "reference_session", "search_sessions"]
+    for tool in listed.values():
+        annotations = tool.annotations
+        assert annotations is not None and tool.title
+        assert (annotations.read_only_hint, annotations.destructive_hint, annotations.open_world_hint) == (
+            True, False, False
+        )  # fmt: skip
+        assert "exclude_session" in tool.input_schema["properties"]
+    search, reference, read, out_of_range, excluded, missing, unknown = results
+    assert not search.is_error and '"session":"design"' in _text(search)
+    store = JsonlSessionStore(root)
+    prepared = asyncio.run(
+        SessionReferenceService(store).prepare(
+            type("Caller", (), {"id": "x"})(), [{"type": "text", "text": ""}], [ReferenceInput("design")]
+        )
+    )
+    store.close()
+    assert _text(reference) == prepared.contexts[0].content[0]["text"]  # the same bytes as a reference
+    assert not read.is_error and "the wombat decision" in _text(read)
+    page = json.loads(_text(read).split("<session-messages>\n", 1)[1].rsplit("\n</session-messages>", 1)[0])
+    assert (page["from"], page["to"], page["totalMessages"]) == (100, 102, 200)
+    for result, code in ((out_of_range, "TOOL_OUT_OF_RANGE"), (excluded, "TOOL_SELF_REFERENCE"),
+                         (missing, "TOOL_SESSION_NOT_FOUND"), (unknown, "TOOL_UNKNOWN")):  # fmt: skip
+        assert result.is_error and _text(result).endswith(f"({code})"), _text(result)
+    # Read-only: the store's session files are as they were.
+    assert sorted(path.name for path in root.rglob("session.jsonl.zstd")) == ["session.jsonl.zstd"] * 2
+
+
+def test_a_missing_store_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "mcp", "--root", str(tmp_path / "absent")],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (3, "")
+    assert done.stderr == f"sessionref mcp: {tmp_path / 'absent'} is not a session store folder\n"
