@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median is reported)")
     parser.add_argument(
         "--only",
-        choices=["engine", "store", "search", "tools", "external", "app", "context", "versus", "database"],
+        choices=["engine", "store", "search", "tools", "mcp", "external", "app", "context", "versus", "database"],
         help="run one group of benchmarks",
     )
     args = parser.parse_args()
@@ -145,6 +145,10 @@ def main() -> None:
         from bench.tools import main as bench_tools
 
         bench_tools(args.repeats)
+    if args.only in (None, "mcp"):
+        from bench.mcp import main as bench_mcp
+
+        bench_mcp(args.repeats)
     if args.only in (None, "external"):
         from bench.external import main as bench_external
 

@@ -16,6 +16,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from core import JsonlSessionStore, ReferenceInput, SessionReferenceService
 from tests.conftest import say_assistant, say_user
+from tests.pg_cluster import cluster, database, team
+
+__all__ = ["cluster", "database", "team"]  # the fixtures
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -102,3 +105,39 @@ def test_a_missing_store_is_one_line_and_exit_3(tmp_path: Path) -> None:
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (3, "")
     assert done.stderr == f"sessionref mcp: {tmp_path / 'absent'} is not a session store folder\n"
+
+
+def test_on_a_team_store_the_server_sees_what_the_role_may_see(team: Any) -> None:
+    """On PostgreSQL: bob's server finds and references what alice shared with his team, never her
+    unshared session (it reads as missing)."""
+    from core.database.store import PostgresSessionStore
+    from tests.test_pg_schema import _uri
+
+    alice = PostgresSessionStore(team.alice)
+    for session_id, words in (("shared-plan", "the wombat plan"), ("private", "the hidden otter")):
+        session = alice.create(session_id, cwd="/work/team")
+        say_user(session, words)
+        session.append("session/title", {"title": session_id.title(), "messageSeqs": [0], "source": "user"})
+    alice.share("shared-plan", team.team)
+    alice.close()
+
+    async def as_bob() -> list[Any]:
+        parameters = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "tui.cli", "mcp", "--store", _uri(team.bob), "--no-external"],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return [
+                await session.call_tool("search_sessions", {"query": "plan"}),
+                await session.call_tool("reference_session", {"session": "shared-plan"}),
+                await session.call_tool("reference_session", {"session": "private"}),
+                await session.call_tool("search_sessions", {"query": "otter"}),
+            ]
+
+    found, shared, private, otter = asyncio.run(as_bob())
+    assert '"session":"shared-plan"' in _text(found) and "private" not in _text(found)
+    assert "the wombat plan" in _text(shared)
+    assert private.is_error and _text(private).endswith("(TOOL_SESSION_NOT_FOUND)")
+    assert '"sessions":[]' in _text(otter)
