@@ -11,12 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from core import JsonlSessionStore, ReferenceInput, SessionReferenceService
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import cluster, database, team
+from tests.rc8 import INTEROP, NODE
 
 __all__ = ["cluster", "database", "team"]  # the fixtures
 
@@ -141,3 +143,45 @@ def test_on_a_team_store_the_server_sees_what_the_role_may_see(team: Any) -> Non
     assert "the wombat plan" in _text(shared)
     assert private.is_error and _text(private).endswith("(TOOL_SESSION_NOT_FOUND)")
     assert '"sessions":[]' in _text(otter)
+
+
+@pytest.mark.interop
+@pytest.mark.skipif(NODE is None, reason="the interop packages are not installed (make interop)")
+def test_the_official_typescript_sdk_client_lists_and_calls_the_tools(tmp_path: Path) -> None:
+    """An MCP client nobody here wrote (``@modelcontextprotocol/sdk``, under the Node the interop
+    packages bring) drives ``sessionref mcp``: it sees the tools with their annotations, and a
+    reference it asks for is the snapshot ``prepare`` gives."""
+    import subprocess
+
+    root = tmp_path / "store"
+    _store(root)
+    request = {
+        "command": sys.executable,
+        "args": ["-m", "tui.cli", "mcp", "--root", str(root), "--no-external"],
+        "env": {**os.environ, "PYTHONPATH": str(REPO)},
+        "calls": [
+            ["reference_session", {"session": "design"}],
+            ["read_session", {"session": "design", "from_message": 7000}],
+        ],
+    }
+    assert NODE is not None
+    done = subprocess.run(
+        [NODE, str(INTEROP / "mcp_client.mjs")], input=json.dumps(request), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    tools = {tool["name"]: tool for tool in answer["tools"]}
+    assert sorted(tools) == ["read_session", "reference_session", "search_sessions"]
+    assert tools["reference_session"]["annotations"] == {
+        "title": "Reference a session", "readOnlyHint": True, "destructiveHint": False, "openWorldHint": False
+    }  # fmt: skip
+    reference, out_of_range = answer["results"]
+    store = JsonlSessionStore(root)
+    prepared = asyncio.run(
+        SessionReferenceService(store).prepare(
+            type("Caller", (), {"id": "x"})(), [{"type": "text", "text": ""}], [ReferenceInput("design")]
+        )
+    )
+    store.close()
+    assert reference == {"isError": False, "text": prepared.contexts[0].content[0]["text"]}
+    assert out_of_range["isError"] and out_of_range["text"].endswith("(TOOL_OUT_OF_RANGE)")
