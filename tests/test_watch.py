@@ -77,11 +77,11 @@ def test_a_session_another_process_writes_is_reported_within_a_second(tmp_path: 
     watcher = StoreWatcher(tmp_path, heard)
     assert watcher.start() and watcher.ready.wait(5)
     try:
-        started = time.monotonic()
-        _write_elsewhere(tmp_path, "there")
+        _write_elsewhere(tmp_path, "there")  # (a Python process: its start is not the watcher's time)
+        written = time.monotonic()
         folder = str(store.session_path("there", "/w/elsewhere").parent)
         heard.wait_for(folder)
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - written < 1.0  # reported within a second of the writer finishing
         assert heard.reports[0] is None  # "look at everything" once the watches are in place
     finally:
         watcher.stop()
