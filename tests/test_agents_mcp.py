@@ -1,8 +1,13 @@
-"""Real agents use ``sessionref mcp``: Codex CLI (``@openai/codex``, pinned in ``tests/interop``) runs
-``codex exec`` with sessionref in its ``[mcp_servers]`` and a model provider pointing at a local stub
-that speaks the Responses API. The stub asks for a ``reference_session`` call; Codex makes it through
-our server (its tools are read-only, so ``approval_policy = "never"`` lets it) and sends the result
-back, which must be the snapshot ``prepare`` gives."""
+"""Real agents use ``sessionref mcp``, each pinned in ``tests/interop`` and pointed at a local stub of
+its model's API:
+
+- Codex CLI (``@openai/codex``) runs ``codex exec`` with sessionref in its ``[mcp_servers]``; the stub
+  speaks the Responses API.
+- Claude Code (``@anthropic-ai/claude-code``, its native binary) runs ``claude -p`` with sessionref
+  from ``--mcp-config``, and from ``claude mcp add`` as the docs say; the stub speaks the Messages API.
+
+The stub asks for a ``reference_session`` call; the agent makes it through our server and sends the
+result back, which must be the snapshot ``prepare`` gives, whole."""
 
 from __future__ import annotations
 
@@ -24,10 +29,16 @@ from tests.test_mcp import _store
 
 REPO = Path(__file__).resolve().parent.parent
 CODEX = INTEROP / "node_modules" / "@openai" / "codex" / "bin" / "codex.js"
+# npm ci --ignore-scripts leaves the package's own bin a placeholder; the native binary is its
+# platform package (the one that matches this machine is the one npm installed).
+CLAUDE = next(iter(sorted((INTEROP / "node_modules" / "@anthropic-ai").glob("claude-code-linux-*/claude"))), None)
 
-pytestmark = pytest.mark.skipif(
-    NODE is None or not CODEX.exists(), reason="the interop packages are not installed (make interop)"
+# SESSIONREF_REQUIRE_INTEROP=1 (CI) runs them anyway, so a missing install fails instead of skipping.
+_OPTIONAL = os.environ.get("SESSIONREF_REQUIRE_INTEROP") != "1"
+needs_codex = pytest.mark.skipif(
+    _OPTIONAL and (NODE is None or not CODEX.exists()), reason="the interop packages are not installed (make interop)"
 )
+needs_claude = pytest.mark.skipif(_OPTIONAL and CLAUDE is None, reason="Claude Code is not installed (make interop)")
 
 
 def _snapshot(root: Path) -> str:
@@ -72,6 +83,7 @@ class _Responses(BaseHTTPRequestHandler):
         pass
 
 
+@needs_codex
 def test_codex_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
     root = tmp_path / "store"
     _store(root)
@@ -119,3 +131,126 @@ required = true
     (output,) = [item for item in _Responses.requests[-1]["input"] if item.get("type") == "function_call_output"]
     texts = [part["text"] for part in output["output"] if part.get("type") == "input_text"]
     assert _snapshot(root) in texts  # whole: tool_output_token_limit lets a 64 KiB snapshot through uncut
+
+
+class _Messages(BaseHTTPRequestHandler):
+    """A Messages API model: while sessionref's tool is offered and unanswered it calls it, else DONE."""
+
+    requests: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+        if "count_tokens" in self.path:
+            self._send("application/json", json.dumps({"input_tokens": 10}).encode())
+            return
+        type(self).requests.append(body)
+        offered = any(tool.get("name") == _CLAUDE_TOOL for tool in body.get("tools", []))
+        answered = any(
+            isinstance(message.get("content"), list)
+            and any(part.get("type") == "tool_result" for part in message["content"])
+            for message in body.get("messages", [])
+        )
+        if offered and not answered:
+            block: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": _CLAUDE_TOOL, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps({"session": "design"})}
+            stop = "tool_use"
+        else:
+            block, delta, stop = {"type": "text", "text": ""}, {"type": "text_delta", "text": "DONE"}, "end_turn"
+        events: tuple[tuple[str, dict[str, Any]], ...] = (
+            ("message_start", {"message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                           "model": body.get("model"), "content": [], "stop_reason": None,
+                                           "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            ("content_block_start", {"index": 0, "content_block": block}),
+            ("content_block_delta", {"index": 0, "delta": delta}),
+            ("content_block_stop", {"index": 0}),
+            ("message_delta", {"delta": {"stop_reason": stop}, "usage": {"output_tokens": 1}}),
+            ("message_stop", {}),
+        )  # fmt: skip
+        self._send(
+            "text/event-stream",
+            b"".join(
+                f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode() for kind, data in events
+            ),
+        )
+
+    def _send(self, kind: str, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+_CLAUDE_TOOL = "mcp__sessionref__reference_session"
+
+
+def _claude(tmp_path: Path, port: int, *arguments: str) -> subprocess.CompletedProcess[str]:
+    assert CLAUDE is not None, "no Claude Code native binary in tests/interop (make interop)"
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    environment = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "home" / ".claude"),
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+        "ANTHROPIC_API_KEY": "stub",
+        "ENABLE_TOOL_SEARCH": "false",  # offer MCP tools up front, not behind a search tool
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "PYTHONPATH": str(REPO),
+    }
+    return subprocess.run(
+        [str(CLAUDE), *arguments], cwd=work, env=environment, capture_output=True, text=True, timeout=180
+    )
+
+
+def _claude_turn(tmp_path: Path, port: int, *configuration: str) -> None:
+    _Messages.requests = []
+    done = _claude(
+        tmp_path, port, "-p", "reference the design session", *configuration,
+        "--allowedTools", _CLAUDE_TOOL, "--output-format", "json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert (result["is_error"], result["result"], result["permission_denials"]) == (False, "DONE", [])
+    offered = {tool["name"] for tool in _Messages.requests[0]["tools"]}
+    assert {_CLAUDE_TOOL, "mcp__sessionref__search_sessions", "mcp__sessionref__read_session"} <= offered
+    (answer,) = [
+        part
+        for part in _Messages.requests[-1]["messages"][-1]["content"]
+        if isinstance(part, dict) and part.get("type") == "tool_result"
+    ]
+    # In the conversation, whole: anthropic/maxResultSizeChars keeps Claude Code from saving a
+    # 64 KiB snapshot to a file and showing the model 2 KB of it.
+    assert not answer.get("is_error")
+    assert [part["text"] for part in answer["content"]] == [_snapshot(tmp_path / "store")]
+
+
+@needs_claude
+def test_claude_code_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
+    _store(tmp_path / "store")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Messages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    command = {
+        "command": sys.executable,
+        "args": ["-m", "tui.cli", "mcp", "--root", str(tmp_path / "store"), "--no-external"],
+    }
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"sessionref": command}}))
+    try:
+        _claude_turn(
+            tmp_path, server.server_address[1], "--mcp-config", str(tmp_path / "mcp.json"), "--strict-mcp-config"
+        )
+        # The docs' way: claude mcp add, then a plain claude -p finds it in the user's configuration.
+        added = _claude(
+            tmp_path, server.server_address[1], "mcp", "add", "--scope", "user", "sessionref", "--",
+            sys.executable, "-m", "tui.cli", "mcp", "--root", str(tmp_path / "store"), "--no-external",
+        )  # fmt: skip
+        assert added.returncode == 0, added.stdout + added.stderr
+        listed = _claude(tmp_path, server.server_address[1], "mcp", "list")
+        assert "sessionref" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
+        _claude_turn(tmp_path, server.server_address[1])
+    finally:
+        server.shutdown()

@@ -31,6 +31,9 @@ from .text import visible
 CALL_SECONDS = 20.0
 """The longest one tool call may take before it answers ``TOOL_TIMEOUT`` (a store that hangs
 must not hang the agent)."""
+# Claude Code keeps a tool result in the conversation up to this many characters and saves a longer
+# one to a file the model must read back; a page is at most 64 KiB, which its JSON framing can double.
+RESULT_CHARS = 200_000
 EXIT_STORE = 3
 TITLED_WITHOUT_INDEX = 500
 """Sessions whose titles a search matches when the store has no message index yet (the newest)."""
@@ -75,6 +78,7 @@ def tool_list() -> list[Any]:
                 annotations=ToolAnnotations(
                     title=_TITLES[function["name"]], read_only_hint=True, destructive_hint=False, open_world_hint=False
                 ),
+                _meta={"anthropic/maxResultSizeChars": RESULT_CHARS},
             )
         )
     return tools
