@@ -37,10 +37,10 @@ def _store(root: Path) -> None:
     store.close()
 
 
-async def _client(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[Any]]:
+async def _client(root: Path, calls: list[tuple[str, dict[str, Any]]], *more: str) -> tuple[Any, list[Any]]:
     parameters = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tui.cli", "mcp", "--root", str(root), "--no-external"],
+        args=["-m", "tui.cli", "mcp", "--root", str(root), "--no-external", *more],
         env={**os.environ, "PYTHONPATH": str(REPO)},
         cwd=str(root.parent),
     )
@@ -107,6 +107,76 @@ def test_a_missing_store_is_one_line_and_exit_3(tmp_path: Path) -> None:
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (3, "")
     assert done.stderr == f"sessionref mcp: {tmp_path / 'absent'} is not a session store folder\n"
+
+
+def test_the_config_file_sets_the_bounds(tmp_path: Path) -> None:
+    """``--config``: the file's [reference] limits bound a reference and [tools] read_bytes a page,
+    as in the app; a bad file is one line on stderr and exit 2, before anything is served."""
+    import subprocess
+
+    root = tmp_path / "store"
+    _store(root)
+    config = tmp_path / "sessionref.toml"
+    config.write_text("[reference]\nmax_reference_bytes = 8192\n\n[tools]\nread_bytes = 2048\n")
+    calls = [("reference_session", {"session": "design"}), ("read_session", {"session": "design"})]
+    _tools, (reference, read) = asyncio.run(_client(root, calls, "--config", str(config)))
+    store = JsonlSessionStore(root)
+    prepared = asyncio.run(
+        SessionReferenceService(store, {"max_reference_bytes": 8192}).prepare(
+            type("Caller", (), {"id": "x"})(), [{"type": "text", "text": ""}], [ReferenceInput("design")]
+        )
+    )
+    store.close()
+    assert _text(reference) == prepared.contexts[0].content[0]["text"]
+    assert len(_text(reference).encode()) < 8192 + 1024  # the budget, and the frame around it
+    assert not read.is_error
+    page = _text(read).split("<session-messages>\n", 1)[1].rsplit("\n</session-messages>", 1)[0]
+    assert len(page.encode()) <= 2048 and 0 < json.loads(page)["remainingAfter"]  # a page of 2 KiB, not 64
+    config.write_text("[tools]\nread_bytes = 'many'\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "mcp", "--root", str(root), "--config", str(config)],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("sessionref mcp: ") and "read_bytes" in done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def _initialize() -> bytes:
+    return (
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        + "\n"
+    ).encode()  # fmt: skip
+
+
+def test_a_client_that_goes_away_ends_the_server_cleanly(tmp_path: Path) -> None:
+    """Stdin closed (the client quit), or stdout's reader gone (a broken pipe): the server ends, with
+    exit 0 and no traceback, and stdout never carried anything but protocol messages."""
+    import subprocess
+
+    root = tmp_path / "store"
+    _store(root)
+    command = [sys.executable, "-m", "tui.cli", "mcp", "--root", str(root), "--no-external"]
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    quits = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment
+    )
+    out, err = quits.communicate(_initialize(), timeout=60)  # writes, then closes stdin
+    assert quits.returncode == 0 and b"Traceback" not in err, err.decode()
+    (line,) = out.splitlines()
+    assert json.loads(line)["result"]["serverInfo"]["name"] == "sessionref"
+    # The reader of its stdout goes first; then a request whose answer has nowhere to go.
+    broken = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment
+    )
+    assert broken.stdin is not None and broken.stdout is not None and broken.stderr is not None
+    broken.stdout.close()
+    broken.stdin.write(_initialize())
+    broken.stdin.flush()
+    broken.stdin.close()
+    assert broken.wait(timeout=60) == 0
+    assert b"Traceback" not in broken.stderr.read()
 
 
 def test_on_a_team_store_the_server_sees_what_the_role_may_see(team: Any) -> None:

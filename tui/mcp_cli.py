@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core import JsonlSessionStore, SessionQueryError, SessionReferenceService
-from core.agent.session_tools import DEFINITIONS, SessionTools, ToolResult
+from core import JsonlSessionStore, ReferenceConfig, SessionQueryError, SessionReferenceError, SessionReferenceService
+from core.agent.session_tools import DEFINITIONS, READ_BYTES, SessionTools, ToolResult
 from core.search.body_index import BodyIndex, index_path_beside
-from core.search.finder import SessionSearch
+from core.search.finder import SearchConfig, SessionSearch
 from core.search.index_values import IndexUnavailable
 from core.sessions.sources.merged import MergedSessionQuery
 
@@ -87,10 +87,20 @@ def tool_list() -> list[Any]:
 class SessionToolServer:
     """The tools over one store and its other agents' sources (see the module docstring)."""
 
-    def __init__(self, query: Any, index: BodyIndex | None, cwd: str | None) -> None:
+    def __init__(
+        self,
+        query: Any,
+        index: BodyIndex | None,
+        cwd: str | None,
+        *,
+        config: ReferenceConfig | None = None,
+        read_bytes: int = READ_BYTES,
+        body_search: bool = True,
+    ) -> None:
         self.query = query
-        self.service = SessionReferenceService(query)
-        self.search = SessionSearch(index)
+        self.service = SessionReferenceService(query, config)
+        self.search = SessionSearch(index, SearchConfig(body_search=body_search))
+        self.read_bytes = read_bytes
         self.index = index
         self.cwd = cwd
         self._titles: dict[str, tuple[Any, str | None]] = {}
@@ -117,7 +127,7 @@ class SessionToolServer:
         given = dict(arguments or {})
         exclude = given.pop("exclude_session", None)
         caller = _Caller(exclude if isinstance(exclude, str) and exclude else "\x00(no session)", self.cwd)
-        tools = SessionTools(self.service, self.search, caller, listing=self._listing)
+        tools = SessionTools(self.service, self.search, caller, listing=self._listing, read_bytes=self.read_bytes)
         try:
             return await asyncio.wait_for(tools.call(name, given), CALL_SECONDS)
         except TimeoutError:
@@ -153,9 +163,18 @@ async def serve(server: SessionToolServer) -> None:
         await mcp.run(read, write, mcp.create_initialization_options())
 
 
+def _client_gone(error: BaseException) -> bool:
+    """Whether ``error`` only says the client left: its pipe broke or was reset, or it interrupted us
+    (the SDK's task group wraps these in an exception group)."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_client_gone(inner) for inner in error.exceptions)
+    return isinstance(error, BrokenPipeError | ConnectionResetError | KeyboardInterrupt)
+
+
 def mcp_command(argv: Sequence[str]) -> int:
     """Run ``sessionref mcp``."""
-    from .cli import _external_sources, default_root
+    from .cli import EXIT_USAGE, _external_sources, default_root
+    from .settings import ConfigError, default_config_path, effective_settings, load_config
 
     parser = argparse.ArgumentParser(
         prog="sessionref mcp",
@@ -170,13 +189,28 @@ def mcp_command(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--codex-root", metavar="DIR", help="Codex CLI's folder (default: $CODEX_HOME or ~/.codex)")
     parser.add_argument("--no-external", dest="external", action="store_false", help="only this store's sessions")
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help=f"the config file (default: {default_config_path()}, used when it exists): its [store] url, "
+        "[reference] limits, [search] and [tools] read_bytes apply; flags override it",
+    )
     args = parser.parse_args(argv)
     args.demo = False
     try:
-        if args.store is not None:
+        settings = effective_settings(load_config(args.config), {}, dict(os.environ))
+        limits = ("max_reference_bytes", "max_references", "candidate_limit")
+        config = ReferenceConfig.model_validate({key: settings[key] for key in limits})
+    except ConfigError as error:
+        parser.exit(EXIT_USAGE, f"sessionref mcp: {visible(str(error))}\n")
+    except SessionReferenceError as error:
+        parser.exit(EXIT_USAGE, f"sessionref mcp: {visible(error.message)} ({error.code})\n")
+    url = args.store if args.store is not None else settings["store"] if args.root is None else None
+    try:
+        if url is not None:
             from core.database.store import PostgresSessionStore
 
-            store: Any = PostgresSessionStore(args.store)
+            store: Any = PostgresSessionStore(url)
             index = None
         else:
             root = args.root or default_root()
@@ -196,9 +230,22 @@ def mcp_command(argv: Sequence[str]) -> int:
         return EXIT_STORE
     query = MergedSessionQuery(store, list(_external_sources(args)))
     try:
-        asyncio.run(serve(SessionToolServer(query, index, os.getcwd())))
-    except (BrokenPipeError, ConnectionResetError, KeyboardInterrupt):
-        pass  # the client went away: nothing more to answer
+        server = SessionToolServer(
+            query,
+            index,
+            os.getcwd(),
+            config=config,
+            read_bytes=settings["tool_read_bytes"],
+            body_search=settings["body_search"],
+        )
+        asyncio.run(serve(server))
+    except BaseException as error:
+        if not _client_gone(error):
+            raise
+        # The client went away: nothing more to answer, and nothing left to flush at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
     finally:
         if index is not None:
             index.close()
