@@ -109,6 +109,35 @@ def test_a_missing_store_is_one_line_and_exit_3(tmp_path: Path) -> None:
     assert done.stderr == f"sessionref mcp: {tmp_path / 'absent'} is not a session store folder\n"
 
 
+def test_links_out_of_the_store_are_never_followed(tmp_path: Path) -> None:
+    """A session file, a session folder and a project folder that are symlinks to sessions outside the
+    store: the server neither lists, searches nor reads them."""
+    root, outside = tmp_path / "store", tmp_path / "outside"
+    _store(root)
+    store = JsonlSessionStore(outside)
+    for name in ("secret-file", "secret-folder", "secret-project"):
+        say_user(store.create(name, cwd=f"/elsewhere/{name}", created_at=5), "the password is swordfish")
+    store.close()
+    project = root / "--work-app--"
+    (project / "secret-file").mkdir()
+    (project / "secret-file" / "session.jsonl.zstd").symlink_to(
+        outside / "--elsewhere-secret-file--" / "secret-file" / "session.jsonl.zstd"
+    )
+    (project / "secret-folder").symlink_to(outside / "--elsewhere-secret-folder--" / "secret-folder")
+    (root / "--elsewhere-secret-project--").symlink_to(outside / "--elsewhere-secret-project--")
+    calls: list[tuple[str, dict[str, Any]]] = [("search_sessions", {"query": "secret"})]
+    for name in ("secret-file", "secret-folder", "secret-project"):
+        calls += [("reference_session", {"session": name}), ("read_session", {"session": name})]
+    _tools, (search, *reads) = asyncio.run(_client(root, calls))
+    found = _text(search).split("<session-search-results>\n", 1)[1].rsplit("\n</session-search-results>", 1)[0]
+    assert json.loads(found)["sessions"] == []
+    # The control: served from their own store, the same search finds all three.
+    _tools, (control,) = asyncio.run(_client(outside, calls[:1]))
+    assert all(f'"session":"secret-{kind}"' in _text(control) for kind in ("file", "folder", "project"))
+    for result in reads:
+        assert result.is_error and "swordfish" not in _text(result), _text(result)
+
+
 def test_the_config_file_sets_the_bounds(tmp_path: Path) -> None:
     """``--config``: the file's [reference] limits bound a reference and [tools] read_bytes a page,
     as in the app; a bad file is one line on stderr and exit 2, before anything is served."""
