@@ -198,6 +198,9 @@ def _claude(tmp_path: Path, port: int, *arguments: str) -> subprocess.CompletedP
         "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
         "ANTHROPIC_API_KEY": "stub",
         "ENABLE_TOOL_SEARCH": "false",  # offer MCP tools up front, not behind a search tool
+        # Wait for the servers of the user's configuration before the first request (--mcp-config ones
+        # are waited for anyway): else under load the turn starts before sessionref answers.
+        "MCP_CONNECTION_NONBLOCKING": "false",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
         "PYTHONPATH": str(REPO),
