@@ -15,7 +15,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from core import JsonlSessionStore, ReferenceInput, SessionReferenceService
+from core import JsonlSessionStore, ReferenceInput, SessionQueryError, SessionReferenceService
+from core.sessions.sources.merged import MergedSessionQuery
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import cluster, database, team
 from tests.rc8 import INTEROP, NODE
@@ -67,6 +68,7 @@ def test_the_session_tools_over_mcp(tmp_path: Path) -> None:
         ("reference_session", {"session": "mine", "exclude_session": "mine"}),
         ("reference_session", {"session": "nobody"}),
         ("delete_everything", {}),
+        ("read_session", {"session": "design", "from_message": "3"}),
     ]
     tools, results = asyncio.run(_client(root, calls))
     listed = {tool.name: tool for tool in tools.tools}
@@ -78,7 +80,7 @@ def test_the_session_tools_over_mcp(tmp_path: Path) -> None:
             True, False, False
         )  # fmt: skip
         assert "exclude_session" in tool.input_schema["properties"]
-    search, reference, read, out_of_range, excluded, missing, unknown = results
+    search, reference, read, out_of_range, excluded, missing, unknown, invalid = results
     assert not search.is_error and '"session":"design"' in _text(search)
     store = JsonlSessionStore(root)
     prepared = asyncio.run(
@@ -92,7 +94,8 @@ def test_the_session_tools_over_mcp(tmp_path: Path) -> None:
     page = json.loads(_text(read).split("<session-messages>\n", 1)[1].rsplit("\n</session-messages>", 1)[0])
     assert (page["from"], page["to"], page["totalMessages"]) == (100, 102, 200)
     for result, code in ((out_of_range, "TOOL_OUT_OF_RANGE"), (excluded, "TOOL_SELF_REFERENCE"),
-                         (missing, "TOOL_SESSION_NOT_FOUND"), (unknown, "TOOL_UNKNOWN")):  # fmt: skip
+                         (missing, "TOOL_SESSION_NOT_FOUND"), (unknown, "TOOL_UNKNOWN"),
+                         (invalid, "TOOL_INVALID_ARGUMENTS")):  # fmt: skip
         assert result.is_error and _text(result).endswith(f"({code})"), _text(result)
     # Read-only: the store's session files are as they were.
     assert sorted(path.name for path in root.rglob("session.jsonl.zstd")) == ["session.jsonl.zstd"] * 2
@@ -136,6 +139,46 @@ def test_links_out_of_the_store_are_never_followed(tmp_path: Path) -> None:
     assert all(f'"session":"secret-{kind}"' in _text(control) for kind in ("file", "folder", "project"))
     for result in reads:
         assert result.is_error and "swordfish" not in _text(result), _text(result)
+
+
+class _Failing(MergedSessionQuery):
+    """The folder store, but reading a session fails (a disk error) or hangs (a stuck network mount)."""
+
+    hang = False
+
+    async def read_surface(self, session_id: str) -> Any:
+        if self.hang:
+            await asyncio.sleep(3600)
+        raise SessionQueryError("input/output error", "SESSION_QUERY_READ_FAILED")
+
+
+def test_a_failing_or_hanging_store_is_a_coded_tool_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the server adds to the tools: a read that fails is ``TOOL_READ_FAILED``, one that hangs
+    answers ``TOOL_TIMEOUT`` after the bound (here 0.5 s instead of 20) and the next call is served."""
+    from tui import mcp_cli
+
+    root = tmp_path / "store"
+    _store(root)
+    store = JsonlSessionStore(root)
+    query = _Failing(store, [])
+    server = mcp_cli.SessionToolServer(query, None, "/work/app")
+    monkeypatch.setattr(mcp_cli, "CALL_SECONDS", 0.5)
+
+    async def calls() -> list[Any]:
+        failed = await server.call("reference_session", {"session": "design"})
+        query.hang = True
+        started = asyncio.get_running_loop().time()
+        hung = await server.call("read_session", {"session": "design"})
+        waited = asyncio.get_running_loop().time() - started
+        listed = await server.call("search_sessions", {"query": "storage"})
+        return [failed, hung, waited, listed]
+
+    failed, hung, waited, listed = asyncio.run(calls())
+    store.close()
+    assert (failed.is_error, failed.code) == (True, "TOOL_READ_FAILED") and "input/output error" in failed.text
+    assert (hung.is_error, hung.code) == (True, "TOOL_TIMEOUT") and 0.5 <= waited < 5
+    assert hung.text == "the store did not answer within 0.5 s; try again (TOOL_TIMEOUT)"
+    assert not listed.is_error and '"session":"design"' in listed.text
 
 
 def test_the_config_file_sets_the_bounds(tmp_path: Path) -> None:
