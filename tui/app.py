@@ -214,9 +214,8 @@ class SessionRefApp(ListingUpkeep):
 
     def on_message_indexer_changed(self, message: MessageIndexer.Changed) -> None:
         # Repaint what shows the index: the sessions (when titles came in) or the progress, and the picker.
-        # The indexer posts from its own thread: a message may arrive while the app is closing, after
-        # the screen's widgets are gone (seen under load at exit): there is nothing left to repaint.
-        if not self.is_running or not self.screen_stack or not self.chat.is_running:
+        # The indexer posts from its own thread: at exit there may be nothing left to repaint.
+        if not self.chat_is_live():
             return
         chat = self.chat
         if message.titles:

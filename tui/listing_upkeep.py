@@ -192,7 +192,13 @@ class ListingUpkeep(App[None]):
             self.call_from_thread(self._catalog_changed)
         self.call_from_thread(self.start_index)
 
+    def chat_is_live(self) -> bool:
+        """Whether the chat screen can be repainted: composed and mounted (it paints what is there
+        when it mounts), and the app not closing. A worker thread or the indexer reports through
+        ``call_from_thread``; under load one arrives while the app closes, after its widgets went."""
+        return self.is_running and bool(self.screen_stack) and self.chat.is_running and self.chat.is_mounted
+
     def _catalog_changed(self) -> None:
-        if self.screen_stack:
+        if self.chat_is_live():
             self.chat.show_sessions()
             self.chat.refresh_picker()
