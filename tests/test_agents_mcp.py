@@ -11,7 +11,6 @@ result back, which must be the snapshot ``prepare`` gives, whole."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -23,9 +22,8 @@ from typing import Any
 
 import pytest
 
-from core import JsonlSessionStore, ReferenceInput, SessionReferenceService
 from tests.rc8 import INTEROP, NODE
-from tests.test_mcp import _store
+from tests.test_mcp import _store, snapshot
 
 REPO = Path(__file__).resolve().parent.parent
 CODEX = INTEROP / "node_modules" / "@openai" / "codex" / "bin" / "codex.js"
@@ -39,17 +37,6 @@ needs_codex = pytest.mark.skipif(
     _OPTIONAL and (NODE is None or not CODEX.exists()), reason="the interop packages are not installed (make interop)"
 )
 needs_claude = pytest.mark.skipif(_OPTIONAL and CLAUDE is None, reason="Claude Code is not installed (make interop)")
-
-
-def _snapshot(root: Path) -> str:
-    store = JsonlSessionStore(root)
-    prepared = asyncio.run(
-        SessionReferenceService(store).prepare(
-            type("Caller", (), {"id": "x"})(), [{"type": "text", "text": ""}], [ReferenceInput("design")]
-        )
-    )
-    store.close()
-    return str(prepared.contexts[0].content[0]["text"])
 
 
 class _Responses(BaseHTTPRequestHandler):
@@ -130,7 +117,7 @@ required = true
     assert "mcp__sessionref" in offered and "reference_session" in offered
     (output,) = [item for item in _Responses.requests[-1]["input"] if item.get("type") == "function_call_output"]
     texts = [part["text"] for part in output["output"] if part.get("type") == "input_text"]
-    assert _snapshot(root) in texts  # whole: tool_output_token_limit lets a 64 KiB snapshot through uncut
+    assert snapshot(root) in texts  # whole: tool_output_token_limit lets a 64 KiB snapshot through uncut
 
 
 class _Messages(BaseHTTPRequestHandler):
@@ -229,7 +216,7 @@ def _claude_turn(tmp_path: Path, port: int, *configuration: str) -> None:
     # In the conversation, whole: anthropic/maxResultSizeChars keeps Claude Code from saving a
     # 64 KiB snapshot to a file and showing the model 2 KB of it.
     assert not answer.get("is_error")
-    assert [part["text"] for part in answer["content"]] == [_snapshot(tmp_path / "store")]
+    assert [part["text"] for part in answer["content"]] == [snapshot(tmp_path / "store")]
 
 
 @needs_claude

@@ -52,6 +52,20 @@ async def _client(root: Path, calls: list[tuple[str, dict[str, Any]]], *more: st
     return tools, results
 
 
+def snapshot(root: Path, **config: Any) -> str:
+    """What ``prepare`` gives for a reference to ``design`` in the store at ``root``."""
+    store = JsonlSessionStore(root)
+    try:
+        prepared = asyncio.run(
+            SessionReferenceService(store, config or None).prepare(
+                type("Caller", (), {"id": "x"})(), [{"type": "text", "text": ""}], [ReferenceInput("design")]
+            )
+        )
+    finally:
+        store.close()
+    return str(prepared.contexts[0].content[0]["text"])
+
+
 def _text(result: Any) -> str:
     (content,) = result.content
     return str(content.text)
@@ -82,14 +96,7 @@ def test_the_session_tools_over_mcp(tmp_path: Path) -> None:
         assert "exclude_session" in tool.input_schema["properties"]
     search, reference, read, out_of_range, excluded, missing, unknown, invalid = results
     assert not search.is_error and '"session":"design"' in _text(search)
-    store = JsonlSessionStore(root)
-    prepared = asyncio.run(
-        SessionReferenceService(store).prepare(
-            type("Caller", (), {"id": "x"})(), [{"type": "text", "text": ""}], [ReferenceInput("design")]
-        )
-    )
-    store.close()
-    assert _text(reference) == prepared.contexts[0].content[0]["text"]  # the same bytes as a reference
+    assert _text(reference) == snapshot(root)  # the same bytes as a reference
     assert not read.is_error and "the wombat decision" in _text(read)
     page = json.loads(_text(read).split("<session-messages>\n", 1)[1].rsplit("\n</session-messages>", 1)[0])
     assert (page["from"], page["to"], page["totalMessages"]) == (100, 102, 200)
@@ -192,14 +199,7 @@ def test_the_config_file_sets_the_bounds(tmp_path: Path) -> None:
     config.write_text("[reference]\nmax_reference_bytes = 8192\n\n[tools]\nread_bytes = 2048\n")
     calls = [("reference_session", {"session": "design"}), ("read_session", {"session": "design"})]
     _tools, (reference, read) = asyncio.run(_client(root, calls, "--config", str(config)))
-    store = JsonlSessionStore(root)
-    prepared = asyncio.run(
-        SessionReferenceService(store, {"max_reference_bytes": 8192}).prepare(
-            type("Caller", (), {"id": "x"})(), [{"type": "text", "text": ""}], [ReferenceInput("design")]
-        )
-    )
-    store.close()
-    assert _text(reference) == prepared.contexts[0].content[0]["text"]
+    assert _text(reference) == snapshot(root, max_reference_bytes=8192)
     assert len(_text(reference).encode()) < 8192 + 1024  # the budget, and the frame around it
     assert not read.is_error
     page = _text(read).split("<session-messages>\n", 1)[1].rsplit("\n</session-messages>", 1)[0]
@@ -318,12 +318,5 @@ def test_the_official_typescript_sdk_client_lists_and_calls_the_tools(tmp_path: 
         "title": "Reference a session", "readOnlyHint": True, "destructiveHint": False, "openWorldHint": False
     }  # fmt: skip
     reference, out_of_range = answer["results"]
-    store = JsonlSessionStore(root)
-    prepared = asyncio.run(
-        SessionReferenceService(store).prepare(
-            type("Caller", (), {"id": "x"})(), [{"type": "text", "text": ""}], [ReferenceInput("design")]
-        )
-    )
-    store.close()
-    assert reference == {"isError": False, "text": prepared.contexts[0].content[0]["text"]}
+    assert reference == {"isError": False, "text": snapshot(root)}
     assert out_of_range["isError"] and out_of_range["text"].endswith("(TOOL_OUT_OF_RANGE)")
