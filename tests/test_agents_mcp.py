@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -176,11 +178,17 @@ _CLAUDE_TOOL = "mcp__sessionref__reference_session"
 
 def _claude(tmp_path: Path, port: int, *arguments: str) -> subprocess.CompletedProcess[str]:
     assert CLAUDE is not None, "no Claude Code native binary in tests/interop (make interop)"
-    work = tmp_path / "work"
+    work, bin_folder = tmp_path / "work", tmp_path / "bin"
     work.mkdir(exist_ok=True)
+    if not bin_folder.exists():  # what an install puts on PATH
+        bin_folder.mkdir()
+        (bin_folder / "sessionref").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m tui.cli "$@"\n')
+        (bin_folder / "sessionref").chmod(0o755)
     environment = {
         **os.environ,
+        "PATH": f"{bin_folder}{os.pathsep}{os.environ.get('PATH', '')}",
         "HOME": str(tmp_path / "home"),
+        "XDG_DATA_HOME": str(tmp_path / "home" / ".local" / "share"),
         "CLAUDE_CONFIG_DIR": str(tmp_path / "home" / ".claude"),
         "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
         "ANTHROPIC_API_KEY": "stub",
@@ -197,7 +205,7 @@ def _claude(tmp_path: Path, port: int, *arguments: str) -> subprocess.CompletedP
     )
 
 
-def _claude_turn(tmp_path: Path, port: int, *configuration: str) -> None:
+def _claude_turn(tmp_path: Path, port: int, *configuration: str, root: Path) -> None:
     _Messages.requests = []
     done = _claude(
         tmp_path, port, "-p", "reference the design session", *configuration,
@@ -216,7 +224,7 @@ def _claude_turn(tmp_path: Path, port: int, *configuration: str) -> None:
     # In the conversation, whole: anthropic/maxResultSizeChars keeps Claude Code from saving a
     # 64 KiB snapshot to a file and showing the model 2 KB of it.
     assert not answer.get("is_error")
-    assert [part["text"] for part in answer["content"]] == [snapshot(tmp_path / "store")]
+    assert [part["text"] for part in answer["content"]] == [snapshot(root)]
 
 
 @needs_claude
@@ -231,16 +239,43 @@ def test_claude_code_references_a_session_through_sessionref_mcp(tmp_path: Path)
     (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"sessionref": command}}))
     try:
         _claude_turn(
-            tmp_path, server.server_address[1], "--mcp-config", str(tmp_path / "mcp.json"), "--strict-mcp-config"
-        )
-        # The docs' way: claude mcp add, then a plain claude -p finds it in the user's configuration.
-        added = _claude(
-            tmp_path, server.server_address[1], "mcp", "add", "--scope", "user", "sessionref", "--",
-            sys.executable, "-m", "tui.cli", "mcp", "--root", str(tmp_path / "store"), "--no-external",
+            tmp_path, server.server_address[1], "--mcp-config", str(tmp_path / "mcp.json"), "--strict-mcp-config",
+            root=tmp_path / "store",
         )  # fmt: skip
+        # The docs' line exactly, with a sessionref on PATH and its default store: a plain claude -p
+        # (in this project) finds the server, and references from that store.
+        docs_line = re.search(
+            r"^claude (mcp add sessionref -- sessionref mcp)$", (REPO / "docs" / "mcp.md").read_text(), re.M
+        )
+        assert docs_line is not None
+        default = tmp_path / "home" / ".local" / "share" / "sessionref" / "sessions"
+        _store(default)
+        added = _claude(tmp_path, server.server_address[1], *docs_line.group(1).split())
         assert added.returncode == 0, added.stdout + added.stderr
-        listed = _claude(tmp_path, server.server_address[1], "mcp", "list")
-        assert "sessionref" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
-        _claude_turn(tmp_path, server.server_address[1])
+        listed = _claude(tmp_path, server.server_address[1], "mcp", "get", "sessionref")
+        assert "Connected" in listed.stdout and "Command: sessionref" in listed.stdout, listed.stdout + listed.stderr
+        _claude_turn(tmp_path, server.server_address[1], root=default)
     finally:
         server.shutdown()
+
+
+@needs_codex
+def test_the_docs_codex_configuration_parses_with_codex_itself(tmp_path: Path) -> None:
+    """docs/mcp.md's TOML, exactly as shown, read by ``codex mcp list``: one stdio server, sessionref mcp."""
+    page = (REPO / "docs" / "mcp.md").read_text()
+    (toml,) = re.findall(r"```toml\n(.*?)```", page, re.S)
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(toml)
+    assert NODE is not None
+    done = subprocess.run(
+        [NODE, str(CODEX), "mcp", "list", "--json"],
+        env={**os.environ, "CODEX_HOME": str(home), "HOME": str(tmp_path)},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (server,) = json.loads(done.stdout)
+    assert (server["name"], server["enabled"]) == ("sessionref", True)
+    assert server["transport"] == {
+        "type": "stdio", "command": "sessionref", "args": ["mcp"], "env": None, "env_vars": [], "cwd": None
+    }  # fmt: skip
