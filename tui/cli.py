@@ -53,6 +53,7 @@ from .settings import (
     effective_settings,
     format_effective,
     load_config,
+    reference_config,
     window_memory_path,
 )
 from .text import visible
@@ -455,9 +456,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--check-start starts the app itself; leave out --serve")
         return _serve(parser, args, list(sys.argv[1:] if argv is None else argv))
 
-    options = {key: settings[key] for key in ("max_reference_bytes", "max_references", "candidate_limit")}
     try:
-        config = ReferenceConfig.model_validate(options)
+        config = reference_config(settings)
     except SessionReferenceError as error:
         parser.error(f"{error.message} ({error.code})")
     search_config = SearchConfig(body_search=settings["body_search"])

@@ -174,7 +174,7 @@ def _client_gone(error: BaseException) -> bool:
 def mcp_command(argv: Sequence[str]) -> int:
     """Run ``sessionref mcp``."""
     from .cli import EXIT_USAGE, _external_sources, default_root
-    from .settings import ConfigError, default_config_path, effective_settings, load_config
+    from .settings import ConfigError, default_config_path, effective_settings, load_config, reference_config
 
     parser = argparse.ArgumentParser(
         prog="sessionref mcp",
@@ -193,14 +193,13 @@ def mcp_command(argv: Sequence[str]) -> int:
         "--config",
         metavar="PATH",
         help=f"the config file (default: {default_config_path()}, used when it exists): its [store] url, "
-        "[reference] limits, [search] and [tools] read_bytes apply; flags override it",
+        "[reference] limits, [search] and [tools] read_bytes apply; --root and --store override its store",
     )
     args = parser.parse_args(argv)
     args.demo = False
     try:
         settings = effective_settings(load_config(args.config), {}, dict(os.environ))
-        limits = ("max_reference_bytes", "max_references", "candidate_limit")
-        config = ReferenceConfig.model_validate({key: settings[key] for key in limits})
+        config = reference_config(settings)
     except ConfigError as error:
         parser.exit(EXIT_USAGE, f"sessionref mcp: {visible(str(error))}\n")
     except SessionReferenceError as error:

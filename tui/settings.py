@@ -19,6 +19,7 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from core import ReferenceConfig
 from core.agent.compaction import SUMMARY_MAX_CHARS
 from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
 from core.agent.session_tools import READ_BYTES
@@ -270,6 +271,16 @@ def required_database_url(parser: argparse.ArgumentParser, args: argparse.Namesp
     if url is None:
         parser.error(missing)
     return url
+
+
+def reference_config(settings: Effective) -> ReferenceConfig:
+    """The engine's reference limits from the effective settings.
+
+    Raises:
+        SessionReferenceError: a limit the engine refuses (its code says which).
+    """
+    limits = ("max_reference_bytes", "max_references", "candidate_limit")
+    return ReferenceConfig.model_validate({key: settings[key] for key in limits})
 
 
 def effective_settings(config: LoadedConfig, flags: dict[str, Any], environ: dict[str, str]) -> Effective:
