@@ -20,6 +20,7 @@ from core.sessions.sources.merged import MergedSessionQuery
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import cluster, database, team
 from tests.rc8 import INTEROP, NODE
+from tests.test_session_tools import frame_text
 
 __all__ = ["cluster", "database", "team"]  # the fixtures
 
@@ -98,7 +99,7 @@ def test_the_session_tools_over_mcp(tmp_path: Path) -> None:
     assert not search.is_error and '"session":"design"' in _text(search)
     assert _text(reference) == snapshot(root)  # the same bytes as a reference
     assert not read.is_error and "the wombat decision" in _text(read)
-    page = json.loads(_text(read).split("<session-messages>\n", 1)[1].rsplit("\n</session-messages>", 1)[0])
+    page = json.loads(frame_text(_text(read), "session-messages"))
     assert (page["from"], page["to"], page["totalMessages"]) == (100, 102, 200)
     for result, code in ((out_of_range, "TOOL_OUT_OF_RANGE"), (excluded, "TOOL_SELF_REFERENCE"),
                          (missing, "TOOL_SESSION_NOT_FOUND"), (unknown, "TOOL_UNKNOWN"),
@@ -139,7 +140,7 @@ def test_links_out_of_the_store_are_never_followed(tmp_path: Path) -> None:
     for name in ("secret-file", "secret-folder", "secret-project"):
         calls += [("reference_session", {"session": name}), ("read_session", {"session": name})]
     _tools, (search, *reads) = asyncio.run(_client(root, calls))
-    found = _text(search).split("<session-search-results>\n", 1)[1].rsplit("\n</session-search-results>", 1)[0]
+    found = frame_text(_text(search), "session-search-results")
     assert json.loads(found)["sessions"] == []
     # The control: served from their own store, the same search finds all three.
     _tools, (control,) = asyncio.run(_client(outside, calls[:1]))
@@ -202,7 +203,7 @@ def test_the_config_file_sets_the_bounds(tmp_path: Path) -> None:
     assert _text(reference) == snapshot(root, max_reference_bytes=8192)
     assert len(_text(reference).encode()) < 8192 + 1024  # the budget, and the frame around it
     assert not read.is_error
-    page = _text(read).split("<session-messages>\n", 1)[1].rsplit("\n</session-messages>", 1)[0]
+    page = frame_text(_text(read), "session-messages")
     assert len(page.encode()) <= 2048 and json.loads(page)["remainingAfter"] > 0  # a page of 2 KiB, not 64
     config.write_text("[tools]\nread_bytes = 'many'\n")
     done = subprocess.run(

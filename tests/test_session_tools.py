@@ -22,13 +22,18 @@ LONG = 400
 """Messages of the long session: about 200 KiB, far over a reference's 64 KiB."""
 
 
-def _frame(result_text: str, tag: str) -> Any:
+def frame_text(result_text: str, tag: str) -> str:
+    """The JSON text inside a tool result's frame ``<tag>``, after checking the frame's shape."""
     assert result_text.startswith(REFERENCED_SESSIONS_HEADER)
     body = result_text[len(REFERENCED_SESSIONS_HEADER) :]
     assert body.startswith(f"<{tag}>\n") and body.endswith(f"\n</{tag}>")
     inner = body[len(tag) + 3 : -len(tag) - 4]
     assert "<" not in inner  # data never forms a tag
-    return json.loads(inner)
+    return inner
+
+
+def _frame(result_text: str, tag: str) -> Any:
+    return json.loads(frame_text(result_text, tag))
 
 
 @pytest.fixture
