@@ -20,6 +20,7 @@ from textual.widgets import Collapsible, Static
 from core import Session, SessionEvent, display_prompt_content
 from core.agent.wire import wire_text
 from core.reference.projection import is_compact_checkpoint_source
+from core.reference.staleness import references_of
 from core.sessions.surface import message_content, message_payload, text_of_blocks
 
 from ..palette import STYLES
@@ -33,19 +34,12 @@ Freshness = Callable[[dict[str, Any]], str | None]
 def referenced_line(data: dict[str, Any], freshness: Freshness | None = None) -> str | None:
     """``Referenced sessions · Label (id), ...`` from a baked prompt's envelope (just the id when
     label == id), each followed by how it moved on since, when ``freshness`` says so."""
-    envelope = data.get("envelope")
-    if not isinstance(envelope, dict):
-        return None
     names: list[str] = []
-    for context in envelope.get("prefixContexts") or []:
-        meta = context.get("meta") if isinstance(context, dict) else None
-        if not isinstance(meta, dict) or meta.get("kind") != "session-reference":
-            continue
-        for reference in meta.get("references") or []:
-            session_id, label = str(reference.get("sessionId", "")), str(reference.get("label", ""))
-            name = visible(session_id) if label == session_id else f"{visible(label)} ({visible(session_id)})"
-            moved = freshness(reference) if freshness is not None else None
-            names.append(name if moved is None else f"{name} · {visible(moved)}")
+    for reference in references_of(data):
+        session_id, label = str(reference.get("sessionId", "")), str(reference.get("label", ""))
+        name = visible(session_id) if label == session_id else f"{visible(label)} ({visible(session_id)})"
+        moved = freshness(reference) if freshness is not None else None
+        names.append(name if moved is None else f"{name} · {visible(moved)}")
     return "Referenced sessions · " + ", ".join(names) if names else None
 
 
