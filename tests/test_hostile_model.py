@@ -29,6 +29,19 @@ def _piece(payload: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(payload), payload)
 
 
+async def _turn_against(store: Any, handler: Any, **limits: Any) -> Any:
+    """A new session's turn ("go") against a server that answers with ``handler``, the model
+    bounded by ``limits``; the session once the turn ended."""
+    server, url, _ = await serve(handler)
+    async with server:
+        session = store.create("chat")
+        model = OpenAICompatibleModel(base_url=url, api_key="k", model="m", timeout=5, **limits)
+        loop = AgentLoop(session, model)
+        await loop.followup([text("go")])
+        await asyncio.wait_for(loop.when_idle(), 30)
+    return session
+
+
 def _turn_end(session: Any) -> dict[str, Any]:
     return next(e for e in reversed(session.events) if e.type == "turn/end").data["reason"]
 
@@ -49,13 +62,7 @@ async def test_a_server_that_trickles_a_byte_at_a_time_meets_the_reply_time_limi
             await writer.drain()
             await asyncio.sleep(0.05)
 
-    server, url, _ = await serve(trickle)
-    async with server:
-        session = store.create("chat")
-        model = OpenAICompatibleModel(base_url=url, api_key="k", model="m", timeout=5, reply_seconds=0.6)
-        loop = AgentLoop(session, model)
-        await loop.followup([text("go")])
-        await asyncio.wait_for(loop.when_idle(), 30)
+    session = await _turn_against(store, trickle, reply_seconds=0.6)
     ending = _turn_end(session)
     assert ending["kind"] == "error" and ending["code"] == "MODEL_TIMEOUT"
     assert ending["message"] == "the reply did not finish within 0.6 s (its time limit); what arrived is kept"
@@ -75,13 +82,7 @@ async def test_a_reply_past_its_size_cap_is_closed_with_its_own_code(store) -> N
             await writer.drain()
             await asyncio.sleep(0)
 
-    server, url, _ = await serve(endless)
-    async with server:
-        session = store.create("chat")
-        model = OpenAICompatibleModel(base_url=url, api_key="k", model="m", timeout=5, max_reply_bytes=200_000)
-        loop = AgentLoop(session, model)
-        await loop.followup([text("go")])
-        await asyncio.wait_for(loop.when_idle(), 30)
+    session = await _turn_against(store, endless, max_reply_bytes=200_000)
     ending = _turn_end(session)
     assert ending["code"] == "MODEL_REPLY_TOO_LARGE"
     assert "size cap (200,000 bytes)" in ending["message"]
