@@ -279,13 +279,16 @@ def test_on_a_team_store_the_server_sees_what_the_role_may_see(team: Any) -> Non
                 await session.call_tool("reference_session", {"session": "shared-plan"}),
                 await session.call_tool("reference_session", {"session": "private"}),
                 await session.call_tool("search_sessions", {"query": "otter"}),
+                await session.call_tool("search_sessions", {"query": "wombat"}),
             ]
 
-    found, shared, private, otter = asyncio.run(as_bob())
+    found, shared, private, otter, wombat = asyncio.run(as_bob())
     assert '"session":"shared-plan"' in _text(found) and "private" not in _text(found)
     assert "the wombat plan" in _text(shared)
     assert private.is_error and _text(private).endswith("(TOOL_SESSION_NOT_FOUND)")
     assert '"sessions":[]' in _text(otter)
+    # Message search on the database's own index, as the app does: a word only the shared one's body has.
+    assert '"session":"shared-plan"' in _text(wombat) and "message search is off" not in _text(wombat)
 
 
 @pytest.mark.interop

@@ -24,6 +24,7 @@ from core.agent.session_tools import DEFINITIONS, READ_BYTES, SessionTools, Tool
 from core.search.body_index import BodyIndex, index_path_beside
 from core.search.finder import SearchConfig, SessionSearch
 from core.search.index_values import IndexUnavailable
+from core.search.message_index import MessageIndex
 from core.sessions.sources.merged import MergedSessionQuery
 
 from .text import visible
@@ -96,10 +97,14 @@ class SessionToolServer:
         config: ReferenceConfig | None = None,
         read_bytes: int = READ_BYTES,
         body_search: bool = True,
+        message_index: MessageIndex | None = None,
     ) -> None:
+        """``index``: the app's message index beside a folder store (its titles serve the listing
+        too); ``message_index``: a store's own instead (a database's), which search then uses."""
         self.query = query
         self.service = SessionReferenceService(query, config)
-        self.search = SessionSearch(index, SearchConfig(body_search=body_search))
+        searched = message_index if message_index is not None else index
+        self.search = SessionSearch(searched, SearchConfig(body_search=body_search))
         self.read_bytes = read_bytes
         self.index = index
         self.cwd = cwd
@@ -211,12 +216,14 @@ def mcp_command(argv: Sequence[str]) -> int:
 
             store: Any = PostgresSessionStore(url)
             index = None
+            own_index = store.message_index()  # kept current by every append, as the app searches it
         else:
             root = args.root or default_root()
             if not os.path.isdir(root):
                 print(f"sessionref mcp: {visible(root)} is not a session store folder", file=sys.stderr)
                 return EXIT_STORE
             store = JsonlSessionStore(root)
+            own_index = None
             path = index_path_beside(store.root)
             index = BodyIndex(path) if path.exists() else None
             if index is not None:
@@ -236,6 +243,7 @@ def mcp_command(argv: Sequence[str]) -> int:
             config=config,
             read_bytes=settings["tool_read_bytes"],
             body_search=settings["body_search"],
+            message_index=own_index,
         )
         asyncio.run(serve(server))
     except BaseException as error:
