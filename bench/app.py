@@ -29,7 +29,7 @@ PROJECT = "/home/user/project-0"
 _FIRST_PAINT = """
 import os, sys, time
 from core import EchoModel, JsonlSessionStore
-from tui.app import make_app
+from tui.app.sessionref_app import make_app
 
 store = JsonlSessionStore(sys.argv[1])
 app = make_app(store, EchoModel(), cwd=sys.argv[2], refresh_interval=3600)
@@ -117,7 +117,7 @@ async def type_mentions(app: Any, pilot: Any, words: list[str]) -> int:
 
 
 async def _keystrokes(root: Path, rounds: int) -> list[float]:
-    from tui.app import make_app
+    from tui.app.sessionref_app import make_app
 
     store = JsonlSessionStore(root)
     app = make_app(store, EchoModel(), cwd=PROJECT, refresh_interval=3600, cursor_blink=False)
@@ -164,8 +164,8 @@ def _seed_big_sources(root: Path) -> list[str]:
 
 
 async def _preview(root: Path, ids: list[str], rounds: int) -> tuple[list[float], list[float]]:
-    from tui.app import make_app
-    from tui.preview_report import build_preview
+    from tui.app.sessionref_app import make_app
+    from tui.services.preview_report import build_preview
 
     store = JsonlSessionStore(root)
     app = make_app(store, EchoModel(), cwd=PROJECT, refresh_interval=3600, cursor_blink=False)

@@ -56,7 +56,7 @@ def _appends(store: Any, count: int) -> float:
 
 
 async def _picker(store: Any, rounds: int) -> list[float]:
-    from tui.app import make_app
+    from tui.app.sessionref_app import make_app
 
     app = make_app(store, EchoModel(), cwd=_CWD, refresh_interval=3600, cursor_blink=False)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -208,7 +208,7 @@ PICKER_WORDS = ["retry", "checksum", "quokka", "session-0", "project-1", "valuee
 async def _idle_build(root: Path) -> float:
     """Seconds the app's own first build takes (its builder process) while nobody types."""
     from core import EchoModel
-    from tui.app import make_app
+    from tui.app.sessionref_app import make_app
 
     store = JsonlSessionStore(root)
     app = make_app(store, EchoModel(), cwd=_Target.cwd, refresh_interval=3600, cursor_blink=False)
@@ -226,7 +226,7 @@ async def _idle_build(root: Path) -> float:
 async def _picker(root: Path, rounds: int, *, during_build: bool) -> tuple[list[float], int, str]:
     from bench.app import type_mentions
     from core import EchoModel
-    from tui.app import make_app
+    from tui.app.sessionref_app import make_app
 
     store = JsonlSessionStore(root)
     app = make_app(store, EchoModel(), cwd=_Target.cwd, refresh_interval=3600, cursor_blink=False)

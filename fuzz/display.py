@@ -29,8 +29,8 @@ from core.search.finder import SearchHit
 from core.search.matching import Snippet
 from core.sessions.doctor import Diagnosis, Finding, format_diagnosis
 from fuzz.kit import check
-from tui.preview_report import PreviewReport, Problem, ReferenceCard
-from tui.text import markup_escape
+from tui.services.preview_report import PreviewReport, Problem, ReferenceCard
+from tui.services.text import markup_escape
 from tui.widgets.picker import MentionPicker
 from tui.widgets.preview import render_report
 from tui.widgets.sidebar import SessionSidebar, SidebarRow

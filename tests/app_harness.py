@@ -13,8 +13,8 @@ from textual.pilot import Pilot
 from core import ChatModel, EchoModel, JsonlSessionStore, ReferenceConfig
 from core.agent.loop import ContextSettings
 from core.sessions.sources.merged import ExternalSource
-from tui.app import SessionRefApp, make_app
-from tui.demo import DEMO_PROJECT, DEMO_START, seed_demo
+from tui.app.sessionref_app import SessionRefApp, make_app
+from tui.cli.demo import DEMO_PROJECT, DEMO_START, seed_demo
 
 NOW = DEMO_START + 7 * 60_000
 """The fixed clock of every app test: one minute after the demo's newest session."""

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tui.demo import DEMO_OTHER, DEMO_PROJECT, DEMO_START
+from tui.cli.demo import DEMO_OTHER, DEMO_PROJECT, DEMO_START
 
 CLAUDE_UUID = "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c"
 CODEX_UUID = "c0dec0de-0000-4000-8000-00000000beef"

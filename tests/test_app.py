@@ -24,9 +24,9 @@ from core import (
 )
 from tests.app_harness import HOME, NOW, SIZE, fixed_clock, open_app, settle, until
 from tests.conftest import say_assistant, say_user
-from tui.app import SessionRefApp
-from tui.demo import DEMO_PROJECT
-from tui.screens import RenameScreen, ViewerScreen
+from tui.app.sessionref_app import SessionRefApp
+from tui.cli.demo import DEMO_PROJECT
+from tui.screens.dialogs import RenameScreen, ViewerScreen
 from tui.widgets.picker import MentionPicker
 from tui.widgets.preview import PreviewPane, render_report
 from tui.widgets.sidebar import SessionSidebar

@@ -17,7 +17,7 @@ from tests.app_harness import SIZE, open_app, settle, until
 from tests.conftest import say_assistant, say_user
 from tests.fake_deepseek import FakeDeepSeek
 from tests.rc8 import NODE, dsh
-from tui.app import SessionRefApp
+from tui.app.sessionref_app import SessionRefApp
 from tui.widgets.preview import PreviewPane
 from tui.widgets.transcript import AssistantBlock, CheckpointBlock
 

@@ -13,8 +13,8 @@ from tests.app_harness import HOME, SIZE, fixed_clock, settle, until
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import Team, cluster, database, running_cluster, team
 from tests.test_app import open_picker, picker_ids, type_text
-from tui.app import SessionRefApp, make_app
-from tui.text import owner_badge
+from tui.app.sessionref_app import SessionRefApp, make_app
+from tui.services.text import owner_badge
 from tui.widgets.sidebar import SessionSidebar
 
 __all__ = ["cluster", "database", "team"]  # the fixtures

@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tui.services.indexing as indexing
 
 import core.search.shard_writes as shard_writes
 import tui.app as app_module
-import tui.indexing as indexing
 from core import INDEX_FILE_NAME, EchoModel, JsonlSessionStore
 from core.search.index_values import INDEX_DISK_FULL
 from tests.app_harness import SIZE, fixed_clock, open_app, settle, until
 from tests.conftest import say_user
 from tests.test_app import open_picker, picker_ids, type_text
-from tui.app import SessionRefApp
-from tui.demo import DEMO_PROJECT
+from tui.app.sessionref_app import SessionRefApp
+from tui.cli.demo import DEMO_PROJECT
 from tui.widgets.sidebar import SessionSidebar
 
 

@@ -19,7 +19,7 @@ from core import OpenAICompatibleModel
 from tests.app_harness import SIZE, open_app, settle, until
 from tests.test_agent import FAKE_KEY, chunk, serve, sse_response
 from tests.test_app import type_text
-from tui.preview_report import PreviewReport
+from tui.services.preview_report import PreviewReport
 
 
 def _plain(data: bytes) -> bytes:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from core import JsonlSessionStore
-from tui.demo import DEMO_PROJECT
+from tui.cli.demo import DEMO_PROJECT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ROOT = Path(__file__).resolve().parent.parent

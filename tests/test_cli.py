@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tui.cli import EXIT_ROOT, EXIT_SESSION, EXIT_USAGE, main
+from tui.cli.command import EXIT_ROOT, EXIT_SESSION, EXIT_USAGE, main
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -29,7 +29,7 @@ def test_help_explains_every_option() -> None:
 
 
 def test_no_pack_reaches_the_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import tui.cli as cli
+    import tui.cli.command as cli
 
     seen: list[bool] = []
 
@@ -120,28 +120,28 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
 ) -> None:
     from core.sessions.sources.claude import ClaudeCodeSource
     from core.sessions.sources.codex import CodexSource
-    from tui.cli import _external_sources, build_parser
+    from tui.cli.options import build_parser, external_sources
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.delenv("CODEX_HOME", raising=False)
-    claude, codex = _external_sources(build_parser().parse_args([]))
+    claude, codex = external_sources(build_parser().parse_args([]))
     assert isinstance(claude, ClaudeCodeSource) and claude.root == tmp_path / ".claude"
     assert isinstance(codex, CodexSource) and codex.root == tmp_path / ".codex"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "cx"))
-    claude, codex = _external_sources(build_parser().parse_args([]))
+    claude, codex = external_sources(build_parser().parse_args([]))
     assert claude.root == tmp_path / "cc" and codex.root == tmp_path / "cx"
-    claude, codex = _external_sources(build_parser().parse_args(["--claude-root", "/a", "--codex-root", "/b"]))
+    claude, codex = external_sources(build_parser().parse_args(["--claude-root", "/a", "--codex-root", "/b"]))
     assert claude.root == Path("/a") and codex.root == Path("/b")
-    assert _external_sources(build_parser().parse_args(["--no-external"])) == ()
-    assert _external_sources(build_parser().parse_args(["--demo"])) == ()  # the demo stays the demo
-    (only,) = _external_sources(build_parser().parse_args(["--demo", "--codex-root", "/b"]))
+    assert external_sources(build_parser().parse_args(["--no-external"])) == ()
+    assert external_sources(build_parser().parse_args(["--demo"])) == ()  # the demo stays the demo
+    (only,) = external_sources(build_parser().parse_args(["--demo", "--codex-root", "/b"]))
     assert isinstance(only, CodexSource)
 
 
 def test_served_pages_run_the_app_with_the_other_options() -> None:
-    from tui.cli import served_options
+    from tui.cli.command import served_options
 
     argv = ["--serve", "--root", "/r", "--host", "0.0.0.0", "--port=9000", "--session", "s", "--port", "1"]
     assert served_options(argv) == ["--root", "/r", "--session", "s"]
@@ -155,7 +155,7 @@ def test_serve_refuses_a_bad_port(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_store_folder_others_can_read_is_reported_not_changed(tmp_path: Path) -> None:
-    from tui.cli import loose_permissions
+    from tui.cli.command import loose_permissions
 
     tmp_path.chmod(0o755)
     warning = loose_permissions(tmp_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from core import ReferenceInput, SessionReferenceService
-from tui.demo import seed_demo
+from tui.cli.demo import seed_demo
 
 
 async def test_demo_store_exercises_every_feature(store) -> None:

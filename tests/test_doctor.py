@@ -20,7 +20,7 @@ from core import JsonlSessionStore
 from core.sessions.doctor import diagnose
 from tests.conftest import frame_offsets, say_assistant, say_user
 from tests.external_fixtures import tree_state
-from tui.cli import main
+from tui.cli.command import main
 
 
 def make_store(root: Path, compression: Any = "zstd") -> JsonlSessionStore:

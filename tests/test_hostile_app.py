@@ -11,7 +11,7 @@ from textual.widgets import Input, OptionList
 from core import JsonlSessionStore
 from tests.app_harness import SIZE, open_app, settle, until
 from tests.conftest import say_user
-from tui.screens import RenameScreen
+from tui.screens.dialogs import RenameScreen
 
 CLICK = "[@click=app.quit]x[/]"
 ESCAPES = "\x1b]52;c;aGVsbG8=\x07\x1b[2J\x1b[31mred\u202eevil\u2066"

@@ -186,7 +186,7 @@ def test_the_remembered_listing_is_the_last_one_until_the_files_are_looked_at(
 
 async def test_the_app_shows_what_the_files_say_after_what_the_cache_remembers(tmp_path: Path) -> None:
     from core import EchoModel
-    from tui.app import make_app
+    from tui.app.sessionref_app import make_app
 
     _seed(tmp_path, 6)
     lister = JsonlSessionStore(tmp_path)

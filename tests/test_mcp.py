@@ -163,7 +163,7 @@ class _Failing(MergedSessionQuery):
 def test_a_failing_or_hanging_store_is_a_coded_tool_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the server adds to the tools: a read that fails is ``TOOL_READ_FAILED``, one that hangs
     answers ``TOOL_TIMEOUT`` after the bound (here 0.5 s instead of 20) and the next call is served."""
-    from tui import mcp_cli
+    import tui.cli.mcp as mcp_cli
 
     root = tmp_path / "store"
     _store(root)

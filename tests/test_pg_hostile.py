@@ -19,7 +19,7 @@ from core.errors import SessionQueryError
 from tests.app_harness import HOME, SIZE, fixed_clock, settle, until
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import Team, cluster, database, team
-from tui.app import make_app
+from tui.app.sessionref_app import make_app
 from tui.widgets.sidebar import SessionSidebar
 
 __all__ = ["cluster", "database", "team"]  # the fixtures

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tui.cli import main
-from tui.settings import ConfigError, effective_settings, load_config
+from tui.cli.command import main
+from tui.services.settings import ConfigError, effective_settings, load_config
 
 CONFIG = """default_profile = "local"
 
@@ -87,7 +87,7 @@ def test_sessionref_config_prints_every_setting_with_its_origin(
 def test_the_bounds_on_what_a_model_writes_come_from_the_file_and_reach_the_model_and_the_loop(
     tmp_path: Path,
 ) -> None:
-    from tui.cli import _context, _model, _settings, build_parser
+    from tui.cli.command import _context, _model, _settings, build_parser
 
     path = tmp_path / "config.toml"
     path.write_text(

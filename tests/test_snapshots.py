@@ -18,8 +18,8 @@ from core.agent.loop import ContextSettings
 from core.agent.tokens import estimate_history
 from core.agent.wire import wire_text
 from tests.app_harness import SIZE, open_app, settle, until
-from tui.app import SessionRefApp
-from tui.screens import ViewerScreen
+from tui.app.sessionref_app import SessionRefApp
+from tui.screens.dialogs import ViewerScreen
 from tui.widgets.preview import PreviewPane
 from tui.widgets.transcript import AssistantBlock, CheckpointBlock
 

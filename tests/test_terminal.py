@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from core import JsonlSessionStore, parse_session_reference_text
-from tui.demo import DEMO_PROJECT
+from tui.cli.demo import DEMO_PROJECT
 
 TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(

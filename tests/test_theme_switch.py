@@ -12,7 +12,7 @@ from textual.theme import BUILTIN_THEMES
 
 from core import format_session_reference_mention
 from tests.app_harness import SIZE, open_app, settle, until
-from tui.palette import STYLES, default_paint
+from tui.services.palette import STYLES, default_paint
 from tui.widgets.preview import PreviewPane
 from tui.widgets.transcript import AssistantBlock
 

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core import format_session_reference_mention
-from tui.mentions import PickerQuery, picker_query, token_around, token_ending_at, token_starting_at
-from tui.text import age, bar, elide_middle, estimate_tokens, fit_cells, kib, short_cwd, visible, visible_lines
+from tui.services.mentions import PickerQuery, picker_query, token_around, token_ending_at, token_starting_at
+from tui.services.text import age, bar, elide_middle, estimate_tokens, fit_cells, kib, short_cwd, visible, visible_lines
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from core import EchoModel, JsonlSessionStore
 from core.sessions.store_listing import StoreListing
 from core.sessions.watch import StoreWatcher
 from tests.conftest import say_user
-from tui.app import make_app
+from tui.app.sessionref_app import make_app
 
 pytestmark = pytest.mark.skipif(watch.INotify is None, reason="inotify is unavailable here")
 REPO = Path(__file__).parent.parent
@@ -330,7 +330,7 @@ async def test_the_app_says_it_polls_when_it_cannot_watch(tmp_path: Path, monkey
 def test_a_session_growing_elsewhere_keeps_the_catalog_listing_and_a_new_one_changes_it(tmp_path: Path) -> None:
     """Another program streaming into a session changes its revision (titles may change), not the
     listing the sidebar and the picker hold: the catalog keeps the same records object."""
-    from tui.catalog import SessionCatalog
+    from tui.services.catalog import SessionCatalog
 
     writer = JsonlSessionStore(tmp_path)
     for index in range(5):

@@ -25,10 +25,11 @@ from core.agent.compaction import (
     CompactionProgress,
     CompactionResult,
 )
-from core.agent.context import ContextMeter
+from core.agent.context import ContextMeter, ContextReading
 from core.agent.session_tools import DEFINITIONS, SessionTools
+from core.agent.tokens import ContextWindow
 from core.agent.tool_steps import MAX_STEPS, TURN_STEP_LIMIT, ToolCalls, run_calls
-from core.agent.window_keeping import ContextSettings, WindowKeeping, prompt_estimate
+from core.agent.window_keeper import ContextSettings, WindowKeeper, prompt_estimate
 from core.errors import SessionQueryError, SessionReferenceError
 from core.reference.baking import bake_prompt_message
 from core.sessions.models import HookContext, SessionEvent
@@ -55,7 +56,7 @@ def fallback_title(display_content: list[dict[str, Any]]) -> str:
     return line or "Untitled"
 
 
-class AgentLoop(WindowKeeping):
+class AgentLoop:
     """Runs turns on one session with one model; writes every event of CONTRACT §8 to the log."""
 
     def __init__(
@@ -76,15 +77,9 @@ class AgentLoop(WindowKeeping):
         """The session tools offered to the model (``None``: none are offered)."""
         self.max_steps = max_steps
         self.flush_interval = flush_interval
-        self.settings = context if context is not None else ContextSettings()
-        self.meter = ContextMeter(session)
-        self.compacting: CompactionProgress | None = None
-        """Where a running compaction is (``None`` when none runs); the app shows it."""
-        self.last_compaction: CompactionResult | None = None
-        self.compaction_error: CompactionError | None = None
-        """The latest automatic compaction that failed while the send went ahead anyway."""
+        self.keeper = WindowKeeper(session, model, context if context is not None else ContextSettings())
+        """The session's window and its compaction."""
         self._compaction_task: asyncio.Task[CompactionResult] | None = None
-        self._pressure_checked = False
         self._flush_timer: asyncio.TimerHandle | None = None
         self._queue: deque[Prompt] = deque()
         self._steering: list[Prompt] = []
@@ -103,6 +98,65 @@ class AgentLoop(WindowKeeping):
             return "compacting"
         return "idle"
 
+    # -- the window (the keeper's) ------------------------------------------------------------------
+
+    @property
+    def settings(self) -> ContextSettings:
+        """The configured window, where learned windows are kept, and the compaction policy."""
+        return self.keeper.settings
+
+    @property
+    def meter(self) -> ContextMeter:
+        """What the session's history takes of the window."""
+        return self.keeper.meter
+
+    @property
+    def window(self) -> ContextWindow:
+        """The model's context window (``WindowKeeper.window``)."""
+        return self.keeper.window
+
+    @property
+    def compacting(self) -> CompactionProgress | None:
+        """Where a running compaction is (``None`` when none runs); the app shows it."""
+        return self.keeper.compacting
+
+    @property
+    def last_compaction(self) -> CompactionResult | None:
+        """The latest compaction that succeeded."""
+        return self.keeper.last_compaction
+
+    @property
+    def compaction_error(self) -> CompactionError | None:
+        """The latest automatic compaction that failed while the send went ahead anyway (the app
+        clears it once it said so)."""
+        return self.keeper.compaction_error
+
+    @compaction_error.setter
+    def compaction_error(self, error: CompactionError | None) -> None:
+        self.keeper.compaction_error = error
+
+    def context(self) -> ContextReading:
+        """The context the next request starts from (``core.agent.context``)."""
+        return self.keeper.context()
+
+    def fit(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> tuple[int, int]:
+        """``(request, floor)`` of a prompt (``WindowKeeper.fit``)."""
+        return self.keeper.fit(content, contexts)
+
+    def fit_estimate(self, reading: ContextReading, added: float) -> tuple[int, int]:
+        """``fit`` for a reading and a prompt estimate the caller already has."""
+        return self.keeper.fit_estimate(reading, added)
+
+    def check_fits(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
+        """Refuse a prompt that cannot fit the window even with the whole history compacted.
+
+        Raises:
+            CompactionError: ``CONTEXT_PROMPT_TOO_LARGE``.
+        """
+        self.keeper.check_fits(content, contexts)
+
+    # -- turns ------------------------------------------------------------------------------------
+
     async def compact_now(self) -> CompactionResult:
         """Compact the session's history now (between turns); the log is unchanged on failure.
 
@@ -114,7 +168,7 @@ class AgentLoop(WindowKeeping):
             raise CompactionError("COMPACTION_BUSY", "wait for the reply to finish, then compact")
         controller = AbortController()
         self._abort = controller
-        self._compaction_task = asyncio.create_task(self._compact(controller, turn=None, keep_from_seq=None))
+        self._compaction_task = asyncio.create_task(self.keeper.compact(controller, turn=None, keep_from_seq=None))
         try:
             return await self._compaction_task
         finally:
@@ -136,14 +190,14 @@ class AgentLoop(WindowKeeping):
         # One estimate of the baked prompt (up to three references' text) serves every check below.
         added = prompt_estimate(content, contexts)
         reading = self.context()
-        request, floor = self.fit_estimate(reading, added)
-        self._refuse_over(floor)
+        request, floor = self.keeper.fit_estimate(reading, added)
+        self.keeper.refuse_over(floor)
         policy = self.settings.policy
         if policy.auto and reading.messages and request + reading.reserve > reading.threshold:
             controller = AbortController()
             self._abort = controller
             self._compaction_task = asyncio.create_task(
-                self._compact(controller, turn=None, keep_from_seq=None, incoming=added)
+                self.keeper.compact(controller, turn=None, keep_from_seq=None, incoming=added)
             )
             try:
                 await self._compaction_task
@@ -151,10 +205,10 @@ class AgentLoop(WindowKeeping):
                 # A compaction that failed wrote nothing: the request is still ``request``.
                 if error.code == COMPACTION_CANCELLED or request + reading.reserve > reading.window:
                     raise
-                self.compaction_error = error  # it still fits: send it anyway, and say so
+                self.keeper.compaction_error = error  # it still fits: send it anyway, and say so
             finally:
                 self._abort = None
-            self._pressure_checked = True
+            self.keeper.pressure_checked = True
         self._start(content, contexts)
 
     async def steer(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
@@ -208,17 +262,17 @@ class AgentLoop(WindowKeeping):
         try:
             while True:
                 try:
-                    await self._pressure(turn, prompt, controller)
+                    await self.keeper.pressure(turn, prompt, controller)
                     outcome = await self._step(turn, step, controller)
                 except ModelError as failure:
                     if failure.code != MODEL_CONTEXT_LENGTH or retried:
                         raise
                     # The server says the request was too long: learn its window, compact, retry once.
                     retried = True
-                    self._learn(failure)
+                    self.keeper.learn(failure)
                     step += 1
                     try:
-                        await self._compact(controller, turn=turn, keep_from_seq=prompt.seq)
+                        await self.keeper.compact(controller, turn=turn, keep_from_seq=prompt.seq)
                     except CompactionError as compaction:
                         if compaction.code == COMPACTION_CANCELLED:
                             reason = "aborted"

@@ -1,6 +1,6 @@
 """Reading a PostgreSQL store: a session as this role may see it (header, rows and revision in one
 statement, parsed by the JSONL reader), the kept listing, and what a host that hears the database's
-notifications asks. A base of ``core.database.store.PostgresSessionStore``, which writes.
+notifications asks. ``core.database.store.PostgresSessionStore`` has one ``PgReader``, and writes.
 """
 
 from __future__ import annotations
@@ -8,13 +8,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import PoolTimeout
 
 from core.database.errors import database_error
 from core.database.listing import DatabaseListing, listed_header, where
+from core.database.pool import ReadPool
 from core.database.search import PgMessageIndex
 from core.database.watch import NotifyWatcher
 from core.database.writers import PgWriters
@@ -32,32 +33,32 @@ from core.sessions.watch import ChangeCallback
 StoredRevision = int
 """A session's revision in the database: a number from one sequence, new with every change."""
 
-_WAIT = 5.0
-"""Seconds a read waits for a pooled connection (a database that is down fails after this)."""
 
+class PgReader:
+    """What a PostgreSQL store answers of reading: listing, sessions, revisions, and what a host
+    that hears the database's notifications asks.
 
-class PgReading:
-    """The reading side of the database store."""
+    Args:
+        pool: the store's read connections.
+        writers: the sessions the store writes (read from memory, listed before their first row).
+        user: the role the store acts as (a listed session of another role carries its owner).
+    """
 
-    _conninfo: str
-    _pool: ConnectionPool[Any]
-    _writers: PgWriters
-    _listing: DatabaseListing
-    _listing_lock: threading.Lock
-    _pending: bool
-    problems: list[StoreProblem]
-    """Sessions the last listing could not list (a teammate's damaged rows), each with why."""
+    def __init__(self, pool: ReadPool, writers: PgWriters, user: str) -> None:
+        self._pool = pool
+        self._writers = writers
+        self._listing = DatabaseListing(user)
+        self._listing_lock = threading.Lock()
+        self._pending = True
+        self.problems: list[StoreProblem] = []
+        """Sessions the last listing could not list (a teammate's damaged rows), each with why."""
 
-    if TYPE_CHECKING:  # the store's, for the type checker only
-
-        def _run(self, what: str, statement: str, parameters: tuple[Any, ...] = ()) -> Any: ...
-
-    def _load(self, session_id: str, connection: psycopg.Connection[Any] | None = None) -> _Loaded | None:
+    def load(self, session_id: str, connection: psycopg.Connection[Any] | None = None) -> LoadedSession | None:
         if "\x00" in session_id:
             return None
         try:
             if connection is None:
-                with self._pool.connection(timeout=_WAIT) as pooled:
+                with self._pool.connection() as pooled:
                     return _read_session(pooled, session_id)
             return _read_session(connection, session_id)
         except (psycopg.Error, PoolTimeout) as error:
@@ -76,7 +77,9 @@ class PgReading:
         try:
             with self._listing_lock:
                 records = self._listing.current(
-                    lambda statement, parameters: self._run("cannot list the sessions", statement, parameters).rows,
+                    lambda statement, parameters: (
+                        self._pool.run("cannot list the sessions", statement, parameters).rows
+                    ),
                     self._writers.ids(),
                     unsaved,
                 )
@@ -95,14 +98,14 @@ class PgReading:
 
     def message_index(self) -> PgMessageIndex:
         """Message search on this database (kept current by every append; see ``search``)."""
-        return PgMessageIndex(self._conninfo)
+        return PgMessageIndex(self._pool.conninfo)
 
     # -- what a host watching the database reads ----------------------------------------------------
 
     def watcher(self, on_change: ChangeCallback) -> NotifyWatcher:
         """A watcher that hears the database's change notifications (``LISTEN``) on a connection
         of its own and calls ``on_change(None)``: something changed, list again."""
-        return NotifyWatcher(self._conninfo, on_change)
+        return NotifyWatcher(self._pool.conninfo, on_change)
 
     def note_changes(self, _paths: Iterable[str] | None) -> None:
         """Say that something changed (a notification arrived): the next refresh lists again."""
@@ -137,7 +140,7 @@ class PgReading:
         owned = self._writers.session(session_id)
         if owned is not None:
             return owned.snapshot()
-        loaded = self._load(session_id)
+        loaded = self.load(session_id)
         if loaded is None:
             raise not_found(session_id)
         return loaded.surface()
@@ -147,7 +150,7 @@ class PgReading:
         owned = self._writers.session(session_id)
         if owned is not None:
             return owned.title
-        loaded = self._load(session_id)
+        loaded = self.load(session_id)
         if loaded is None:
             raise not_found(session_id)
         return loaded.title
@@ -157,7 +160,7 @@ class PgReading:
         owned = self._writers.session(session_id)
         if owned is not None:
             return owned.header, list(owned.events)
-        loaded = self._load(session_id)
+        loaded = self.load(session_id)
         if loaded is None:
             raise not_found(session_id)
         return loaded.header, loaded.events
@@ -168,7 +171,7 @@ class PgReading:
         Raises:
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND`` when it is gone (or no longer shared).
         """
-        loaded = self._load(header.id)
+        loaded = self.load(header.id)
         if loaded is None:
             raise not_found(header.id)
         return StoredSession(revision=loaded.revision, surface=loaded.surface(), title=loaded.title)
@@ -187,7 +190,7 @@ _READ = (
 )
 
 
-def _read_session(connection: psycopg.Connection[Any], session_id: str) -> _Loaded | None:
+def _read_session(connection: psycopg.Connection[Any], session_id: str) -> LoadedSession | None:
     """A session as this role may see it, in one statement (header, rows and revision one
     consistent snapshot); ``None`` when it may not see it or it is absent.
 
@@ -214,7 +217,7 @@ def session_from_rows(
     header_size: int,
     rows: list[tuple[str | None, int, int]],
     revision: StoredRevision,
-) -> _Loaded:
+) -> LoadedSession:
     """A session from its rows as the database holds them, read with the bounds and codes of a file:
     ``header`` (``None`` when it was over ``HEADER_LIMIT``), then ``(row, its size, first_seq)`` in
     seq order (a row ``None`` when it was over ``MAX_ROW_BYTES``). A teammate writes their rows with
@@ -242,11 +245,11 @@ def session_from_rows(
             raise SessionQueryError(
                 f"{place}: its row at seq {first} holds other seqs (written around sessionref)", SESSION_QUERY_CORRUPT
             )
-    return _Loaded(log.header, log.events, log.title, log.surface_seqs, revision)
+    return LoadedSession(log.header, log.events, log.title, log.surface_seqs, revision)
 
 
 @dataclass(frozen=True, slots=True)
-class _Loaded:
+class LoadedSession:
     header: SessionHeader
     events: list[SessionEvent]
     title: TitleSnapshot | None

@@ -25,18 +25,16 @@ The same behaviour as ``JsonlSessionStore``, kept by the database rather than by
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import PoolTimeout
 
-from core.database.connect import connect, fixed_conninfo
+from core.database.connect import connect
 from core.database.errors import SESSION_QUERY_DATABASE, database_error
-from core.database.listing import DatabaseListing
-from core.database.reading import _WAIT, PgReading, StoredRevision
+from core.database.pool import ReadPool
+from core.database.reading import PgReader, StoredRevision
 from core.database.rows import lock_session, put_session, unlock_and_close, write_failed
 from core.database.schema import (
     SCHEMA_VERSION,
@@ -47,16 +45,20 @@ from core.database.schema import (
     require_current,
     schema_version,
 )
-from core.database.search import searchable
+from core.database.search import PgMessageIndex, searchable
 from core.database.teams import SESSION_QUERY_NOT_OWNER, SESSION_QUERY_UNKNOWN_TEAM, TeamSharing, not_owner
+from core.database.watch import NotifyWatcher
 from core.database.writers import PgWriters
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
 from core.sessions.jsonl_listing import StoreProblem
+from core.sessions.log_cache import StoredSession
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
+    SessionRecord,
     SurfaceSnapshot,
+    TitleSnapshot,
 )
 from core.sessions.session import (
     Clock,
@@ -69,6 +71,7 @@ from core.sessions.session import (
     system_clock,
 )
 from core.sessions.surface import fold_surface
+from core.sessions.watch import ChangeCallback
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -84,13 +87,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class _Result:
-    rows: list[tuple[Any, ...]]
-    rowcount: int
-
-
-class PostgresSessionStore(PgReading, TeamSharing):
+class PostgresSessionStore:
     """Sessions in PostgreSQL (see the module docstring).
 
     Args:
@@ -100,15 +97,10 @@ class PostgresSessionStore(PgReading, TeamSharing):
     """
 
     def __init__(self, conninfo: str, *, clock: Clock = system_clock, pack_chunks: bool = True) -> None:
-        self._conninfo = conninfo
         self._clock = clock
         self.pack_chunks = pack_chunks
-        self._writers = PgWriters(conninfo)
-        self._listing_lock = threading.Lock()
-        self._pending = True
         self.watched = False
         """Set by a host that hears the database's change notifications (``watcher``)."""
-        self.problems: list[StoreProblem] = []
         try:
             with connect(conninfo, autocommit=True, connect_timeout=10) as first:
                 require_current(first)  # never creates or migrates: an administrator runs db init
@@ -118,20 +110,12 @@ class PostgresSessionStore(PgReading, TeamSharing):
         assert row is not None
         self.user: str = row[0]
         """The database role this store acts as: its sessions are the ones it may write."""
-        self._listing = DatabaseListing(self.user)
-        # Reads share a small pool: a connection that died with a server restart is replaced on its
-        # next use (checked before each use), and threads (listing, indexing) read side by side.
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            fixed_conninfo(conninfo),
-            min_size=1,
-            max_size=4,
-            kwargs={"autocommit": True},
-            check=ConnectionPool.check_connection,
-            open=False,
-            name="sessionref-read",
-            num_workers=1,
-        )
-        self._pool.open(wait=False)
+        self._writers = PgWriters(conninfo)
+        self._pool = ReadPool(conninfo)
+        self.reader = PgReader(self._pool, self._writers, self.user)
+        """Listing and reading sessions as this role may see them."""
+        self.teams = TeamSharing(self._pool, self.user)
+        """Which teams may read this role's sessions."""
 
     @property
     def unavailable(self) -> str | None:
@@ -143,13 +127,112 @@ class PostgresSessionStore(PgReading, TeamSharing):
         """How many written events wait for the database to be back."""
         return self._writers.waiting
 
+    # -- reading (the reader's) ----------------------------------------------------------------------
+
+    @property
+    def problems(self) -> list[StoreProblem]:
+        """Sessions the last listing could not list (a teammate's damaged rows), each with why."""
+        return self.reader.problems
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        """Every session this role may see, newest first (``PgReader.list_sessions``).
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_DATABASE_UNAVAILABLE``.
+        """
+        return await self.reader.list_sessions()
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """The folded current surface.
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
+        """
+        return await self.reader.read_surface(session_id)
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        """The latest ``session/title`` of the raw log, or ``None``."""
+        return await self.reader.read_title(session_id)
+
+    def read_log(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]]:
+        """Every event of the raw log, read-only (no write lock)."""
+        return self.reader.read_log(session_id)
+
+    def read_stored(self, header: SessionHeader) -> StoredSession:
+        """One listed session read with its revision, for bulk readers (the search index)."""
+        return self.reader.read_stored(header)
+
+    def listed_titles(self) -> dict[str, tuple[str, str | None]]:
+        """Session id -> (revision key, title) as the last listing saw them."""
+        return self.reader.listed_titles()
+
+    def message_index(self) -> PgMessageIndex:
+        """Message search on this database (kept current by every append)."""
+        return self.reader.message_index()
+
+    def watcher(self, on_change: ChangeCallback) -> NotifyWatcher:
+        """A watcher that hears the database's change notifications (``PgReader.watcher``)."""
+        return self.reader.watcher(on_change)
+
+    def note_changes(self, paths: Iterable[str] | None) -> None:
+        """Say that something changed (a notification arrived): the next refresh lists again."""
+        self.reader.note_changes(paths)
+
+    def changes_pending(self) -> bool:
+        """Whether a change was noted since the last listing."""
+        return self.reader.changes_pending()
+
+    def remembered_sessions(self) -> list[SessionRecord] | None:
+        """No listing is remembered between runs (listing the database is the fast path)."""
+        return self.reader.remembered_sessions()
+
+    def listed_revisions(self) -> dict[str, StoredRevision]:
+        """Session id -> revision as the last listing saw them; the same object while nothing changed."""
+        return self.reader.listed_revisions()
+
+    def listed_revision(self, header: SessionHeader) -> StoredRevision | None:
+        """The revision the last listing saw for a session."""
+        return self.reader.listed_revision(header)
+
+    def written_revision(self, session_id: str) -> StoredRevision | None:
+        """The revision of a session this store writes, as of its last append."""
+        return self.reader.written_revision(session_id)
+
+    # -- teams (the sharing's) ----------------------------------------------------------------------
+
+    def share(self, session_id: str, team: str) -> bool:
+        """Let ``team`` (a database role) read and reference one of this role's sessions; ``False``
+        when it already was shared with them (``TeamSharing.share``).
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``, ``SESSION_QUERY_NOT_OWNER``,
+                ``SESSION_QUERY_UNKNOWN_TEAM``.
+        """
+        return self.teams.share(session_id, team)
+
+    def unshare(self, session_id: str, team: str) -> bool:
+        """Stop sharing one of this role's sessions with ``team``; ``False`` when it was not shared.
+
+        Raises:
+            SessionQueryError: as ``share``.
+        """
+        return self.teams.unshare(session_id, team)
+
+    def shared_with(self, session_id: str) -> list[str]:
+        """The teams a session is shared with, as this role may see them (sorted).
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
+        """
+        return self.teams.shared_with(session_id)
+
     # -- schema ---------------------------------------------------------------------------------
 
     @property
     def schema_version(self) -> int:
         """The schema version the database holds."""
         try:
-            with self._pool.connection(timeout=_WAIT) as connection:
+            with self._pool.connection() as connection:
                 return schema_version(connection)
         except (psycopg.Error, PoolTimeout) as error:
             raise database_error(error, "cannot read the schema version") from None
@@ -177,20 +260,10 @@ class PostgresSessionStore(PgReading, TeamSharing):
     def _exists(self, session_id: str) -> bool:
         if "\x00" in session_id:
             return False
-        found = self._run(
+        found = self._pool.run(
             "cannot read the sessions", "SELECT 1 FROM sessionref.sessionref_sessions WHERE id = %s", (session_id,)
         )
         return bool(found.rows)
-
-    def _run(self, what: str, statement: str, parameters: tuple[Any, ...] = ()) -> _Result:
-        """One statement on a pooled connection; a refusal is ``SESSION_QUERY_DATABASE_UNAVAILABLE``
-        saying ``what`` failed (the server's words, never the connection string)."""
-        try:
-            with self._pool.connection(timeout=_WAIT) as connection:
-                cursor = connection.execute(statement, parameters)
-                return _Result(cursor.fetchall() if cursor.description is not None else [], cursor.rowcount)
-        except (psycopg.Error, PoolTimeout) as error:
-            raise database_error(error, what) from None
 
     def get(self, session_id: str) -> Session | None:
         """The session, opened for writing (locked until ``release``/``close``); ``None`` when absent.
@@ -204,14 +277,14 @@ class PostgresSessionStore(PgReading, TeamSharing):
         owned = self._writers.session(session_id)
         if owned is not None:
             return owned
-        owner = self._owner_of(session_id)
+        owner = self._pool.owner_of(session_id)
         if owner is None:
             return None
         if owner != self.user:
             raise not_owner(session_id, owner)
         connection = self._lock_connection(session_id)
         try:
-            loaded = self._load(session_id, connection)
+            loaded = self.reader.load(session_id, connection)
         except BaseException:
             unlock_and_close(connection)
             raise
@@ -222,17 +295,9 @@ class PostgresSessionStore(PgReading, TeamSharing):
         self._writers.adopt(session, connection)
         return session
 
-    def _owner_of(self, session_id: str) -> str | None:
-        """Who owns a session this role may see; ``None`` when it may not see it (or it is absent)."""
-        if "\x00" in session_id:
-            return None  # text in PostgreSQL never holds NUL: no session has such an id
-        what = f"cannot read session {js_json_stringify(session_id)}"
-        rows = self._run(what, "SELECT owner FROM sessionref.sessionref_sessions WHERE id = %s", (session_id,)).rows
-        return str(rows[0][0]) if rows else None
-
     def _lock_connection(self, session_id: str) -> psycopg.Connection[Any]:
         try:
-            return lock_session(self._conninfo, session_id)
+            return lock_session(self._pool.conninfo, session_id)
         except psycopg.Error as error:
             raise database_error(error, "cannot open the session for writing") from None
 
@@ -266,7 +331,7 @@ class PostgresSessionStore(PgReading, TeamSharing):
                 events=fold_surface(events, allow_gaps=True),
             )  # fmt: skip
             title = latest_title(events)
-            with self._pool.connection(timeout=_WAIT) as connection:
+            with self._pool.connection() as connection:
                 return put_session(
                     connection, header, events, searchable(surface), title.title if title is not None else None
                 )
@@ -286,14 +351,16 @@ class PostgresSessionStore(PgReading, TeamSharing):
         Raises:
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
         """
-        owner = self._owner_of(session_id)
+        owner = self._pool.owner_of(session_id)
         if owner is None:
             raise not_found(session_id)
         if owner != self.user:
             raise not_owner(session_id, owner)
         self.release(session_id)
         what = f"cannot delete session {js_json_stringify(session_id)}"
-        deleted = self._run(what, "DELETE FROM sessionref.sessionref_sessions WHERE id = %s", (session_id,)).rowcount
+        deleted = self._pool.run(
+            what, "DELETE FROM sessionref.sessionref_sessions WHERE id = %s", (session_id,)
+        ).rowcount
         if not deleted:
             raise not_found(session_id)
 

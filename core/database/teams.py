@@ -6,8 +6,7 @@ then do (read and reference, never write) with row-level security (``schema``).
 
 from __future__ import annotations
 
-from typing import Any
-
+from core.database.pool import ReadPool
 from core.errors import SessionQueryError
 from core.serialization import js_json_stringify
 from core.sessions.session import not_found
@@ -26,16 +25,16 @@ def not_owner(session_id: str, owner: str) -> SessionQueryError:
 
 
 class TeamSharing:
-    """``share``, ``unshare`` and ``shared_with`` of ``PostgresSessionStore`` (a mixin: it runs
-    statements through the store's ``_run`` and asks it who owns a session)."""
+    """Which teams may read one role's sessions (``PostgresSessionStore.share`` and the rest).
 
-    user: str
+    Args:
+        pool: the store's connections.
+        user: the role the store acts as (only its own sessions can be shared).
+    """
 
-    def _run(self, what: str, statement: str, parameters: tuple[Any, ...] = ()) -> Any:
-        raise NotImplementedError
-
-    def _owner_of(self, session_id: str) -> str | None:
-        raise NotImplementedError
+    def __init__(self, pool: ReadPool, user: str) -> None:
+        self._pool = pool
+        self.user = user
 
     def share(self, session_id: str, team: str) -> bool:
         """Let the members of ``team`` (a database role) read and reference one of this role's
@@ -46,7 +45,7 @@ class TeamSharing:
                 ``SESSION_QUERY_UNKNOWN_TEAM``.
         """
         grantee = self._shareable(session_id, team)
-        added = self._run(
+        added = self._pool.run(
             "cannot share the session",
             "INSERT INTO sessionref.sessionref_shares (session_id, grantee) VALUES (%s, %s) ON CONFLICT DO NOTHING",
             (session_id, grantee),
@@ -60,7 +59,7 @@ class TeamSharing:
             SessionQueryError: as ``share``.
         """
         grantee = self._shareable(session_id, team)
-        removed = self._run(
+        removed = self._pool.run(
             "cannot stop sharing the session",
             "DELETE FROM sessionref.sessionref_shares WHERE session_id = %s AND grantee = %s",
             (session_id, grantee),
@@ -73,9 +72,9 @@ class TeamSharing:
         Raises:
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
         """
-        if self._owner_of(session_id) is None:
+        if self._pool.owner_of(session_id) is None:
             raise not_found(session_id)
-        rows = self._run(
+        rows = self._pool.run(
             "cannot read the session's teams",
             "SELECT r.rolname FROM sessionref.sessionref_shares sh JOIN pg_catalog.pg_roles r ON r.oid = sh.grantee "
             "WHERE sh.session_id = %s ORDER BY r.rolname",
@@ -84,14 +83,14 @@ class TeamSharing:
         return [str(row[0]) for row in rows]
 
     def _shareable(self, session_id: str, team: str) -> int:
-        owner = self._owner_of(session_id)
+        owner = self._pool.owner_of(session_id)
         if owner is None:
             raise not_found(session_id)
         if owner != self.user:
             raise not_owner(session_id, owner)
         rows = []
         if "\x00" not in team:
-            rows = self._run(
+            rows = self._pool.run(
                 "cannot look the team up", "SELECT oid FROM pg_catalog.pg_roles WHERE rolname = %s", (team,)
             ).rows
         if not rows:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import zstandard
 
+from core.collector import collector_paused
 from core.errors import SessionQueryError
 from core.files import UnsafeFile, check_folders
 from core.serialization import js_json_stringify
@@ -27,7 +29,6 @@ from core.sessions.jsonl_layout import (
     session_file,
     wrong_encoding_message,
 )
-from core.sessions.jsonl_listed import ListedSessions
 from core.sessions.jsonl_listing import Revision, SessionFiles, StoreProblem
 from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
 from core.sessions.log_cache import LogCache, StoredSession, unsafe
@@ -50,6 +51,7 @@ from core.sessions.session import (
 )
 from core.sessions.store_listing import StoreListing
 from core.sessions.surface import events_at
+from core.sessions.watch import ChangeCallback, StoreWatcher
 
 SESSION_QUERY_READ_FAILED = "SESSION_QUERY_READ_FAILED"
 """A session file exists but cannot be opened (permissions, or a folder where the file belongs)."""
@@ -64,7 +66,7 @@ class _Owned:
     fd: int | None = None
 
 
-class JsonlSessionStore(ListedSessions):
+class JsonlSessionStore:
     """Durable, dsh-compatible sessions on disk (STORE.md), with the ``MemorySessionStore`` surface.
 
     Args:
@@ -145,6 +147,73 @@ class JsonlSessionStore(ListedSessions):
             return [Path(entry.path) for entry in os.scandir(self.root) if entry.is_dir(follow_symlinks=False)]
         except FileNotFoundError:
             return []
+
+    # -- listing (the listing's) ------------------------------------------------------------------
+
+    @property
+    def watched(self) -> bool:
+        """Set by a host that reports every change under the root through ``note_changes``."""
+        return self._listing.watched
+
+    @watched.setter
+    def watched(self, value: bool) -> None:
+        self._listing.watched = value
+
+    def watcher(self, on_change: ChangeCallback) -> StoreWatcher:
+        """A watcher of the root's file-system events (inotify), reporting to ``on_change``."""
+        return StoreWatcher(self.root, on_change)
+
+    def note_changes(self, paths: Iterable[str] | None) -> None:
+        """Say what changed under the root (paths a file-system watcher reported), or ``None`` when
+        anything may have (the watcher lost events or just started): the next listing looks at
+        those paths only, or at everything. Safe to call from any thread.
+
+        Only a store whose ``watched`` is set relies on it; others look at everything each time.
+        """
+        self._listing.note_changes(paths)
+
+    def changes_pending(self) -> bool:
+        """Whether ``note_changes`` reported anything the last listing has not looked at."""
+        return self._listing.changes_pending()
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        """Every readable session, newest first; unreadable files are reported in ``self.problems``.
+
+        Only header frames are read, and only for files whose revision changed since the last call
+        (or, in a new process, since the listing cache was written); with a watcher reporting
+        changes (``note_changes``), only the reported folders are looked at.
+        """
+        owned = {session_id: owned.session.header for session_id, owned in self._owned.items()}
+        with collector_paused():
+            records, self.problems = self._listing.list(owned)
+        return records
+
+    def remembered_sessions(self) -> list[SessionRecord] | None:
+        """The listing as the listing cache remembers it, without looking at any file: what a host
+        shows first, before ``list_sessions`` (which then answers what is there now). ``None`` when
+        there is no cache or a listing was already made."""
+        owned = {session_id: owned.session.header for session_id, owned in self._owned.items()}
+        with collector_paused():
+            remembered = self._listing.remembered(owned)
+        if remembered is None:
+            return None
+        records, self.problems = remembered
+        return records
+
+    def listed_revisions(self) -> Mapping[str, Revision]:
+        """Session id -> file revision, as the last ``list_sessions`` saw them.
+
+        The same object until a listing sees any file change, so hosts can tell "nothing changed"
+        by identity.
+        """
+        return self._listing.revisions()
+
+    def listed_revision(self, header: SessionHeader) -> Revision | None:
+        """The file revision (device, inode, size, mtime) the last ``list_sessions`` saw for a session.
+
+        Hosts use it to keep per-session caches (titles) fresh without reading logs again.
+        """
+        return self._listing.revisions().get(header.id)
 
     # -- writing ----------------------------------------------------------------------------------
 

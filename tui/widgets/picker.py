@@ -21,9 +21,8 @@ from textual.message import Message
 from textual.strip import Strip
 
 from core import Candidate, SearchHit, SearchResult
-
-from ..text import age, elide_middle, fit_cells, short_cwd, tool_badge, visible
-from .rows import RowList
+from tui.services.text import age, elide_middle, fit_cells, short_cwd, tool_badge, visible
+from tui.widgets.rows import RowList
 
 GROUP_TITLES = ("This folder", "No folder", "Elsewhere")
 VISIBLE_ROWS = 8

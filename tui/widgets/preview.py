@@ -15,10 +15,10 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import Static
 
-from ..context_view import context_lines
-from ..palette import Paint, default_paint, theme_paint
-from ..preview_report import PreviewReport, ReferenceCard
-from ..text import bar, kib, short_cwd, visible, visible_lines
+from tui.services.context_view import context_lines
+from tui.services.palette import Paint, default_paint, theme_paint
+from tui.services.preview_report import PreviewReport, ReferenceCard
+from tui.services.text import bar, kib, short_cwd, visible, visible_lines
 
 MESSAGE_CHARS = 160
 """Each projected message shows at most this many characters here; the viewer (F2) shows everything."""

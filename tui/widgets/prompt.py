@@ -12,9 +12,8 @@ from textual.widgets import TextArea
 from textual.widgets.text_area import Selection, TextAreaTheme
 
 from core.reference.uri import find_mention_spans
-
-from ..mentions import PickerQuery, picker_query, token_around, token_ending_at, token_starting_at
-from ..palette import theme_paint
+from tui.services.mentions import PickerQuery, picker_query, token_around, token_ending_at, token_starting_at
+from tui.services.palette import theme_paint
 
 MENTION_HIGHLIGHT = "mention"
 

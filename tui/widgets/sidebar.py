@@ -22,10 +22,9 @@ from textual.message import Message
 
 from core import SessionHeader, SessionRecord, StoreProblem
 from core.collector import collector_paused
-
-from ..text import age, fit_cells, tool_badge, visible
-from .picker import GROUP_TITLES
-from .rows import RowList
+from tui.services.text import age, fit_cells, tool_badge, visible
+from tui.widgets.picker import GROUP_TITLES
+from tui.widgets.rows import RowList
 
 _CURRENT = Style(bold=True)
 

@@ -17,8 +17,7 @@ from textual.widgets import Static
 
 from core import Session, SessionEvent
 from core.sessions.surface import message_content, message_payload, text_of_blocks
-
-from ..text import visible
+from tui.services.text import visible
 
 _PAGE = re.compile(r'"totalMessages":(\d+),"from":(\d+),"to":(\d+)')
 

@@ -22,10 +22,9 @@ from core.agent.wire import wire_text
 from core.reference.projection import is_compact_checkpoint_source
 from core.reference.staleness import references_of
 from core.sessions.surface import message_content, message_payload, text_of_blocks
-
-from ..palette import STYLES
-from ..text import visible, visible_lines
-from .tool_line import LabelOf, tool_line
+from tui.services.palette import STYLES
+from tui.services.text import visible, visible_lines
+from tui.widgets.tool_line import LabelOf, tool_line
 
 Freshness = Callable[[dict[str, Any]], str | None]
 """A reference's meta -> how the session moved on since it was captured (``3 newer messages since``), or ``None``."""

@@ -19,15 +19,13 @@ from textual.app import App
 from textual.message import Message
 
 from core.sessions.query import Watcher
-
-from .indexing import TYPING_PAUSE
+from tui.services.indexing import TYPING_PAUSE
 
 if TYPE_CHECKING:
     from core import Session
-
-    from .catalog import SessionCatalog
-    from .chat import ChatScreen
-    from .workspace import Store
+    from tui.screens.chat import ChatScreen
+    from tui.services.catalog import SessionCatalog
+    from tui.services.workspace import Store
 
 TITLE_TICK = 0.1
 """How often the app looks for titles the sidebar or the picker asked for."""

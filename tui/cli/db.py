@@ -12,9 +12,8 @@ import sys
 from collections.abc import Sequence
 
 from core.errors import SessionQueryError
-
-from .settings import add_database_options, required_database_url
-from .text import visible
+from tui.services.settings import add_database_options, required_database_url
+from tui.services.text import visible
 
 EXIT_DATABASE = 3
 

@@ -28,8 +28,7 @@ from core import (
     SearchResult,
 )
 from core.search.index_values import INDEX_DISK_FULL, INDEX_READ_ONLY
-
-from .workspace import Workspace
+from tui.services.workspace import Workspace
 
 TYPING_PAUSE = 1.0
 """Seconds after a keystroke during which background work waits (the app's re-listing too)."""

@@ -25,7 +25,7 @@ from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY
 from core.agent.session_tools import READ_BYTES
 from core.agent.tokens import WindowMemory, reference_bytes_for, resolve_window
 from core.agent.tool_steps import MAX_STEPS
-from core.agent.window_keeping import MAX_REASONING_CHARS
+from core.agent.window_keeper import MAX_REASONING_CHARS
 from core.display import visible
 
 CONFIG_INVALID = "SESSIONREF_CONFIG_INVALID"

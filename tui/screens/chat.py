@@ -26,24 +26,23 @@ from core import (
     SessionRecord,
     SessionReferenceError,
 )
-
-from .compacting import PROMPT_TITLE, CompactionControls
-from .context_view import DraftContext, context_summary, draft_context, tokens
-from .indexing import MessageIndexer
-from .mentions import PickerQuery
-from .picker_controls import PickerControls
-from .preview_report import PreviewReport, build_preview
-from .screens import ViewerScreen
-from .sending import SendControls
-from .session_controls import SessionControls
-from .text import short_cwd, visible
-from .widgets.picker import MentionPicker
-from .widgets.preview import PreviewBody, PreviewPane
-from .widgets.prompt import PromptArea
-from .widgets.sidebar import SessionSidebar
-from .widgets.tool_line import ToolLine
-from .widgets.transcript import Transcript, UserBlock, model_received
-from .workspace import Workspace
+from tui.screens.compacting import PROMPT_TITLE, CompactionControls
+from tui.screens.dialogs import ViewerScreen
+from tui.screens.picker_controls import PickerControls
+from tui.screens.sending import SendControls
+from tui.screens.session_controls import SessionControls
+from tui.services.context_view import DraftContext, context_summary, draft_context, tokens
+from tui.services.indexing import MessageIndexer
+from tui.services.mentions import PickerQuery
+from tui.services.preview_report import PreviewReport, build_preview
+from tui.services.text import short_cwd, visible
+from tui.services.workspace import Workspace
+from tui.widgets.picker import MentionPicker
+from tui.widgets.preview import PreviewBody, PreviewPane
+from tui.widgets.prompt import PromptArea
+from tui.widgets.sidebar import SessionSidebar
+from tui.widgets.tool_line import ToolLine
+from tui.widgets.transcript import Transcript, UserBlock, model_received
 
 PREVIEW_DELAY = 0.12
 """Seconds of typing pause before the preview recomputes (a newer draft cancels the running one)."""

@@ -26,8 +26,7 @@ from core.search.finder import SearchConfig, SessionSearch
 from core.search.index_values import IndexUnavailable
 from core.search.message_index import MessageIndex
 from core.sessions.sources.merged import MergedSessionQuery
-
-from .text import visible
+from tui.services.text import visible
 
 CALL_SECONDS = 20.0
 """The longest one tool call may take before it answers ``TOOL_TIMEOUT`` (a store that hangs
@@ -146,7 +145,7 @@ async def serve(server: SessionToolServer) -> None:
     from mcp.server.stdio import stdio_server
     from mcp.types import CallToolResult, ListToolsResult, TextContent
 
-    from .cli import sessionref_version
+    from tui.cli.options import sessionref_version
 
     async def list_tools(_context: Any, _params: Any) -> ListToolsResult:
         return ListToolsResult(tools=tool_list())
@@ -178,8 +177,14 @@ def _client_gone(error: BaseException) -> bool:
 
 def mcp_command(argv: Sequence[str]) -> int:
     """Run ``sessionref mcp``."""
-    from .cli import EXIT_USAGE, _external_sources, default_root
-    from .settings import ConfigError, default_config_path, effective_settings, load_config, reference_config
+    from tui.cli.options import EXIT_USAGE, default_root, external_sources
+    from tui.services.settings import (
+        ConfigError,
+        default_config_path,
+        effective_settings,
+        load_config,
+        reference_config,
+    )
 
     parser = argparse.ArgumentParser(
         prog="sessionref mcp",
@@ -234,7 +239,7 @@ def mcp_command(argv: Sequence[str]) -> int:
     except SessionQueryError as error:
         print(visible(f"sessionref mcp: {error.message} ({error.code})"), file=sys.stderr)
         return EXIT_STORE
-    query = MergedSessionQuery(store, list(_external_sources(args)))
+    query = MergedSessionQuery(store, list(external_sources(args)))
     try:
         server = SessionToolServer(
             query,

@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, TextArea
 
-from .text import visible, visible_lines
+from tui.services.text import visible, visible_lines
 
 
 class ViewerScreen(ModalScreen[None]):

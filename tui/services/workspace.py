@@ -38,9 +38,8 @@ from core.search.finder import FULL_BUDGET
 from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
 from core.sessions.sources.merged import ExternalSource
-
-from .catalog import SessionCatalog
-from .titles import run_to_end
+from tui.services.catalog import SessionCatalog
+from tui.services.titles import run_to_end
 
 if TYPE_CHECKING:
     from core.database.store import PostgresSessionStore

@@ -35,8 +35,7 @@ from core.errors import (
 from core.reference.service import FRAME_CLOSE, FRAME_OPEN
 from core.reference.staleness import earlier_references, moved_on_words
 from core.serialization import tag_safe_json_length, utf8_length
-
-from .text import estimate_tokens
+from tui.services.text import estimate_tokens
 
 _PLAIN_WORDS = {
     INVALID_REFERENCE: "A mention in the draft is malformed",

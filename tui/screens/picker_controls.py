@@ -17,17 +17,16 @@ from textual import work
 from core import AbortController, SessionReferenceError, format_session_reference_mention
 from core.errors import CANCELLED
 from core.search.finder import FIRST_BUDGET, FULL_BUDGET
-
-from .mentions import PickerQuery
-from .preview_report import problem_of
-from .screen_typing import MixedIntoScreen
-from .text import visible
-from .widgets.picker import MentionPicker
-from .widgets.prompt import PromptArea
+from tui.screens.screen_typing import MixedIntoScreen
+from tui.services.mentions import PickerQuery
+from tui.services.preview_report import problem_of
+from tui.services.text import visible
+from tui.widgets.picker import MentionPicker
+from tui.widgets.prompt import PromptArea
 
 if TYPE_CHECKING:
-    from .indexing import MessageIndexer
-    from .workspace import Workspace
+    from tui.services.indexing import MessageIndexer
+    from tui.services.workspace import Workspace
 
 VISIBLE_HITS = 24
 """Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""

@@ -3,8 +3,8 @@
 Exit codes: 0 normal exit, 2 bad arguments, 3 the store root cannot be used, 4 the session given
 with ``--session`` cannot be opened (missing, corrupt, or written by another process).
 ``sessionref doctor`` exits 0 when the store is healthy, 1 when something needs attention;
-``sessionref import`` / ``export`` move sessions to and from PostgreSQL (see ``tui.transfer_cli``);
-``sessionref share`` / ``unshare`` share a session of a database store with a team (``tui.share_cli``).
+``sessionref import`` / ``export`` move sessions to and from PostgreSQL (see ``tui.cli.transfer``);
+``sessionref share`` / ``unshare`` share a session of a database store with a team (``tui.cli.share``).
 """
 
 from __future__ import annotations
@@ -18,14 +18,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as package_version
 from typing import Any
 
-import platformdirs
-
 from core import (
-    INDEX_FILE_NAME,
     ChatModel,
     EchoModel,
     JsonlSessionStore,
@@ -37,228 +32,34 @@ from core import (
 )
 from core.agent.compaction import CompactionPolicy
 from core.agent.loop import ContextSettings
-from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
 from core.agent.tokens import WindowMemory
 from core.agent.tool_steps import ToolSettings
 from core.sessions.doctor import diagnose, format_diagnosis
-from core.sessions.sources.claude import ClaudeCodeSource, claude_root
-from core.sessions.sources.codex import CodexSource, codex_root
-from core.sessions.sources.merged import ExternalSource
-
-from .settings import (
+from tui.cli.options import (
+    EXIT_ROOT,
+    EXIT_SESSION,
+    EXIT_USAGE,
+    build_parser,
+    default_root,
+    external_sources,
+    served_options,
+    sessionref_version,
+)
+from tui.services.settings import (
     ConfigError,
     Effective,
     LoadedConfig,
-    default_config_path,
     effective_settings,
     format_effective,
     load_config,
     reference_config,
     window_memory_path,
 )
-from .text import visible
+from tui.services.text import visible
 
-BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
-"""Environment switch for message search: 0/false/off/no turns it off, 1/true/on/yes on."""
-EXIT_USAGE = 2
-EXIT_ROOT = 3
-EXIT_SESSION = 4
 APP_FPS = 240
 CHECK_START_SECONDS = 60.0
 """How long ``--check-start`` waits for the first screen and the listing before it calls the start failed."""
-
-
-def sessionref_version() -> str:
-    """The installed package's version (its metadata), or ``unknown`` for a source tree never installed."""
-    try:
-        return package_version("sessionref")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-def default_root() -> str:
-    """The platform's user data folder for sessionref (``~/.local/share/sessionref/sessions`` on Linux)."""
-    return os.path.join(platformdirs.user_data_dir("sessionref", appauthor=False), "sessions")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (its ``--help`` is the reference for every option)."""
-    parser = argparse.ArgumentParser(
-        prog="sessionref",
-        epilog="sessionref doctor [--root DIR | --store URL] [--compression zstd|none] [--json] checks a store "
-        "without changing it (see its --help); sessionref db init --store URL (an administrator, once) gives a "
-        "database the store's schema; "
-        "sessionref config [options] prints the effective settings and where each came from; "
-        "sessionref import|export DIR --store URL moves a folder store into a database and back; "
-        "sessionref share|unshare ID --with TEAM shares a session of a database store with a team; "
-        "sessionref mcp serves the session tools to another agent (Claude Code, Codex, Cursor, Zed) over MCP.",
-        description=(
-            "A terminal chat in which typing @ references another chat session: the model receives a bounded, "
-            "read-only snapshot of it with your request, and the preview shows exactly what before you send."
-        ),
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {sessionref_version()}")
-    parser.add_argument(
-        "--root", metavar="DIR", help=f"the session store folder (default: {default_root()}); created when missing"
-    )
-    parser.add_argument(
-        "--store",
-        metavar="URL",
-        help="keep sessions in a PostgreSQL database instead of a folder (postgresql://user@host/db; also "
-        "$SESSIONREF_STORE or [store] url in the config file; the password comes from ~/.pgpass or $PGPASSWORD)",
-    )
-    parser.add_argument(
-        "--cwd",
-        metavar="DIR",
-        help="the working directory new sessions belong to, absolute (default: the current directory)",
-    )
-    parser.add_argument("--session", metavar="ID", help="open this existing session instead of starting a new one")
-    parser.add_argument(
-        "--compression",
-        choices=("zstd", "none"),
-        default="zstd",
-        help="how session logs are encoded: zstd frames (default, as dsh writes) or plain JSONL",
-    )
-    parser.add_argument(
-        "--no-pack",
-        dest="pack_chunks",
-        action="store_false",
-        help="write every streamed chunk as its own line instead of packing runs of them into one "
-        "text-chunks row as dsh does (reading is the same either way)",
-    )
-    parser.add_argument(
-        "--config",
-        metavar="PATH",
-        help=f"the config file (default: {default_config_path()}, used when it exists); flags override it",
-    )
-    parser.add_argument("--profile", metavar="NAME", help="the model profile of the config file to use")
-    parser.add_argument(
-        "--model",
-        dest="backend",
-        choices=("echo", "openai"),
-        help="echo: offline model that describes what it received (default without a profile); "
-        "openai: any OpenAI-compatible chat API (key from the profile's api_key_env, else DEEPSEEK_API_KEY "
-        "or OPENAI_API_KEY)",
-    )
-    parser.add_argument(
-        "--base-url", metavar="URL", help=f"API base URL for --model openai (default: {DEEPSEEK_BASE_URL})"
-    )
-    parser.add_argument(
-        "--model-name", metavar="NAME", help=f"model name for --model openai (default: {DEEPSEEK_MODEL})"
-    )
-    parser.add_argument(
-        "--context-window",
-        type=int,
-        metavar="TOKENS",
-        help="the model's context window (default: built in for DeepSeek's models, else learned from the server)",
-    )
-    parser.add_argument(
-        "--reply-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="the longest one reply may take, first byte to last, before the turn ends with MODEL_TIMEOUT "
-        "keeping what arrived (default 600)",
-    )
-    parser.add_argument(
-        "--compaction-threshold",
-        type=float,
-        metavar="RATIO",
-        help="compact the history before a send whose request would pass this share of the window (default 0.8)",
-    )
-    parser.add_argument(
-        "--no-auto-compact",
-        dest="auto_compact",
-        action="store_false",
-        default=None,
-        help="compact only on demand (F8 or the command palette), not before sends or after a context error",
-    )
-    parser.add_argument(
-        "--max-reference-bytes",
-        type=int,
-        metavar="N",
-        help="UTF-8 bytes one referenced session may use in the prompt (maxReferenceBytes, default 65536)",
-    )
-    parser.add_argument(
-        "--max-references",
-        type=int,
-        metavar="N",
-        help="distinct sessions one message may reference (maxReferences, 1-3, default 3)",
-    )
-    parser.add_argument(
-        "--candidate-limit",
-        type=int,
-        metavar="N",
-        help="sessions the @ picker lists at most (candidateLimit, default 50)",
-    )
-    parser.add_argument(
-        "--no-body-search",
-        dest="body_search",
-        action="store_false",
-        default=None,
-        help="search only titles, ids and folders in the @ picker: no message index is built or read "
-        f"(also {BODY_SEARCH_ENV}=0; the index is {INDEX_FILE_NAME} in the store folder)",
-    )
-    parser.add_argument(
-        "--no-tools",
-        dest="tools",
-        action="store_false",
-        default=None,
-        help="do not offer the model the session tools (search_sessions, reference_session, read_session)",
-    )
-    parser.add_argument(
-        "--claude-root",
-        metavar="DIR",
-        help="Claude Code's folder, whose sessions are listed read-only (default: $CLAUDE_CONFIG_DIR, else ~/.claude)",
-    )
-    parser.add_argument(
-        "--codex-root",
-        metavar="DIR",
-        help="Codex CLI's folder, whose sessions are listed read-only (default: $CODEX_HOME, else ~/.codex)",
-    )
-    parser.add_argument(
-        "--no-external",
-        dest="external",
-        action="store_false",
-        help="list only this store's sessions, not Claude Code's or Codex's (--demo does so unless a root is given)",
-    )
-    parser.add_argument(
-        "--serve",
-        action="store_true",
-        help="serve the app in the browser (textual-serve): every page opened runs it with these options",
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="with --serve: the address to listen on")
-    parser.add_argument("--port", type=int, default=8000, help="with --serve: the port to listen on (default 8000)")
-    parser.add_argument(
-        "--demo",
-        action="store_true",
-        help="open a fresh temporary store seeded with sample sessions (several folders, a compacted one, "
-        "one too large for its budget, a hostile one, odd ids); --root then names where to create it",
-    )
-    parser.add_argument(
-        "--check-start",
-        action="store_true",
-        help="start the app without a terminal, wait for its first screen and its listing, print one line "
-        "and exit (0 when it started): checks an install, with every other option as given",
-    )
-    return parser
-
-
-def served_options(argv: list[str]) -> list[str]:
-    """The options each served page runs ``sessionref`` with: ``argv`` without ``--serve``,
-    ``--host`` and ``--port`` (and their values)."""
-    own = {"--serve": 0, "--host": 1, "--port": 1}
-    rest: list[str] = []
-    skip = 0
-    for item in argv:
-        if skip:
-            skip -= 1
-            continue
-        name = item.split("=", 1)[0]
-        if name in own:
-            skip = own[name] if "=" not in item else 0
-            continue
-        rest.append(item)
-    return rest
 
 
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
@@ -289,18 +90,6 @@ def loose_permissions(root: str | os.PathLike[str]) -> str | None:
 def _fail(message: str, code: int) -> int:
     print(f"sessionref: {visible(message)}", file=sys.stderr)
     return code
-
-
-def _external_sources(args: argparse.Namespace) -> tuple[ExternalSource, ...]:
-    """Claude Code's and Codex's sessions, read-only (the demo lists them only when asked to)."""
-    if not args.external:
-        return ()
-    sources: list[ExternalSource] = []
-    if args.claude_root is not None or not args.demo:
-        sources.append(ClaudeCodeSource(args.claude_root or claude_root()))
-    if args.codex_root is not None or not args.demo:
-        sources.append(CodexSource(args.codex_root or codex_root()))
-    return tuple(sources)
 
 
 def _model(settings: Effective) -> ChatModel:
@@ -426,19 +215,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] == ["config"]:
         return config_command(arguments[1:])
     if arguments[:1] in (["import"], ["export"]):
-        from .transfer_cli import transfer_command
+        from tui.cli.transfer import transfer_command
 
         return transfer_command(arguments[0], arguments[1:])
     if arguments[:1] == ["mcp"]:
-        from .mcp_cli import mcp_command
+        from tui.cli.mcp import mcp_command
 
         return mcp_command(arguments[1:])
     if arguments[:1] == ["db"]:
-        from .db_cli import db_command
+        from tui.cli.db import db_command
 
         return db_command(arguments[1:])
     if arguments[:1] in (["share"], ["unshare"]):
-        from .share_cli import share_command
+        from tui.cli.share import share_command
 
         return share_command(arguments[0], arguments[1:])
     parser = build_parser()
@@ -512,11 +301,11 @@ def _run_app(
     # waits for the next slot. 240 cuts that wait from up to 16.7 ms to 4.2 ms; frames are still only
     # drawn when something changed. An explicit TEXTUAL_FPS wins.
     os.environ.setdefault("TEXTUAL_FPS", str(APP_FPS))
-    from .app import make_app  # Textual is imported only when the app really starts.
+    from tui.app.sessionref_app import make_app  # Textual is imported only when the app really starts.
 
     session_id = args.session
     if args.demo:
-        from .demo import DEMO_PROJECT, seed_demo
+        from tui.cli.demo import DEMO_PROJECT, seed_demo
 
         ids = seed_demo(store, start=time.time_ns() // 1_000_000 - 7 * 60_000)  # ages of 1m..7m
         for role, seeded in ids.items():
@@ -531,7 +320,7 @@ def _run_app(
             session_id=session_id,
             config=config,
             search_config=search_config,
-            external=_external_sources(args),
+            external=external_sources(args),
             context=_context(settings),
             tools=ToolSettings(read_bytes=settings["tool_read_bytes"], max_steps=settings["max_steps"])
             if settings["tools"]

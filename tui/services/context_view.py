@@ -16,9 +16,8 @@ from core import AgentLoop, HookContext
 from core.agent.compaction import CONTEXT_PROMPT_TOO_LARGE
 from core.agent.loop import prompt_estimate
 from core.agent.tokens import ESTIMATOR
-
-from .palette import Paint, default_paint
-from .text import bar, visible
+from tui.services.palette import Paint, default_paint
+from tui.services.text import bar, visible
 
 
 def tokens(count: int) -> str:

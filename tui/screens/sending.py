@@ -17,14 +17,13 @@ from textual.message import Message
 from core import AbortController, SessionQueryError, SessionReferenceError, parse_session_reference_text
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
 from core.errors import CANCELLED
-
-from .preview_report import problem_of
-from .screen_typing import MixedIntoScreen
-from .widgets.prompt import PromptArea
-from .widgets.transcript import Transcript
+from tui.screens.screen_typing import MixedIntoScreen
+from tui.services.preview_report import problem_of
+from tui.widgets.prompt import PromptArea
+from tui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
-    from .workspace import Workspace
+    from tui.services.workspace import Workspace
 
 STREAM_TICK = 1 / 20
 """How often the transcript repaints a streaming reply."""

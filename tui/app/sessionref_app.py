@@ -28,16 +28,15 @@ from core.agent.tool_steps import ToolSettings
 from core.sessions.query import Watcher
 from core.sessions.session import system_clock
 from core.sessions.sources.merged import ExternalSource
-
-from .chat import ChatScreen
-from .commands import SessionCommands
-from .indexing import MessageIndexer
-from .listing_upkeep import ListingUpkeep
-from .text import visible, visible_lines
-from .workspace import Clock, Workspace, open_for_writing
+from tui.app.listing_upkeep import ListingUpkeep
+from tui.screens.chat import ChatScreen
+from tui.screens.commands import SessionCommands
+from tui.services.indexing import MessageIndexer
+from tui.services.text import visible, visible_lines
+from tui.services.workspace import Clock, Workspace, open_for_writing
 
 if TYPE_CHECKING:
-    from .workspace import Store
+    from tui.services.workspace import Store
 
 
 class SessionRefApp(ListingUpkeep):

@@ -13,13 +13,12 @@ from textual.timer import Timer
 
 from core import SessionQueryError
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
-
-from .context_view import draft_context, tokens
-from .screen_typing import MixedIntoScreen
+from tui.screens.screen_typing import MixedIntoScreen
+from tui.services.context_view import draft_context, tokens
 
 if TYPE_CHECKING:
-    from .widgets.prompt import PromptArea
-    from .workspace import Workspace
+    from tui.services.workspace import Workspace
+    from tui.widgets.prompt import PromptArea
 
 PROMPT_TITLE = "Prompt · Enter sends · Ctrl+J newline · @ references a session"
 PREPARING_TITLE = "Preparing referenced sessions… · Esc cancels"

@@ -27,9 +27,8 @@ from core import (
 from core.sessions.models import SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
 from core.sessions.sources.merged import ExternalSource, source_of
-
-from .text import owner_badge, tool_badge
-from .titles import SessionTitles, run_to_end
+from tui.services.text import owner_badge, tool_badge
+from tui.services.titles import SessionTitles, run_to_end
 
 if TYPE_CHECKING:
     from core.database.store import PostgresSessionStore

@@ -1,12 +1,12 @@
 """What an agent loop knows of its model's window and how it keeps a session's history within it:
 the window (configured, learned from a server's refusal, built in or assumed), the reading of what
 the next request takes, the checks that refuse a prompt no compaction can make fit, and compaction
-itself (on demand, before a send, or inside a turn). A base of ``core.agent.loop.AgentLoop``.
+itself (on demand, before a send, or inside a turn). ``core.agent.loop.AgentLoop`` has one
+``WindowKeeper`` per session.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,18 +58,28 @@ def prompt_estimate(content: list[dict[str, Any]], contexts: Sequence[HookContex
     return estimate_history(messages)
 
 
-class WindowKeeping:
-    """The window and compaction side of an agent loop."""
+class WindowKeeper:
+    """The window and compaction of one session's agent loop: what the next request takes, and
+    compaction that keeps it within the window.
 
-    session: Session
-    model: ChatModel
-    settings: ContextSettings
-    meter: ContextMeter
-    compacting: CompactionProgress | None
-    last_compaction: CompactionResult | None
-    compaction_error: CompactionError | None
-    _pressure_checked: bool
-    _compaction_task: asyncio.Task[CompactionResult] | None
+    Args:
+        session: the session whose history it keeps.
+        model: the model whose window it is.
+        settings: the configured window, where learned windows are kept, the compaction policy.
+    """
+
+    def __init__(self, session: Session, model: ChatModel, settings: ContextSettings) -> None:
+        self.session = session
+        self.model = model
+        self.settings = settings
+        self.meter = ContextMeter(session)
+        self.compacting: CompactionProgress | None = None
+        """Where a running compaction is (``None`` when none runs); the app shows it."""
+        self.last_compaction: CompactionResult | None = None
+        self.compaction_error: CompactionError | None = None
+        """The latest automatic compaction that failed while the send went ahead anyway."""
+        self.pressure_checked = False
+        """Set when a send compacted (or tried to) just before the turn's first step."""
 
     @property
     def window(self) -> ContextWindow:
@@ -103,9 +113,9 @@ class WindowKeeping:
             CompactionError: ``CONTEXT_PROMPT_TOO_LARGE``, saying how large and what to do.
         """
         _, floor = self.fit(content, contexts)
-        self._refuse_over(floor)
+        self.refuse_over(floor)
 
-    def _refuse_over(self, floor: int) -> None:
+    def refuse_over(self, floor: int) -> None:
         window = self.window
         if floor > window.tokens:
             raise CompactionError(
@@ -119,9 +129,15 @@ class WindowKeeping:
     def _progress(self, progress: CompactionProgress) -> None:
         self.compacting = progress
 
-    async def _compact(
+    async def compact(
         self, controller: AbortController, *, turn: int | None, keep_from_seq: int | None, incoming: float = 0.0
     ) -> CompactionResult:
+        """Compact the history (``turn`` ``None``: between turns), keeping ``keep_from_seq`` on; once
+        more with parts sized for the server when it says the summary request was too long.
+
+        Raises:
+            CompactionError: nothing to compact, failed, or cancelled through ``controller``.
+        """
         self.compacting = CompactionProgress(0, 0, 0)
         try:
             return await self._compact_once(controller, turn=turn, keep_from_seq=keep_from_seq, incoming=incoming)
@@ -156,22 +172,23 @@ class WindowKeeping:
         self.last_compaction = result
         return result
 
-    async def _pressure(self, turn: int, prompt: SessionEvent, controller: AbortController) -> None:
+    async def pressure(self, turn: int, prompt: SessionEvent, controller: AbortController) -> None:
         """Compact inside the turn when its next request would pass the threshold (best effort)."""
-        if self._pressure_checked:
-            self._pressure_checked = False  # the send compacted (or tried to) just before this step
+        if self.pressure_checked:
+            self.pressure_checked = False  # the send compacted (or tried to) just before this step
             return
         reading = self.context()
         if not self.settings.policy.auto or reading.used + reading.reserve <= reading.threshold:
             return
         try:
-            await self._compact(controller, turn=turn, keep_from_seq=prompt.seq)
+            await self.compact(controller, turn=turn, keep_from_seq=prompt.seq)
         except CompactionError as error:
             if error.code == COMPACTION_CANCELLED:
                 raise SessionReferenceError(error.message, "SESSION_REFERENCE_CANCELLED") from error
             self.compaction_error = error
 
-    def _learn(self, error: ModelError) -> None:
+    def learn(self, error: ModelError) -> None:
+        """Remember the window a server stated when it refused a request as too long."""
         if error.context_limit is not None:
             self._learn_limit(error.context_limit)
 

@@ -9,16 +9,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from core import SessionQueryError
-
-from .screen_typing import MixedIntoScreen
-from .screens import RenameScreen
-from .text import visible
-from .widgets.preview import PreviewPane
-from .widgets.sidebar import SessionSidebar
+from tui.screens.dialogs import RenameScreen
+from tui.screens.screen_typing import MixedIntoScreen
+from tui.services.text import visible
+from tui.widgets.preview import PreviewPane
+from tui.widgets.sidebar import SessionSidebar
 
 if TYPE_CHECKING:
-    from .widgets.prompt import PromptArea
-    from .workspace import Workspace
+    from tui.services.workspace import Workspace
+    from tui.widgets.prompt import PromptArea
 
 
 class SessionControls(MixedIntoScreen):

@@ -7,8 +7,8 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from .chat import ChatScreen
-from .text import markup_escape, visible
+from tui.screens.chat import ChatScreen
+from tui.services.text import markup_escape, visible
 
 MAX_HITS = 30
 """Matches shown for one query (the palette is for jumping, the sidebar for browsing)."""

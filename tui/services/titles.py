@@ -15,8 +15,7 @@ from core.sessions.models import TitleSnapshot
 
 if TYPE_CHECKING:
     from core.sessions.sources.merged import ExternalSource
-
-    from .workspace import Store
+    from tui.services.workspace import Store
 
 WORK_SLICE = 0.004
 """Seconds of background title reading between two pauses."""
