@@ -221,7 +221,7 @@ async def test_superseded_lookups_are_aborted_and_dropped(app: SessionRefApp) ->
 
         def slow_first(needle: str, cap: Any = None, budget: Any = None) -> Any:
             if not signals:
-                signals.append(app.chat._lookup_abort.signal)
+                signals.append(app.chat.picker_control.lookup_abort.signal)
                 time.sleep(0.5)
             return original(needle, cap, budget)
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tui.services.indexing as indexing
 
 import core.search.shard_writes as shard_writes
 import tui.app as app_module
+import tui.services.indexing as indexing
 from core import INDEX_FILE_NAME, EchoModel, JsonlSessionStore
 from core.search.index_values import INDEX_DISK_FULL
 from tests.app_harness import SIZE, fixed_clock, open_app, settle, until

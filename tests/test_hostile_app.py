@@ -31,7 +31,7 @@ async def test_the_palette_shows_hostile_titles_as_text_and_never_runs_them(
     app, _ = open_app(demo_template, tmp_path / "store", setup=hostile)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await until(pilot, lambda: app.catalog.title("evil") == CLICK)
+        await until(pilot, lambda: app.catalog.titles.title("evil") == CLICK)
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette))
         await pilot.pause(0.3)  # the palette alone lists its discovery hits: the hostile titles among them

@@ -173,7 +173,7 @@ def test_transcript_with_referenced_sessions_line(snap_compare: Any, app: Sessio
         pilot.app.chat.prompt.load_text(f"what changed in {mention}")
         await pilot.press("enter")
         await until(pilot, lambda: pilot.app.sent == 1 and pilot.app.agent.status == "idle")
-        await until(pilot, lambda: pilot.app.chat.query(AssistantBlock) and not pilot.app.chat._stream_timer)
+        await until(pilot, lambda: pilot.app.chat.query(AssistantBlock) and not pilot.app.chat.sender.streaming)
         await _preview_ready(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -243,7 +243,7 @@ async def _two_turns(pilot: Any) -> None:
         app.chat.prompt.load_text(words)
         await pilot.press("enter")
         await until(pilot, lambda sent=sent: app.sent == sent + 1 and app.agent.status == "idle")
-        await until(pilot, lambda: not app.chat._stream_timer)
+        await until(pilot, lambda: not app.chat.sender.streaming)
     await _preview_ready(pilot)
 
 

@@ -37,7 +37,7 @@ async def test_a_theme_switch_repaints_every_coloured_part(demo_template: Path, 
         app.chat.prompt.load_text(f"what changed in {mention}")
         await pilot.press("enter")
         await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
-        await until(pilot, lambda: app.chat.query(AssistantBlock) and not app.chat._stream_timer)
+        await until(pilot, lambda: app.chat.query(AssistantBlock) and not app.chat.sender.streaming)
         for key in ["@", "l", "o", "a", "d"]:
             await pilot.press(key)
         await until(pilot, lambda: app.chat.picker.is_open and app.chat.picker.candidates)

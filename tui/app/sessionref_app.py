@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
@@ -28,18 +28,16 @@ from core.agent.tool_steps import ToolSettings
 from core.sessions.query import Watcher
 from core.sessions.session import system_clock
 from core.sessions.sources.merged import ExternalSource
-from tui.app.listing_upkeep import ListingUpkeep
+from tui.app.listing_keeper import ListingKeeper, StoreChanged
 from tui.screens.chat import ChatScreen
 from tui.screens.commands import SessionCommands
 from tui.services.indexing import MessageIndexer
+from tui.services.stores import Store
 from tui.services.text import visible, visible_lines
 from tui.services.workspace import Clock, Workspace, open_for_writing
 
-if TYPE_CHECKING:
-    from tui.services.workspace import Store
 
-
-class SessionRefApp(ListingUpkeep):
+class SessionRefApp(App[None]):
     """The terminal app; build it with ``make_app``."""
 
     TITLE = "sessionref"
@@ -86,8 +84,20 @@ class SessionRefApp(ListingUpkeep):
         self.body_index, self.message_index = workspace.body_index, workspace.message_index
         self.catalog_loaded = workspace.catalog_loaded
         self.cursor_blink = cursor_blink
-        self.refresh_interval = refresh_interval
         self.indexer = MessageIndexer(workspace, post=self.post_message, last_key=self._last_key)
+        self.listing = ListingKeeper(
+            self,
+            workspace.catalog,
+            workspace.catalog_loaded,
+            refresh_interval=refresh_interval,
+            watch_store=watch_store,
+            target_cwd=lambda: self.session.cwd,
+            last_key=self._last_key,
+            start_index=self.start_index,
+            changed=self._catalog_changed,
+            live=lambda: bool(self.screen_stack),
+        )
+        """Keeps the listing current (first listing, watcher or re-listing, store health)."""
         # Figures the benchmarks and tests read (the chat screen posts them).
         self.picker_updates = 0
         self.picker_latencies: list[float] = []
@@ -95,14 +105,30 @@ class SessionRefApp(ListingUpkeep):
         self.last_preview_seconds = 0.0
         self.preview_seconds: list[float] = []
         self.sent = 0
-        self.watch_store = watch_store
-        self.watcher: Watcher | None = None
+
+    @property
+    def watcher(self) -> Watcher | None:
         """Reports changes to the store (inotify, or the database's notifications); ``None`` or
         failed: the listing polls."""
-        self._titles_loading = False
-        self._refresh_waiting = False
-        self._store_trouble: str | None = None
-        self._watch_failure_told = False
+        return self.listing.watcher
+
+    def refresh_catalog(self, force: bool = False) -> None:
+        """Pick up sessions other programs wrote (``ListingKeeper.refresh``)."""
+        self.listing.refresh(force)
+
+    def on_store_changed(self, _message: StoreChanged) -> None:
+        self.listing.store_changed()
+
+    def chat_is_live(self) -> bool:
+        """Whether the chat screen can be repainted: composed and mounted (it paints what is there
+        when it mounts), and the app not closing. A worker thread or the indexer reports through
+        ``call_from_thread``; under load one arrives while the app closes, after its widgets went."""
+        return self.is_running and bool(self.screen_stack) and self.chat.is_running and self.chat.is_mounted
+
+    def _catalog_changed(self) -> None:
+        if self.chat_is_live():
+            self.chat.show_sessions()
+            self.chat.refresh_picker()
 
     @property
     def session(self) -> Session:
@@ -152,8 +178,8 @@ class SessionRefApp(ListingUpkeep):
         super().notify(visible_lines(message), title=visible(title), severity=severity, timeout=timeout, markup=False)
 
     def on_unmount(self) -> None:
-        if self.watcher is not None:
-            self.watcher.stop()
+        if self.listing.watcher is not None:
+            self.listing.watcher.stop()
         self.indexer.shutdown()
         self.workspace.close()
         # SESSIONREF_TRACE=<file>: write the measured latencies there on exit (the benchmarks read it).
@@ -177,8 +203,7 @@ class SessionRefApp(ListingUpkeep):
     # -- what the chat screen says ----------------------------------------------------------------
 
     def on_chat_screen_ready(self, _message: ChatScreen.Ready) -> None:
-        self.start_catalog()
-        self.set_interval(self.refresh_interval, self.refresh_catalog)
+        self.listing.start()
 
     def on_chat_screen_picker_shown(self, message: ChatScreen.PickerShown) -> None:
         self.picker_latencies.append(message.seconds)

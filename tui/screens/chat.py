@@ -3,38 +3,35 @@
 It drives what the user sees of the ``Workspace`` it is given (the store, the listing, the service,
 the target session and its agent) and of the message indexer. It never reaches into the app: what
 the app must know it posts as messages (``Ready``, ``PickerShown``, ``PreviewShown``, ``Sent``).
+
+The screen lays the widgets out and routes their messages and the keys to the parts it owns, each
+a plain object given what it uses: the picker's lookups (``PickerControl``), the preview
+(``PreviewControl``), sending and following the reply (``Sender``), the prompt's title
+(``PromptStatus``), compaction on demand (``CompactionControl``) and the target session
+(``SessionControl``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Footer, Header, TextArea
 
-from core import (
-    AbortController,
-    SessionHeader,
-    SessionRecord,
-    SessionReferenceError,
-)
-from tui.screens.compacting import PROMPT_TITLE, CompactionControls
+from core import SessionHeader, SessionRecord
+from tui.screens.compaction_control import CompactionControl
 from tui.screens.dialogs import ViewerScreen
-from tui.screens.picker_controls import PickerControls
-from tui.screens.sending import SendControls
-from tui.screens.session_controls import SessionControls
-from tui.services.context_view import DraftContext, context_summary, draft_context, tokens
+from tui.screens.picker_control import PickerControl
+from tui.screens.preview_control import PREVIEW_DELAY, PreviewControl
+from tui.screens.prompt_status import PromptStatus
+from tui.screens.sender import Sender
+from tui.screens.session_control import SessionControl
+from tui.services.context_view import context_summary, draft_context, tokens
 from tui.services.indexing import MessageIndexer
-from tui.services.mentions import PickerQuery
-from tui.services.preview_report import PreviewReport, build_preview
 from tui.services.text import short_cwd, visible
 from tui.services.workspace import Workspace
 from tui.widgets.picker import MentionPicker
@@ -44,11 +41,8 @@ from tui.widgets.sidebar import SessionSidebar
 from tui.widgets.tool_line import ToolLine
 from tui.widgets.transcript import Transcript, UserBlock, model_received
 
-PREVIEW_DELAY = 0.12
-"""Seconds of typing pause before the preview recomputes (a newer draft cancels the running one)."""
 
-
-class ChatScreen(PickerControls, SendControls, CompactionControls, SessionControls, Screen[None]):
+class ChatScreen(Screen[None]):
     """Sessions | transcript | preview, with the prompt and its `@` picker below."""
 
     BINDINGS = [
@@ -90,43 +84,71 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
         super().__init__()
         self.workspace = workspace
         self.indexer = indexer
-        self.cursor_blink = cursor_blink
-        self._reported_error: object = None
-        self._query: PickerQuery | None = None
-        self._query_row = 0
-        # Escape memory: (row, column of the `@`, draft) of the token whose picker was dismissed.
-        self._dismissed: tuple[int, int, str] | None = None
-        self._lookup_abort: AbortController | None = None
-        self._lookup_generation = 0
-        self._preview_abort: AbortController | None = None
-        self._preview_timer: Timer | None = None
-        self._preview_generation = 0
-        self._preview_started = 0.0
-        self._preview_shown = -1
-        self._send_abort: AbortController | None = None
-        self._stream_timer: Timer | None = None
-        self.preparing = False
-        self._shown_for_key: float | None = None
-        self._key_unanswered = False
+        home = workspace.home
+        self.prompt = PromptArea(id="prompt", cursor_blink=cursor_blink)
+        """The prompt."""
+        self.picker = MentionPicker(id="picker", home=home)
+        """The `@` picker."""
+        self._sidebar = SessionSidebar(id="sidebar", home=home)
+        self._transcript = Transcript(
+            id="transcript", freshness=workspace.moved_on, label_of=workspace.catalog.titles.title
+        )
+        self._pane = PreviewPane(id="preview", home=home)
+        self.prompt_status = PromptStatus(self, workspace, self.prompt)
+        self.picker_control = PickerControl(
+            self,
+            workspace,
+            indexer,
+            self.prompt,
+            self.picker,
+            screen_height=lambda: self.size.height,
+            shown=lambda seconds: self.post_message(self.PickerShown(seconds)),
+        )
+        self.preview_control = PreviewControl(
+            self,
+            workspace,
+            self.prompt,
+            self._pane,
+            call_from_thread=lambda *args: self.app.call_from_thread(*args),
+            shown=lambda seconds: self.post_message(self.PreviewShown(seconds)),
+        )
+        self.sender = Sender(
+            self,
+            workspace,
+            self.prompt,
+            self._transcript,
+            self.prompt_status,
+            show_target=self._show_target,
+            schedule_preview=self.schedule_preview,
+            sent=lambda: self.post_message(self.Sent()),
+        )
+        self.compaction_control = CompactionControl(self, workspace, self.prompt_status, self._after_compaction)
+        self.session_control = SessionControl(
+            self,
+            workspace,
+            self.prompt,
+            self.sender,
+            push_screen=lambda screen, answered: self.app.push_screen(screen, answered),
+            show_target=self._show_target,
+            schedule_preview=self.schedule_preview,
+        )
 
     # -- layout -----------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        workspace = self.workspace
         yield Header(show_clock=False, icon="@")
         with Horizontal(id="main"):
-            yield SessionSidebar(id="sidebar", home=workspace.home)
-            yield Transcript(id="transcript", freshness=self.workspace.moved_on, label_of=self.workspace.catalog.title)
-            yield PreviewPane(id="preview", home=workspace.home)
-        yield PromptArea(id="prompt", cursor_blink=self.cursor_blink)
+            yield self._sidebar
+            yield self._transcript
+            yield self._pane
+        yield self.prompt
         yield Footer()
-        yield MentionPicker(id="picker", home=workspace.home)
+        yield self.picker
 
     def on_mount(self) -> None:
-        prompt = self.query_one(PromptArea)
-        prompt.border_title = PROMPT_TITLE
-        prompt.focus()
-        sidebar = self.query_one(SessionSidebar)
+        self.prompt_status.show()
+        self.prompt.focus()
+        sidebar = self._sidebar
         sidebar.border_subtitle = "loading…"
         sidebar.badge_of = self.picker.badge_of = self.workspace.catalog.badge_of
         self._show_target()
@@ -134,14 +156,9 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
         self.schedule_preview(0)  # the context meter shows before anything is typed
 
     @property
-    def prompt(self) -> PromptArea:
-        """The prompt widget."""
-        return self.query_one(PromptArea)
-
-    @property
-    def picker(self) -> MentionPicker:
-        """The `@` picker."""
-        return self.query_one(MentionPicker)
+    def preparing(self) -> bool:
+        """Whether a send is being prepared (Esc cancels it)."""
+        return self.sender.preparing
 
     def _show_target(self) -> None:
         workspace = self.workspace
@@ -149,22 +166,22 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
         title = session.title.title if session.title is not None else "New session"
         usage = context_summary(draft_context(workspace.agent, [], ()))
         self.app.sub_title = f"{visible(title)} · {short_cwd(session.cwd, 48, workspace.home)} · {usage}"
-        self.query_one(Transcript).sync(session, workspace.model.name)
+        self._transcript.sync(session, workspace.model.name)
         self.show_sessions()
 
     def show_sessions(self) -> None:
         """Repaint the sidebar from the catalog, and what the transcript says of referenced sessions."""
-        self.query_one(Transcript).refresh_references()
+        self._transcript.refresh_references()
         workspace = self.workspace
         catalog = workspace.catalog
-        sidebar = self.query_one(SessionSidebar)
+        sidebar = self._sidebar
         live = catalog.live_ids | {workspace.session.id}
 
         def title_of(header: SessionHeader) -> str | None:
             if header.id in live:
                 session = workspace.store.get(header.id)
                 return session.title.title if session is not None and session.title is not None else None
-            return catalog.title(header.id)
+            return catalog.titles.title(header.id)
 
         records = catalog.records
         if not catalog.has(workspace.session.id):
@@ -178,7 +195,7 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
     def show_index_progress(self, count: int | None = None) -> None:
         """The sidebar's subtitle: how many sessions, and how far message indexing is."""
         workspace = self.workspace
-        sidebar = self.query_one(SessionSidebar)
+        sidebar = self._sidebar
         if count is None:
             count = len(workspace.catalog.records) + (0 if workspace.catalog.has(workspace.session.id) else 1)
         if not workspace.catalog_loaded.is_set():
@@ -187,7 +204,11 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
         progress = self.indexer.progress()
         sidebar.border_subtitle = f"{count} · {progress}" if progress else f"{count}"
 
-    # -- picker -----------------------------------------------------------------------------------
+    def _after_compaction(self) -> None:
+        self._show_target()
+        self.schedule_preview(0)
+
+    # -- keys and what the widgets say --------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("picker_move", "picker_accept"):
@@ -198,17 +219,73 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
 
     def action_escape(self) -> None:
         """Close the picker, else cancel preparing, else stop the streaming reply."""
+        agent = self.workspace.agent
         if self.picker.is_open:
-            if self._query is not None:
-                self._dismissed = (self._query_row, self._query.start, self.prompt.text)
-            self._close_picker()
-        elif self.workspace.agent.status == "compacting":
-            self.workspace.agent.cancel()
-        elif self.preparing and self._send_abort is not None:
-            self._send_abort.abort("cancelled by the user")
-        elif self.workspace.agent.status == "running":
-            self.workspace.agent.cancel()
+            self.picker_control.dismiss()
+        elif agent.status == "compacting":
+            agent.cancel()
+        elif self.sender.cancel_preparing():
+            pass
+        elif agent.status == "running":
+            agent.cancel()
             self.notify("Reply stopped; what arrived is kept.", title="Stopped")
+
+    def action_picker_move(self, step: int) -> None:
+        """Move the picker's highlight."""
+        self.picker.move(step)
+
+    def action_picker_accept(self) -> None:
+        """Accept the highlighted candidate."""
+        self.picker.accept()
+
+    def on_prompt_area_query_changed(self, event: PromptArea.QueryChanged) -> None:
+        self.picker_control.query_changed(event.query, event.row)
+
+    def on_mention_picker_painted(self, event: MentionPicker.Painted) -> None:
+        self.picker_control.painted(event.painted_at)
+
+    def on_mention_picker_accepted(self, event: MentionPicker.Accepted) -> None:
+        self.picker_control.accepted(event.candidate.session_id, event.candidate.label)
+
+    def refresh_picker(self) -> None:
+        """Look the open picker's query up again (titles that were still loading may be in now)."""
+        self.picker_control.refresh()
+
+    def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
+        if self.preparing:
+            self.notify("Still preparing the previous message (Esc cancels it).", severity="warning")
+            return
+        if not event.text.strip():
+            return
+        self.picker_control.close()
+        self.sender.send(event.text)
+
+    def on_session_sidebar_chosen(self, event: SessionSidebar.Chosen) -> None:
+        self.switch_to(event.session_id)
+
+    def switch_to(self, session_id: str) -> None:
+        """Make ``session_id`` the target (keeps the draft)."""
+        self.session_control.switch_to(session_id)
+
+    def action_new_session(self) -> None:
+        """Start a new session in the launch cwd and make it the target."""
+        self.session_control.new_session()
+
+    def action_rename_session(self) -> None:
+        """Ask for a new title and write it as a ``session/title`` event."""
+        self.session_control.rename()
+
+    def action_compact(self) -> None:
+        """Compact the session's older history into a checkpoint now (Esc cancels)."""
+        self.compaction_control.compact()
+
+    def action_toggle_sidebar(self) -> None:
+        """Show or hide the sessions sidebar."""
+        self._sidebar.display = not self._sidebar.display
+
+    def action_toggle_preview(self) -> None:
+        """Show or hide the preview pane."""
+        self._pane.display = not self._pane.display
 
     # -- preview ----------------------------------------------------------------------------------
 
@@ -219,58 +296,14 @@ class ChatScreen(PickerControls, SendControls, CompactionControls, SessionContro
 
     def schedule_preview(self, delay: float = PREVIEW_DELAY) -> None:
         """Recompute the preview after ``delay`` (a newer call replaces a pending one)."""
-        if self._preview_timer is not None:
-            self._preview_timer.stop()
-        self._preview_timer = self.set_timer(max(delay, 0.01), self._start_preview)
-
-    def _start_preview(self) -> None:
-        if self._preview_abort is not None:
-            self._preview_abort.abort("superseded by a newer draft")
-        controller = AbortController()
-        self._preview_abort = controller
-        self._preview_generation += 1
-        self._preview_started = time.perf_counter()
-        pane = self.query_one(PreviewPane)
-        draft = self.prompt.text
-        if "@[" not in draft and "dsh-session:" not in draft:
-            self._preview_shown = self._preview_generation
-            report = PreviewReport(draft=draft, max_references=self.workspace.service.config.max_references)
-            report.context = self._draft_context(report)
-            pane.show(report)
-            return
-        pane.show(None, busy=True)
-        self._run_preview(draft, controller, self._preview_generation)
-
-    @work(exclusive=True, group="preview", thread=True)
-    def _run_preview(self, draft: str, controller: AbortController, generation: int) -> None:
-        workspace = self.workspace
-        try:
-            report = asyncio.run(build_preview(workspace.service, workspace.session, draft, controller.signal))
-        except SessionReferenceError:
-            return  # cancelled: a newer draft is being previewed
-        self.app.call_from_thread(self._show_preview, report, generation)
-
-    def _draft_context(self, report: PreviewReport) -> DraftContext:
-        content = report.content or ([{"type": "text", "text": report.draft}] if report.draft.strip() else [])
-        return draft_context(self.workspace.agent, content, report.contexts)
-
-    def _show_preview(self, report: PreviewReport, generation: int) -> None:
-        if generation != self._preview_generation:
-            return
-        self._preview_shown = generation
-        report.context = self._draft_context(report)
-        self.query_one(PreviewPane).show(report)
+        self.preview_control.schedule(delay)
 
     def on_preview_body_painted(self, event: PreviewBody.Painted) -> None:
-        if self._preview_shown != self._preview_generation:
-            return  # a "busy" repaint, or a report already superseded
-        self._preview_shown = -1
-        # Draft change (after the typing pause) -> the new report on screen: the benchmark's figure.
-        self.post_message(self.PreviewShown(event.painted_at - self._preview_started))
+        self.preview_control.painted(event.painted_at)
 
     def action_show_model_view(self) -> None:
         """Open the exact model-visible text of the draft's prefix and request."""
-        report = self.query_one(PreviewPane).report
+        report = self._pane.report
         if report is None or report.draft != self.prompt.text:
             self.notify("The preview is still updating; try again in a moment.", title="Model view")
             return

@@ -30,7 +30,7 @@ class SessionCommands(Provider):
         catalog = chat.workspace.catalog
         current = chat.workspace.session.id
         return [
-            (record.header.id, f"Switch to: {visible(catalog.title(record.header.id) or record.header.id)}")
+            (record.header.id, f"Switch to: {visible(catalog.titles.title(record.header.id) or record.header.id)}")
             for record in catalog.records
             if record.header.id != current
         ]

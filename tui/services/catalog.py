@@ -12,11 +12,10 @@ always current.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core import (
     IndexedSession,
-    JsonlSessionStore,
     MemorySessionStore,
     SessionQueryError,
     SessionRecord,
@@ -27,16 +26,12 @@ from core import (
 from core.sessions.models import SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
 from core.sessions.sources.merged import ExternalSource, source_of
+from tui.services.stores import Store, hosted, run_to_end
 from tui.services.text import owner_badge, tool_badge
-from tui.services.titles import SessionTitles, run_to_end
-
-if TYPE_CHECKING:
-    from core.database.store import PostgresSessionStore
-
-    Store = JsonlSessionStore | MemorySessionStore | PostgresSessionStore
+from tui.services.titles import SessionTitles
 
 
-class SessionCatalog(SessionTitles):
+class SessionCatalog:
     """Listing and titles of a store, cached in memory and refreshed by revision.
 
     Args:
@@ -47,6 +42,8 @@ class SessionCatalog(SessionTitles):
 
     def __init__(self, store: Store, external: tuple[ExternalSource, ...] = ()) -> None:
         self.store = store
+        self.hosted = hosted(store)
+        """What the store offers besides sessions (its problems, health, own index, listed titles)."""
         self.persistent: WatchableStore | None = store if isinstance(store, WatchableStore) else None
         """The store again when it keeps revisions (files, database rows): not the in-memory one."""
         self.external = external
@@ -62,7 +59,8 @@ class SessionCatalog(SessionTitles):
         self._by_id: dict[str, SessionRecord] = {}
         self._revisions: object = None
         self._lock = threading.Lock()
-        super().__init__()
+        self.titles = SessionTitles(self)
+        """Every listed session's title, read lazily."""
 
     # -- SessionQuery -----------------------------------------------------------------------------
 
@@ -89,23 +87,39 @@ class SessionCatalog(SessionTitles):
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
         """The latest title: from the cache when the session's revision is unchanged.
 
-        A title that is not cached yet is read from the store, unless ``defer_titles`` is set (the
-        app's background loader runs): then it answers ``None`` at once (the picker shows the id,
-        then the title once it is read), so a keystroke never waits on a log.
+        A title that is not cached yet is read from the store, unless ``titles.defer_titles`` is set
+        (the app's background loader runs): then it answers ``None`` at once (the picker shows the
+        id, then the title once it is read), so a keystroke never waits on a log.
         """
-        record = self._record(session_id)
-        revision = self._revision(record) if record is not None else None
-        cached = self._titles.get(session_id)
-        if cached is not None and revision is not None and cached[0] == revision:
+        record = self.record(session_id)
+        revision = self.revision(record) if record is not None else None
+        cached = self.titles.cached(session_id, revision)
+        if cached is not None:
             return cached[1]
-        if self.defer_titles and record is not None and not record.live:
-            self._want(session_id)
+        if self.titles.defer_titles and record is not None and not record.live:
+            self.titles.want(session_id)
             return None
         source = self.source_of(session_id)
         title = await (source.read_title(session_id) if source is not None else self.store.read_title(session_id))
         if revision is not None:
-            self._titles[session_id] = (revision, title)
+            self.titles.keep(session_id, revision, title)
         return title
+
+    # -- what the titles read -------------------------------------------------------------------------
+
+    def read_title_now(self, session_id: str) -> TitleSnapshot | None:
+        """A session's title read from its source or the store on this thread.
+
+        Raises:
+            SessionQueryError, OSError: it cannot be read.
+        """
+        source = self.source_of(session_id)
+        return source.title(session_id) if source is not None else run_to_end(self.store.read_title(session_id))
+
+    def live_title(self, session_id: str) -> str | None:
+        """The title of a session this app writes, from memory."""
+        session = self.store.get(session_id)
+        return session.title.title if session is not None and session.title is not None else None
 
     # -- what the body index reads ------------------------------------------------------------------
 
@@ -117,7 +131,7 @@ class SessionCatalog(SessionTitles):
         for record in self.records:
             if not record.persisted and not isinstance(self.store, MemorySessionStore):
                 continue
-            entry = (record.header.id, revision_key(self._revision(record)))
+            entry = (record.header.id, revision_key(self.revision(record)))
             (first if record.header.cwd == target_cwd else rest).append(entry)
         return first + rest
 
@@ -127,7 +141,7 @@ class SessionCatalog(SessionTitles):
         Listed files are read past the store's log cache (nothing stays in memory); sessions this
         app writes are read from memory. Safe to run in a thread.
         """
-        record = self._record(session_id)
+        record = self.record(session_id)
         if record is None:
             return None
         store = self.store
@@ -138,7 +152,7 @@ class SessionCatalog(SessionTitles):
         if self.persistent is not None and not record.live:
             stored = self.persistent.read_stored(record.header)
             return indexed_session(stored.revision, stored.surface, stored.title)
-        listed = self._revision(record)  # before reading: it never claims more than what was read
+        listed = self.revision(record)  # before reading: it never claims more than what was read
         surface = run_to_end(store.read_surface(session_id))
         title = run_to_end(store.read_title(session_id))
         return indexed_session(listed, surface, title)
@@ -168,7 +182,7 @@ class SessionCatalog(SessionTitles):
         if remembered is None:
             return False
         with self._lock:
-            return self._take(remembered, list(getattr(self.store, "problems", [])), external_changed=False)
+            return self._take(remembered, list(self.hosted.problems), external_changed=False)
 
     def refresh(self) -> bool:
         """Re-list the store; returns whether anything the app shows changed. Safe to run in a thread."""
@@ -187,7 +201,7 @@ class SessionCatalog(SessionTitles):
             else:
                 return False
             self.unavailable = None
-            problems = list(getattr(self.store, "problems", []))
+            problems = list(self.hosted.problems)
             external_changed = False
             if self.external:
                 records = list(records)
@@ -200,13 +214,11 @@ class SessionCatalog(SessionTitles):
                     self._external_listings[number] = listed
                 records.sort(key=listing_order_key)
             changed = self._take(records, problems, external_changed)
-        listed_titles = getattr(self.store, "listed_titles", None)
-        if listed_titles is not None:  # a database store lists titles with its sessions
-            titles = listed_titles()
-            if titles is not self._listed_titles:
-                self._listed_titles = titles
-                self.accept_titles(titles)
-                changed = True
+        titles = self.hosted.listed_titles()
+        if titles is not None and titles is not self._listed_titles:  # a database lists titles with sessions
+            self._listed_titles = titles
+            self.titles.accept_titles(titles)
+            changed = True
         return changed
 
     def _take(self, records: list[SessionRecord], problems: list[Any], external_changed: bool) -> bool:
@@ -223,15 +235,17 @@ class SessionCatalog(SessionTitles):
             self.records = records
             self._by_id = {record.header.id: record for record in records}
             self.live_ids = frozenset(record.header.id for record in records if record.live)
-            self._title_version += 1
+            self.titles.titles_changed()
         self.problems = problems
         self.listed = True
         return changed
 
-    def _record(self, session_id: str) -> SessionRecord | None:
+    def record(self, session_id: str) -> SessionRecord | None:
+        """The listed record of a session (``None``: not in the last listing)."""
         return self._by_id.get(session_id)
 
-    def _revision(self, record: SessionRecord) -> object:
+    def revision(self, record: SessionRecord) -> object:
+        """A listed session's current revision (of its file, its rows, its source, or in memory)."""
         store = self.store
         source = self.source_of(record.header.id)
         if source is not None:

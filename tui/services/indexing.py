@@ -164,7 +164,7 @@ class MessageIndexer:
                 self._started = True
                 with contextlib.suppress(IndexUnavailable):
                     index.open()
-                    catalog.accept_titles(index.titles())
+                    catalog.titles.accept_titles(index.titles())
                     self.post(self.Changed(True))
             while True:
                 sources = catalog.index_sources(workspace.session.cwd)
@@ -179,7 +179,7 @@ class MessageIndexer:
                 stop=self.stop,
                 progress=self._progressed,
             )
-            catalog.accept_titles(report.titles)
+            catalog.titles.accept_titles(report.titles)
             if report.indexed > CHECKPOINT_AFTER:
                 index.checkpoint()  # a big build: merge the segments, fold the logs into the files
             self.post(self.Changed(bool(report.titles or report.removed)))
@@ -206,7 +206,7 @@ class MessageIndexer:
                 self._builder_finished = True
                 with contextlib.suppress(IndexUnavailable):
                     index.open()
-                    workspace.catalog.accept_titles(index.titles())
+                    workspace.catalog.titles.accept_titles(index.titles())
             else:
                 self._builder_failures += 1
                 message = builder.stderr.read().decode(errors="replace").strip() if builder.stderr else ""

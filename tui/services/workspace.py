@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core import (
     MIN_BODY_QUERY,
@@ -19,7 +19,6 @@ from core import (
     BodyIndex,
     ChatModel,
     JsonlSessionStore,
-    MemorySessionStore,
     MessageIndex,
     ReferenceConfig,
     SearchConfig,
@@ -39,12 +38,8 @@ from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
 from core.sessions.sources.merged import ExternalSource
 from tui.services.catalog import SessionCatalog
-from tui.services.titles import run_to_end
+from tui.services.stores import OwnIndex, Store, run_to_end
 
-if TYPE_CHECKING:
-    from core.database.store import PostgresSessionStore
-
-    Store = JsonlSessionStore | MemorySessionStore | PostgresSessionStore
 Clock = Callable[[], int]
 
 
@@ -88,13 +83,15 @@ class Workspace:
             index_path = index_path_beside(store.root)
         # A database store keeps its own message index current with every append; a folder store's
         # (or memory store's) is the SQLite index the app builds and keeps beside it.
-        own_index = getattr(store, "message_index", None) if self.search_config.body_search else None
+        self._own_index: OwnIndex | None = (
+            self.catalog.hosted.message_index() if self.search_config.body_search else None
+        )
         self.body_index: BodyIndex | None = (
             BodyIndex(index_path if isinstance(store, JsonlSessionStore) else None)
-            if self.search_config.body_search and own_index is None
+            if self.search_config.body_search and self._own_index is None
             else None
         )
-        self.message_index: MessageIndex | None = own_index() if own_index is not None else self.body_index
+        self.message_index: MessageIndex | None = self._own_index if self._own_index is not None else self.body_index
         self.search = SessionSearch(self.message_index, self.search_config)
         self._search_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="search")
         self.session = session
@@ -132,7 +129,7 @@ class Workspace:
         listing, its titles, its search on its thread, its ``prepare``)."""
 
         async def listing() -> tuple[Sequence[SessionRecord], Mapping[str, str | None]]:
-            return self.catalog.records, self.catalog.title_map()
+            return self.catalog.records, self.catalog.titles.title_map()
 
         read_bytes = self.tools.read_bytes if self.tools is not None else READ_BYTES
         return SessionTools(
@@ -172,7 +169,7 @@ class Workspace:
     def rename(self, title: str) -> None:
         """Write a ``session/title`` event on the target."""
         self.session.append("session/title", {"title": title, "messageSeqs": [], "source": "user"})
-        self.catalog.titles_changed()
+        self.catalog.titles.titles_changed()
 
     # -- search -----------------------------------------------------------------------------------
 
@@ -188,7 +185,7 @@ class Workspace:
             self.session,
             query,
             records=catalog.records,
-            titles=catalog.title_map(),
+            titles=catalog.titles.title_map(),
             limit=self.service.config.candidate_limit,
             signal=signal,
             budget=budget,
@@ -210,10 +207,8 @@ class Workspace:
         """Close the message index (the CLI calls it after the app exits)."""
         if self.body_index is not None:
             self.body_index.close()
-        elif self.message_index is not None:
-            close = getattr(self.message_index, "close", None)
-            if close is not None:
-                close()
+        elif self._own_index is not None:
+            self._own_index.close()
 
 
 def open_for_writing(store: Store, session_id: str) -> Session:

@@ -1,0 +1,166 @@
+"""The `@` picker's logic: the prompt reports the `@query`, a lookup answers it in two steps (what
+a keystroke's budget finds at once, then the full message search behind it), Tab or Enter inserts
+the mention, Escape dismisses it until the token is edited. The search itself is ``core``'s
+(``SessionSearch``, through ``Workspace.search_sessions``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from rich.cells import cell_len
+
+from core import AbortController, SessionReferenceError, format_session_reference_mention
+from core.errors import CANCELLED
+from core.search.finder import FIRST_BUDGET, FULL_BUDGET
+from tui.services.host import Host
+from tui.services.indexing import MessageIndexer
+from tui.services.mentions import PickerQuery
+from tui.services.preview_report import problem_of
+from tui.services.text import visible
+from tui.services.workspace import Workspace
+from tui.widgets.picker import MentionPicker
+from tui.widgets.prompt import PromptArea
+
+VISIBLE_HITS = 24
+"""Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""
+
+
+class PickerControl:
+    """The `@` picker's lookups and keys, for the chat screen.
+
+    Args:
+        host: the screen (the lookup worker, notifications).
+        workspace: what is searched, and the target session (its cwd comes first).
+        indexer: how far message indexing is (the picker says so under its rows).
+        prompt: the prompt that reports `@` queries and takes the mention.
+        picker: the picker widget it shows and places.
+        screen_height: the screen's height (the picker opens above or below the cursor).
+        shown: called with the seconds from a keystroke to its rows on screen.
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        workspace: Workspace,
+        indexer: MessageIndexer,
+        prompt: PromptArea,
+        picker: MentionPicker,
+        *,
+        screen_height: Callable[[], int],
+        shown: Callable[[float], object],
+    ) -> None:
+        self._host = host
+        self._workspace = workspace
+        self._indexer = indexer
+        self._prompt = prompt
+        self._picker = picker
+        self._screen_height = screen_height
+        self._shown = shown
+        self._query: PickerQuery | None = None
+        self._query_row = 0
+        self._dismissed: tuple[int, int, str] | None = None
+        """Escape's memory: (row, column of the `@`, draft) of the token whose picker was dismissed."""
+        self.lookup_abort: AbortController | None = None
+        """The running lookup's controller (a newer keystroke or closing the picker aborts it)."""
+        self._lookup_generation = 0
+        self._shown_for_key: float | None = None
+        self._key_unanswered = False
+
+    def close(self) -> None:
+        """Close the picker and abort its lookup."""
+        self._picker.close()
+        if self.lookup_abort is not None:
+            self.lookup_abort.abort("picker closed")
+            self.lookup_abort = None
+        self._lookup_generation += 1
+        self._key_unanswered = False
+
+    def dismiss(self) -> None:
+        """Escape: close the picker and keep it closed until its token is edited."""
+        if self._query is not None:
+            self._dismissed = (self._query_row, self._query.start, self._prompt.text)
+        self.close()
+
+    def query_changed(self, query: PickerQuery | None, row: int) -> None:
+        """The prompt's `@query` changed (``None``: the cursor left it)."""
+        self._query, self._query_row = query, row
+        if query is None:
+            self.close()
+            return
+        if self._dismissed is not None:
+            if self._dismissed == (row, query.start, self._prompt.text):
+                return  # the same token, unedited since Escape: stay closed
+            self._dismissed = None
+        self._lookup(query)
+
+    def refresh(self) -> None:
+        """Look the open picker's query up again (titles that were still loading may be in now)."""
+        if self._picker.is_open and self._query is not None:
+            self._lookup(self._query, from_key=False)
+
+    def _lookup(self, query: PickerQuery, from_key: bool = True) -> None:
+        # A refresh that supersedes a keystroke's lookup before it was shown answers that keystroke.
+        from_key = from_key or self._key_unanswered
+        self._key_unanswered = from_key
+        if self.lookup_abort is not None:
+            self.lookup_abort.abort("superseded by a newer keystroke")
+        controller = AbortController()
+        self.lookup_abort = controller
+        self._lookup_generation += 1
+        work = partial(self._run_lookup, query, controller, self._lookup_generation, from_key)
+        self._host.run_worker(work, "_run_lookup", "picker", exclusive=True)
+
+    async def _run_lookup(
+        self, query: PickerQuery, controller: AbortController, generation: int, from_key: bool
+    ) -> None:
+        workspace = self._workspace
+        budget = FIRST_BUDGET
+        while True:
+            try:
+                result = await workspace.search_sessions(query.query, controller.signal, budget)
+            except SessionReferenceError as error:
+                if error.code != CANCELLED:
+                    self._host.notify(problem_of(error).describe(), severity="error", title="Lookup failed")
+                return
+            if generation != self._lookup_generation or self._query != query:
+                return  # a newer keystroke already asked again
+            workspace.catalog.titles.request_titles([hit.candidate.session_id for hit in result.hits[:VISIBLE_HITS]])
+            keep = budget != FIRST_BUDGET or not from_key
+            self._picker.show(
+                result, query.query, workspace.session.cwd, workspace.clock(), self._indexer.note(result), keep=keep
+            )
+            self._place(query)
+            if from_key and budget == FIRST_BUDGET:
+                # The next paint answers this keystroke (even if the full answer is in by then).
+                self._shown_for_key = self._prompt.last_key_at
+                self._key_unanswered = False
+            if result.complete or budget == FULL_BUDGET:
+                return
+            # The keystroke's answer is on screen; finish the message search behind it.
+            budget = FULL_BUDGET
+
+    def painted(self, painted_at: float) -> None:
+        """The picker's rows reached the screen: a keystroke's answer reports its latency."""
+        if self._shown_for_key is None:
+            return  # a refresh after titles loaded, not a keystroke
+        self._shown(painted_at - self._shown_for_key)
+        self._shown_for_key = None
+
+    def _place(self, query: PickerQuery) -> None:
+        prompt = self._prompt
+        cursor = prompt.cursor_screen_offset
+        row, column = prompt.cursor_location
+        typed = prompt.document.get_line(row)[query.start : column]
+        self._picker.place(cursor.x - cell_len(typed), cursor.y, self._screen_height())
+
+    def accepted(self, session_id: str, label: str) -> None:
+        """A candidate was accepted: its mention replaces the `@query`."""
+        query = self._query
+        self.close()
+        if query is None:
+            return
+        mention = format_session_reference_mention(session_id, visible(label))
+        self._prompt.insert_mention(query, self._query_row, mention)
+        self._prompt.focus()

@@ -1,0 +1,203 @@
+"""Sending the draft: Enter prepares the draft's references (Esc cancels), the agent loop sends it
+(compacting first when the window asks for it), and the transcript follows the reply. Preparing and
+sending run in ``core`` (``SessionReferenceService.prepare``, ``AgentLoop.followup`` / ``steer``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from textual.timer import Timer
+
+from core import AbortController, SessionQueryError, SessionReferenceError, parse_session_reference_text
+from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
+from core.errors import CANCELLED
+from tui.screens.prompt_status import PromptStatus
+from tui.services.host import Host
+from tui.services.preview_report import problem_of
+from tui.services.workspace import Workspace
+from tui.widgets.prompt import PromptArea
+from tui.widgets.transcript import Transcript
+
+STREAM_TICK = 1 / 20
+"""How often the transcript repaints a streaming reply."""
+
+
+class Sender:
+    """Sending the draft and following the reply, for the chat screen.
+
+    Args:
+        host: the screen (the send worker, the stream timer, notifications).
+        workspace: the target session and its agent.
+        prompt: the draft (cleared once sent, restored when nothing was sent).
+        transcript: the conversation it keeps in step with the reply.
+        status: the prompt's title (preparing, compacting).
+        show_target: repaint what shows the target (after a turn, or a compaction that changed it).
+        schedule_preview: recompute the preview (the context meter moves after a turn).
+        sent: called once a message went to the model.
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        workspace: Workspace,
+        prompt: PromptArea,
+        transcript: Transcript,
+        status: PromptStatus,
+        *,
+        show_target: Callable[[], None],
+        schedule_preview: Callable[[float], None],
+        sent: Callable[[], object],
+    ) -> None:
+        self._host = host
+        self._workspace = workspace
+        self._prompt = prompt
+        self._transcript = transcript
+        self._status = status
+        self._show_target = show_target
+        self._schedule_preview = schedule_preview
+        self._sent = sent
+        self._send_abort: AbortController | None = None
+        self._stream_timer: Timer | None = None
+        self._reported_error: object = None
+
+    @property
+    def preparing(self) -> bool:
+        """Whether the draft's references are being prepared (or a compaction runs before the send)."""
+        return self._status.preparing
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the transcript follows a streaming reply."""
+        return self._stream_timer is not None
+
+    def send(self, text: str) -> None:
+        """Prepare and send ``text`` (the draft; the screen refuses a second one while ``preparing``)."""
+        self._host.run_worker(partial(self._send, text), "_send", "send", exclusive=True)
+
+    def cancel_preparing(self) -> bool:
+        """Escape while preparing: stop it (nothing is sent, the draft is kept); whether it was."""
+        if self.preparing and self._send_abort is not None:
+            self._send_abort.abort("cancelled by the user")
+            return True
+        return False
+
+    async def _send(self, text: str) -> None:
+        workspace = self._workspace
+        notify = self._host.notify
+        session, agent = workspace.session, workspace.agent
+        controller = AbortController()
+        self._send_abort = controller
+        self._status.set_preparing(True)
+        try:
+            parsed = parse_session_reference_text(text)
+            content = [{"type": "text", "text": parsed.text}]
+            prepared = await workspace.service.prepare(session, content, parsed.references, controller.signal)
+        except SessionReferenceError as error:
+            self._status.set_preparing(False)
+            self._send_abort = None
+            if error.code == CANCELLED:
+                notify(f"Nothing was sent; your draft is kept. ({error.code})", title="Cancelled")
+            else:
+                notify(
+                    f"{problem_of(error).describe()}\nNothing was sent; your draft is kept.",
+                    severity="error",
+                    title="Not sent",
+                )
+            self._restore(text)
+            return
+        except BaseException:
+            self._status.set_preparing(False)
+            self._send_abort = None
+            raise
+        self._send_abort = None
+        try:
+            if agent.status == "running":
+                await agent.steer(prepared.content, prepared.contexts)
+            else:
+                # Still "preparing" while a compaction runs before the send: a second Enter is
+                # refused, Escape cancels the compaction, and its progress is in the prompt's title.
+                self._status.watch_compaction(True)
+                compacted = agent.last_compaction
+                try:
+                    await agent.followup(prepared.content, prepared.contexts)
+                finally:
+                    self._status.watch_compaction(False)
+                if agent.last_compaction is not compacted and agent.last_compaction is not None:
+                    count = len(agent.last_compaction.shadowed_seqs)
+                    notify(
+                        f"{count} earlier messages became one checkpoint before sending, to stay within the window.",
+                        title="Compacted",
+                        markup=False,
+                    )
+        except SessionQueryError as error:
+            notify(
+                f"{error.message} ({error.code})\nYour draft is kept.",
+                severity="error",
+                title="Could not save",
+                markup=False,
+            )
+            self._restore(text)
+            return
+        except CompactionError as error:
+            cancelled = error.code == COMPACTION_CANCELLED
+            notify(
+                f"{error.message} ({error.code})\nNothing was sent; your draft is kept.",
+                severity="information" if cancelled else "error",
+                title="Cancelled" if cancelled else "Not sent",
+                markup=False,
+            )
+            self._restore(text)
+            self._show_target()
+            return
+        finally:
+            self._status.set_preparing(False)
+        if agent.compaction_error is not None:
+            failed, agent.compaction_error = agent.compaction_error, None
+            notify(
+                f"{failed.message} ({failed.code})\nThe message was sent anyway: it fits the window.",
+                severity="warning",
+                title="Compaction failed",
+                markup=False,
+            )
+        if self._prompt.text == text:
+            self._prompt.clear()
+        self._sent()
+        self.follow_stream()
+
+    def _restore(self, text: str) -> None:
+        if not self._prompt.text:
+            self._prompt.load_text(text)
+            self._prompt.move_cursor(self._prompt.document.end)
+
+    def follow_stream(self) -> None:
+        """Keep the transcript in step with the target's reply until its agent is idle."""
+        self._transcript.sync(self._workspace.session, self._workspace.model.name)
+        if self._stream_timer is None:
+            self._stream_timer = self._host.set_interval(STREAM_TICK, self._stream_tick)
+
+    def stop_following(self) -> None:
+        """Stop following a reply (the target changed; its agent streams on, unseen)."""
+        if self._stream_timer is not None:
+            self._stream_timer.stop()
+            self._stream_timer = None
+
+    def _stream_tick(self) -> None:
+        workspace = self._workspace
+        notify = self._host.notify
+        self._transcript.sync(workspace.session, workspace.model.name)
+        self._status.show()
+        if workspace.agent.status == "idle" and self._stream_timer is not None:
+            self._stream_timer.stop()
+            self._stream_timer = None
+            self._show_target()
+            self._schedule_preview(0)
+            failed = workspace.agent.compaction_error
+            if failed is not None:
+                workspace.agent.compaction_error = None
+                notify(f"{failed.message} ({failed.code})", severity="warning", title="Compaction failed", markup=False)
+            error = workspace.agent.last_error
+            if error is not None and error is not self._reported_error:
+                self._reported_error = error
+                notify(f"{error.message} ({error.code})", severity="error", title="The model failed")
