@@ -78,12 +78,9 @@ def test_no_widget_of_the_app_parses_text_that_is_not_a_literal_as_markup() -> N
     assert wrong == []
 
 
-ENTRY_POINT = "tui.cli"
-"""The one module that may import the app (it starts it)."""
-
-
 def _imports(path: Path, package: str) -> list[str]:
-    """Every module ``path`` imports, relative imports resolved against ``package`` (type-only ones too)."""
+    """Every module ``path`` imports, relative imports resolved against ``package`` (type-only ones
+    and those inside functions too): ``from a.b import c`` names ``a.b`` and ``a.b.c``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
@@ -98,30 +95,143 @@ def _imports(path: Path, package: str) -> list[str]:
     return found
 
 
-def test_no_tui_module_but_the_entry_point_imports_the_app() -> None:
-    # Screens, widgets and services get what they need at construction and post messages; they never
-    # reach the app's object, not even for types (docs/architecture.md).
+def _modules() -> dict[str, Path]:
+    """Every module of ``core`` and ``tui`` by dotted name (a package by its own name)."""
+    modules = {}
+    for top in (CORE, TUI):
+        for path in top.rglob("*.py"):
+            parts = path.relative_to(top.parent).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            modules[name] = path
+    return modules
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports (a name imported from a module is that module,
+    unless it is a submodule)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for imported in _imports(path, package):
+            if imported in modules:
+                edges.add(imported)
+            elif imported.rpartition(".")[0] in modules:
+                edges.add(imported.rpartition(".")[0])
+        edges.discard(name)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]], skip: frozenset[str] = frozenset()) -> list[list[str]]:
+    """The import circles of ``graph`` (strongly connected components of more than one module, or a
+    module importing itself), leaving out the edges into ``skip`` (facades that re-export)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, set()) - skip):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_there_is_no_import_circle_in_core_or_tui() -> None:
+    # Type-only imports and imports inside functions count: a circle is a circle to a reader too.
+    assert _cycles(_graph()) == []
+
+
+def test_core_modules_never_import_the_core_facade() -> None:
+    # The facade imports every module, so a module importing it would close a circle through it.
+    graph = _graph()
+    assert sorted(name for name, edges in graph.items() if name.startswith("core.") and "core" in edges) == []
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles(graph, skip=frozenset({"a"})) == []
+
+
+TUI_LAYERS = ["services", "widgets", "screens", "app", "cli"]
+"""``tui``'s sub-packages, lowest first (docs/architecture.md): each may import the ones before it,
+never one after it, so a widget never reaches a screen and nothing but the entry points reaches
+the app."""
+
+
+def _tui_layer(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "tui" or len(parts) == 1:
+        return None
+    assert parts[1] in TUI_LAYERS or parts[1] == "__init__", f"{module} is in no layer"
+    return parts[1] if parts[1] in TUI_LAYERS else None
+
+
+def test_every_tui_module_is_in_a_layer() -> None:
+    loose = [path.name for path in TUI.glob("*.py") if path.name != "__init__.py"]
+    assert loose == []
+    assert sorted(path.name for path in TUI.iterdir() if path.is_dir() and path.name != "__pycache__") == sorted(
+        TUI_LAYERS
+    )
+
+
+def test_tui_layers_import_only_the_layers_below_them() -> None:
     wrong = []
-    for path in TUI.rglob("*.py"):
-        relative = path.relative_to(TUI.parent).with_suffix("")
-        module = ".".join(relative.parts)
-        if module in (ENTRY_POINT, "tui.app"):
+    for name, edges in _graph().items():
+        own = _tui_layer(name)
+        if own is None:
             continue
-        package = module.removesuffix(".__init__") if path.name == "__init__.py" else module.rpartition(".")[0]
-        for name in _imports(path, package):
-            if name == "tui.app" or name.startswith("tui.app."):
-                wrong.append(f"{module} imports {name}")
-    assert wrong == []
+        for imported in edges:
+            layer = _tui_layer(imported)
+            if layer is not None and TUI_LAYERS.index(layer) > TUI_LAYERS.index(own):
+                wrong.append(f"{name} ({own}) imports {imported} ({layer})")
+    assert sorted(wrong) == []
+
+
+def test_tui_services_import_no_widget_screen_or_app() -> None:
+    # Services are what the screens and widgets use; Textual is allowed (workers, messages, colours).
+    graph = _graph()
+    services = [name for name in graph if name.startswith("tui.services")]
+    assert len(services) >= 10
+    assert all(
+        not edge.startswith(("tui.widgets", "tui.screens", "tui.app", "tui.cli")) for n in services for edge in graph[n]
+    )
 
 
 def test_the_import_check_sees_relative_and_type_only_imports(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..app import SessionRefApp\nfrom . import app\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..app import SessionRefApp\nfrom . import app\n"
+        "def later():\n    from tui.screens.chat import ChatScreen\n",
         encoding="utf-8",
     )
     assert "tui.app.SessionRefApp" in _imports(probe, "tui.widgets")
     assert "tui.app" in _imports(probe, "tui")
+    assert "tui.screens.chat" in _imports(probe, "tui.widgets")
 
 
 def test_no_colour_is_written_into_the_app_s_python() -> None:

@@ -230,7 +230,7 @@ class SessionRefApp(App[None]):
         return self.indexer.running
 
     def start_index(self) -> None:
-        """Bring the body index up to date with the catalog, off the UI thread (``tui.indexing``)."""
+        """Bring the body index up to date with the catalog, off the UI thread (``tui.services.indexing``)."""
         self.indexer.start()
 
     def on_message_indexer_builder_failed(self, message: MessageIndexer.BuilderFailed) -> None:

@@ -15,7 +15,7 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,8 @@ from core.search.body_index import BodyIndex, index_path_beside
 from core.search.finder import SearchConfig, SessionSearch
 from core.search.index_values import IndexUnavailable
 from core.search.message_index import MessageIndex
+from core.sessions.models import SessionHeader
+from core.sessions.query import SessionQuery
 from core.sessions.sources.merged import MergedSessionQuery
 from tui.services.text import visible
 
@@ -89,17 +91,20 @@ class SessionToolServer:
 
     def __init__(
         self,
-        query: Any,
+        query: SessionQuery,
         index: BodyIndex | None,
         cwd: str | None,
         *,
+        revision_of: Callable[[SessionHeader], object] | None = None,
         config: ReferenceConfig | None = None,
         read_bytes: int = READ_BYTES,
         body_search: bool = True,
         message_index: MessageIndex | None = None,
     ) -> None:
         """``index``: the app's message index beside a folder store (its titles serve the listing
-        too); ``message_index``: a store's own instead (a database's), which search then uses."""
+        too); ``message_index``: a store's own instead (a database's), which search then uses;
+        ``revision_of``: the store's revision of a listed session (titles are read again when it
+        changes; without it, on every listing)."""
         self.query = query
         self.service = SessionReferenceService(query, config)
         searched = message_index if message_index is not None else index
@@ -107,17 +112,16 @@ class SessionToolServer:
         self.read_bytes = read_bytes
         self.index = index
         self.cwd = cwd
-        self._titles: dict[str, tuple[Any, str | None]] = {}
+        self._revision_of = revision_of if revision_of is not None else _no_revision
+        self._titles: dict[str, tuple[object, str | None]] = {}
 
     async def _listing(self) -> tuple[Sequence[Any], Mapping[str, str | None]]:
         records = await self.query.list_sessions()
         if self.index is not None:
             return records, {session_id: title for session_id, (_key, title) in self.index.titles().items()}
-        # Without a body index, the titles of the newest sessions, read once per file revision.
-        store = getattr(self.query, "primary", self.query)  # (the folder store keeps revisions of what it listed)
-        revision_of = getattr(store, "listed_revision", None) or (lambda _header: None)
+        # Without a body index, the titles of the newest sessions, read once per revision.
         for record in records[:TITLED_WITHOUT_INDEX]:
-            session_id, revision = record.header.id, revision_of(record.header)
+            session_id, revision = record.header.id, self._revision_of(record.header)
             known = self._titles.get(session_id)
             if known is None or known[0] != revision or revision is None:
                 try:
@@ -137,6 +141,10 @@ class SessionToolServer:
         except TimeoutError:
             message = f"the store did not answer within {CALL_SECONDS:g} s; try again (TOOL_TIMEOUT)"
             return ToolResult(message, is_error=True, code="TOOL_TIMEOUT")
+
+
+def _no_revision(_header: SessionHeader) -> None:
+    return None
 
 
 async def serve(server: SessionToolServer) -> None:
@@ -219,9 +227,10 @@ def mcp_command(argv: Sequence[str]) -> int:
         if url is not None:
             from core.database.store import PostgresSessionStore
 
-            store: Any = PostgresSessionStore(url)
+            database = PostgresSessionStore(url)
+            store: JsonlSessionStore | PostgresSessionStore = database
             index = None
-            own_index = store.message_index()  # kept current by every append, as the app searches it
+            own_index: MessageIndex | None = database.message_index()  # kept current by every append
         else:
             root = args.root or default_root()
             if not os.path.isdir(root):
@@ -245,6 +254,7 @@ def mcp_command(argv: Sequence[str]) -> int:
             query,
             index,
             os.getcwd(),
+            revision_of=store.listed_revision,
             config=config,
             read_bytes=settings["tool_read_bytes"],
             body_search=settings["body_search"],

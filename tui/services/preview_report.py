@@ -104,7 +104,7 @@ class PreviewReport:
     contexts: list[HookContext] = field(default_factory=list)
     content: list[dict[str, Any]] = field(default_factory=list)
     context: Any = None
-    """The context meter's figures for this draft (``tui.context_view.DraftContext``), set on the UI thread."""
+    """The context meter's figures for this draft (``tui.services.context_view.DraftContext``), set on the UI thread."""
 
     @property
     def prefix_text(self) -> str:
@@ -120,7 +120,7 @@ class PreviewReport:
 
     @property
     def prefix_tokens(self) -> int:
-        """Estimated tokens of the prefix plus the delimiter (``tui.text.ESTIMATOR``)."""
+        """Estimated tokens of the prefix plus the delimiter (``tui.services.text.ESTIMATOR``)."""
         if not self.contexts:
             return 0
         return estimate_tokens(self.prefix_text + PROMPT_REQUEST_DELIMITER)

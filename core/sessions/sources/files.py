@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -168,8 +169,9 @@ class SurfaceBuilder:
         self.events = [surface_event("user/message", seq, time, data)]
 
 
-class FileSource:
-    """What both agents' sources share: a cached listing by file revision and lazy reads."""
+class FileSource(ABC):
+    """What both agents' sources share: a cached listing by file revision and lazy reads. Each
+    agent's source is a kind of it: it says where its files are and how one reads."""
 
     prefix = ""
     name = ""
@@ -181,14 +183,17 @@ class FileSource:
         self._records: list[SessionRecord] | None = None
         self.problems: list[StoreProblem] = []
 
+    @abstractmethod
     def _files(self) -> Iterator[str]:
-        raise NotImplementedError
+        """Every session file under the root."""
 
+    @abstractmethod
     def _header(self, path: Path) -> SessionHeader | None:
-        raise NotImplementedError
+        """A file's session header from its head (``None``: not a session this source lists)."""
 
+    @abstractmethod
     def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
-        raise NotImplementedError
+        """A whole session file, mapped to dsh events."""
 
     def listing(self) -> list[SessionRecord]:
         """Every session, newest first: one ``stat`` per file; a file's head is read again only
