@@ -362,13 +362,13 @@ def test_an_append_reindexes_only_that_session_and_only_its_last_chunk(indexed: 
     say_user(indexed.session("other", created_at=1), "untouched")
     indexed.sync()
     shard = indexed.index.shard_of("long")
-    chunks_before = shard._query("SELECT rowid, digest FROM chunks")
+    chunks_before = shard.reads.query("SELECT rowid, digest FROM chunks")
     indexed.writer = JsonlSessionStore(indexed.root)
     say_assistant(indexed.writer.get("long"), "the answer is wombat")
     report = indexed.sync()
     assert (report.indexed, report.removed) == (1, 0)
     assert indexed.ids("wombat") == ["long"]
-    chunks_after = dict(shard._query("SELECT rowid, digest FROM chunks"))
+    chunks_after = dict(shard.reads.query("SELECT rowid, digest FROM chunks"))
     changed = [rowid for rowid, digest in chunks_before if chunks_after.get(rowid) != digest]
     assert len(changed) <= 1  # only the last chunk took the new message
     assert indexed.sync().indexed == 0  # nothing changed since
@@ -504,9 +504,9 @@ def test_a_full_disk_stops_indexing_cleanly_and_indexing_resumes_later(indexed: 
     sources = indexed.sources()
     indexed.index.open()
     for shard in indexed.index.shards:
-        assert shard._writer is not None
-        pages = shard._writer.execute("PRAGMA page_count").fetchone()[0]
-        shard._writer.execute(f"PRAGMA max_page_count = {pages + 6}")  # SQLite's SQLITE_FULL, for real
+        assert shard.files.writer is not None
+        pages = shard.files.writer.execute("PRAGMA page_count").fetchone()[0]
+        shard.files.writer.execute(f"PRAGMA max_page_count = {pages + 6}")  # SQLite's SQLITE_FULL, for real
     with pytest.raises(IndexUnavailable) as error:
         indexed.index.sync(sources, indexed.read)
     assert error.value.code == INDEX_DISK_FULL
@@ -518,8 +518,8 @@ def test_a_full_disk_stops_indexing_cleanly_and_indexing_resumes_later(indexed: 
     found = indexed.ids("dugong")
     assert len(found) == status.indexed
     for shard in indexed.index.shards:
-        assert shard._writer is not None
-        shard._writer.execute("PRAGMA max_page_count = 1073741823")  # room again
+        assert shard.files.writer is not None
+        shard.files.writer.execute("PRAGMA max_page_count = 1073741823")  # room again
     assert indexed.index.sync(sources, indexed.read).indexed == 30 - status.indexed
     assert len(indexed.ids("dugong")) == 30
 

@@ -63,7 +63,7 @@ def test_the_wheel_holds_every_package_and_its_data(installed: tuple[Path, Path,
     names = set(zipfile.ZipFile(wheel).namelist())
     packages = {name.rsplit("/", 1)[0].replace("/", ".") for name in names if name.endswith("/__init__.py")}
     assert packages == _local_packages()
-    assert {"core/py.typed", "tui/py.typed", "tui/app.tcss"} <= names
+    assert {"core/py.typed", "tui/py.typed", "tui/app/app.tcss"} <= names
     assert not any(name.startswith(("tests/", "bench/", "fuzz/")) for name in names)
 
 

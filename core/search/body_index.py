@@ -42,7 +42,7 @@ from core.search.index_values import (
     SyncReport,
 )
 from core.search.matching import Snippet
-from core.search.shard_reads import Shard
+from core.search.shard import Shard
 
 INDEX_FILE_NAME = ".sessionref-index"
 """The index folder, in the store root (its files are never taken for sessions by a listing)."""
@@ -98,7 +98,7 @@ class BodyIndex:
     @property
     def status(self) -> IndexStatus:
         """Where the index stands, all shards together (safe to read from any thread)."""
-        statuses = [shard.status for shard in self.shards]
+        statuses = [shard.files.status for shard in self.shards]
         indexed = sum(status.indexed for status in statuses)
         total = sum(status.total for status in statuses)
         for state in ("failed", "closed", "read-only", "building", "empty"):
@@ -110,11 +110,11 @@ class BodyIndex:
     @property
     def writable(self) -> bool:
         """Whether this instance holds every shard's writer lock."""
-        return all(shard.writable for shard in self.shards)
+        return all(shard.files.writable for shard in self.shards)
 
     def pending(self, sources: Sequence[tuple[str, str]]) -> int:
         """How many of ``sources`` are not indexed at their revision (as this instance last saw)."""
-        return sum(shard.pending(part) for shard, part in zip(self.shards, self._partition(sources), strict=True))
+        return sum(shard.files.pending(part) for shard, part in zip(self.shards, self._partition(sources), strict=True))
 
     # -- opening and closing --------------------------------------------------------------------------
 
@@ -126,23 +126,23 @@ class BodyIndex:
                 ``SEARCH_INDEX_DISK_FULL`` or ``SEARCH_INDEX_FAILED``.
         """
         for shard in self.shards:
-            shard.open()
+            shard.files.open()
 
     def close(self) -> None:
         """Close the files and give up the writer locks."""
         for shard in self.shards:
-            shard.close()
+            shard.files.close()
 
     def release(self) -> None:
         """Close the files and give up the writer locks for now (another process is to write);
         the next ``open`` or ``sync`` opens them again."""
         for shard in self.shards:
-            shard.release()
+            shard.files.release()
 
     def refresh(self, sources: Sequence[tuple[str, str]]) -> None:
         """Take the progress of another process that writes the index (a builder), read-only."""
         for shard, part in zip(self.shards, self._partition(sources), strict=True):
-            shard.refresh(part)
+            shard.writes.refresh(part)
 
     # -- keeping it current ---------------------------------------------------------------------------
 
@@ -175,9 +175,9 @@ class BodyIndex:
         parts = self._partition(sources)
         plans: list[list[tuple[str, str]] | None] = []
         for shard, part in zip(self.shards, parts, strict=True):
-            shard.removed = 0
-            plans.append(shard.plan(part))
-            report.removed += shard.removed
+            shard.files.removed = 0
+            plans.append(shard.writes.plan(part))
+            report.removed += shard.files.removed
         if any(plan is None for plan in plans):
             titles = self.titles()
             for plan, part in zip(plans, parts, strict=True):
@@ -263,7 +263,7 @@ class BodyIndex:
         """
         titles: dict[str, tuple[str, str | None]] = {}
         for shard in self.shards:
-            titles.update(shard.titles())
+            titles.update(shard.reads.titles())
         return titles
 
     def candidates(
@@ -282,7 +282,7 @@ class BodyIndex:
             cap = DENSE_CANDIDATES  # read now, not when the module loaded
         found: dict[str, list[int]] = {}
         for shard in self.shards:
-            part = shard.candidates(needle, cap)
+            part = shard.reads.candidates(needle, cap)
             if part is None:
                 return None
             found.update(part)
@@ -295,7 +295,7 @@ class BodyIndex:
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        return self.shard_of(session_id).scan(session_id, needle)
+        return self.shard_of(session_id).reads.scan(session_id, needle)
 
     def verify(self, session_id: str, chunk_rowids: Sequence[int], needle: str) -> Snippet | None:
         """The newest message among these chunks of ``session_id`` that really contains ``needle``.
@@ -303,7 +303,7 @@ class BodyIndex:
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        return self.shard_of(session_id).verify(chunk_rowids, needle)
+        return self.shard_of(session_id).reads.verify(chunk_rowids, needle)
 
     def messages(self, session_id: str) -> list[tuple[str, str]]:
         """The indexed projected conversation of a session as ``(role, text)`` pairs (empty if unknown).
@@ -311,21 +311,21 @@ class BodyIndex:
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        return self.shard_of(session_id).messages(session_id)
+        return self.shard_of(session_id).reads.messages(session_id)
 
     def interrupt(self) -> None:
         """Abort a search running on another thread (it raises ``IndexUnavailable``)."""
         for shard in self.shards:
-            shard.interrupt()
+            shard.reads.interrupt()
 
     def size_bytes(self) -> int:
         """Bytes on disk (files and write-ahead logs)."""
-        return sum(shard.size_bytes() for shard in self.shards)
+        return sum(shard.reads.size_bytes() for shard in self.shards)
 
     def checkpoint(self) -> None:
         """Merge the FTS segments and fold the write-ahead logs into the files (after a big build)."""
         for shard in self.shards:
-            shard.checkpoint()
+            shard.writes.checkpoint()
 
 
 def _apply(
@@ -348,7 +348,7 @@ def _apply(
             yield item
 
     try:
-        shard.apply(plan, drain(), report, progress=changed)
+        shard.writes.apply(plan, drain(), report, progress=changed)
     except BaseException as error:  # handed to the coordinating thread, which raises it
         failures.append(error)
         # Keep the coordinator from blocking on a full queue, up to its end mark (which the

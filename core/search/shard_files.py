@@ -73,32 +73,32 @@ def fingerprint() -> dict[str, str]:
 
 
 class ShardFiles:
-    """One SQLite file of the index: its sessions, chunks and FTS table, and its writer lock.
-
-    One process writes a shard at a time (an advisory lock on ``<file>.lock``); another process
-    searches it read-only and takes over writing once the first one exits.
+    """A shard's file and what its reader and writer share: the connections, the writer lock, the
+    sessions it holds (``known``: id -> (key, revision)) and its status. ``Shard`` has one, and
+    gives it to its ``ShardReader`` and ``ShardWriter``; their state is this object's, guarded by
+    ``lock``.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = Path(path) if path is not None else None
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
         # A search reads on its own connection without ``_lock`` (so it never waits for a batch);
         # ``_reading`` is held for such a read, and closing waits for it. ``_handle`` guards the
         # connections' lifetime for ``interrupt``, which must not wait for the read it stops.
         # Order: ``_lock``, then ``_reading``, then ``_handle``.
-        self._reading = threading.Lock()
-        self._handle = threading.Lock()
-        self._writer: sqlite3.Connection | None = None
-        self._reader: sqlite3.Connection | None = None
+        self.reading = threading.Lock()
+        self.handle = threading.Lock()
+        self.writer: sqlite3.Connection | None = None
+        self.reader: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
         self._inode: tuple[int, int] | None = None
-        self._known: dict[str, tuple[int, str]] = {}
-        self._ids: dict[int, str] = {}
-        self._next_key = 1
+        self.known: dict[str, tuple[int, str]] = {}
+        self.ids: dict[int, str] = {}
+        self.next_key = 1
         self._status = IndexStatus("empty")
-        self._closed = False
-        self._damaged: IndexUnavailable | None = None
-        self._wanted: dict[str, str] = {}
+        self.closed = False
+        self.damaged: IndexUnavailable | None = None
+        self.wanted: dict[str, str] = {}
         self.removed = 0
 
     # -- status ---------------------------------------------------------------------------------------
@@ -108,18 +108,18 @@ class ShardFiles:
         """The latest status (safe to read from any thread)."""
         return self._status
 
-    def _set_status(self, state: IndexState, indexed: int, total: int, problem: IndexUnavailable | None = None) -> None:
+    def set_status(self, state: IndexState, indexed: int, total: int, problem: IndexUnavailable | None = None) -> None:
         code = problem.code if problem is not None else None
         self._status = IndexStatus(state, indexed, total, code, problem.message if problem is not None else None)
 
     @property
     def writable(self) -> bool:
         """Whether this instance holds the writer lock (else another process keeps the index)."""
-        return self._writer is not None
+        return self.writer is not None
 
     def pending(self, sources: Sequence[tuple[str, str]]) -> int:
         """How many of ``sources`` are not indexed at their revision (as this instance last saw)."""
-        return sum(1 for session_id, revision in sources if self._known_revision(session_id) != revision)
+        return sum(1 for session_id, revision in sources if self.known_revision(session_id) != revision)
 
     # -- opening --------------------------------------------------------------------------------------
 
@@ -130,11 +130,11 @@ class ShardFiles:
             IndexUnavailable: ``SEARCH_INDEX_READ_ONLY`` while another process creates it,
                 ``SEARCH_INDEX_DISK_FULL`` or ``SEARCH_INDEX_FAILED``.
         """
-        with self._lock:
-            if self._closed:
+        with self.lock:
+            if self.closed:
                 raise IndexUnavailable("the index is closed", INDEX_FAILED)
             try:
-                self._open()
+                self.open_locked()
             except (sqlite3.Error, OSError) as error:
                 raise classify_failure(error) from error
 
@@ -154,21 +154,21 @@ class ShardFiles:
             connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
-    def _open(self) -> None:
+    def open_locked(self) -> None:
         """Open (or re-open) the file, taking the writer lock when it is free.
 
         A file found damaged (here or by a search), replaced or deleted since it was opened is
         dropped; the writer then rebuilds it from nothing.
         """
-        if self._writer is not None or self._reader is not None:
-            if self._damaged is None and not self._file_replaced() and not self._probe_fails():
-                if self._writer is None:
+        if self.writer is not None or self.reader is not None:
+            if self.damaged is None and not self.file_replaced() and not self._probe_fails():
+                if self.writer is None:
                     self._try_become_writer()
                 return
-            self._drop_connections(keep_lock=True)
-            if self._lock_fd is not None and self._damaged is not None:
+            self.drop_connections(keep_lock=True)
+            if self._lock_fd is not None and self.damaged is not None:
                 self._remove_files()
-        self._damaged = None
+        self.damaged = None
         if self.path is not None:
             self._check_files()
             make_private_dirs(self.path.parent)
@@ -176,18 +176,18 @@ class ShardFiles:
         if self._lock_fd is not None or self.path is None:
             self._open_writer()
         else:
-            self._open_reader_only()
+            self.open_reader_only()
 
     def _probe_fails(self) -> bool:
         # A cheap read of the first pages: an overwritten file shows here, not only in a search.
-        connection = self._reader or self._writer
+        connection = self.reader or self.writer
         assert connection is not None
         try:
             connection.execute("SELECT count(*) FROM meta").fetchone()
         except sqlite3.Error as error:
             problem = classify_failure(error)
             if problem.code == INDEX_CORRUPT:
-                self._damaged = problem
+                self.damaged = problem
             return True
         return False
 
@@ -236,7 +236,7 @@ class ShardFiles:
             return
         self._try_lock()
         if self._lock_fd is not None:
-            self._drop_connections(keep_lock=True)
+            self.drop_connections(keep_lock=True)
             self._open_writer()
 
     def _open_writer(self) -> None:
@@ -248,8 +248,8 @@ class ShardFiles:
             # A damaged file is rebuilt from the store: it was never the source of truth.
             self._remove_files()
             connection = self._fresh_writer()
-        self._writer = connection
-        self._reader = connection if self.path is None else self._connect()
+        self.writer = connection
+        self.reader = connection if self.path is None else self._connect()
         self._inode = self._file_inode()
 
     def _fresh_writer(self) -> sqlite3.Connection:
@@ -265,13 +265,13 @@ class ShardFiles:
             with transaction(connection):
                 for key, value in fingerprint().items():
                     connection.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
-            self._load_known(connection)
+            self.load_known(connection)
         except BaseException:
             connection.close()
             raise
         return connection
 
-    def _open_reader_only(self) -> None:
+    def open_reader_only(self) -> None:
         assert self.path is not None
         if not self.path.exists():
             raise IndexUnavailable("another sessionref is creating the index", INDEX_READ_ONLY)
@@ -279,21 +279,21 @@ class ShardFiles:
         try:
             if not self._compatible(connection):
                 raise IndexUnavailable("the index is outdated and another sessionref owns it", INDEX_READ_ONLY)
-            self._load_known(connection)
+            self.load_known(connection)
         except sqlite3.DatabaseError as error:
             connection.close()
             raise classify_failure(error) from error
         except IndexUnavailable:
             connection.close()
             raise
-        self._reader = connection
+        self.reader = connection
         self._inode = self._file_inode()
 
-    def _load_known(self, connection: sqlite3.Connection) -> None:
+    def load_known(self, connection: sqlite3.Connection) -> None:
         rows = connection.execute("SELECT key, id, revision FROM sessions").fetchall()
-        self._known = {session_id: (key, revision) for key, session_id, revision in rows}
-        self._ids = {key: session_id for key, session_id, _revision in rows}
-        self._next_key = max(self._ids, default=0) + 1
+        self.known = {session_id: (key, revision) for key, session_id, revision in rows}
+        self.ids = {key: session_id for key, session_id, _revision in rows}
+        self.next_key = max(self.ids, default=0) + 1
 
     def _compatible(self, connection: sqlite3.Connection) -> bool:
         tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -313,7 +313,7 @@ class ShardFiles:
             return None
         return stat.st_dev, stat.st_ino
 
-    def _file_replaced(self) -> bool:
+    def file_replaced(self) -> bool:
         return self.path is not None and self._file_inode() != self._inode
 
     def _remove_files(self) -> None:
@@ -323,33 +323,33 @@ class ShardFiles:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(str(self.path) + suffix)
 
-    def _drop_connections(self, keep_lock: bool = False) -> None:
+    def drop_connections(self, keep_lock: bool = False) -> None:
         # Closing a connection another thread is reading on, or interrupting, crashes the process.
-        with self._reading, self._handle:
-            for connection in {id(c): c for c in (self._writer, self._reader) if c is not None}.values():
+        with self.reading, self.handle:
+            for connection in {id(c): c for c in (self.writer, self.reader) if c is not None}.values():
                 with contextlib.suppress(sqlite3.Error):
                     connection.close()
-            self._writer = self._reader = None
-        self._known, self._ids = {}, {}
+            self.writer = self.reader = None
+        self.known, self.ids = {}, {}
         if not keep_lock and self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def _known_revision(self, session_id: str) -> str | None:
-        known = self._known.get(session_id)
+    def known_revision(self, session_id: str) -> str | None:
+        known = self.known.get(session_id)
         return known[1] if known is not None else None
 
     def close(self) -> None:
         """Close the file and give up the writer lock."""
-        with self._lock:
-            self._closed = True
-            self._drop_connections()
-            self._set_status("closed", 0, 0)
+        with self.lock:
+            self.closed = True
+            self.drop_connections()
+            self.set_status("closed", 0, 0)
 
     def release(self) -> None:
         """Close the file and give up the writer lock until the next ``open``."""
-        with self._lock:
-            self._drop_connections()
+        with self.lock:
+            self.drop_connections()
 
 
 @contextlib.contextmanager

@@ -27,43 +27,49 @@ from core.search.index_values import (
 )
 from core.search.matching import Snippet, make_snippet
 from core.search.shard_files import ShardFiles, classify_failure
-from core.search.shard_writes import ShardWrites
 
 
-class ShardReads(ShardFiles):
-    """Reading a shard (a mixin of ``Shard``)."""
+class ShardReader:
+    """Reading a shard: titles, candidate chunks, verifying them, a session's messages.
+
+    Args:
+        files: the shard's file and the state its reader and writer share.
+    """
+
+    def __init__(self, files: ShardFiles) -> None:
+        self._files = files
 
     # -- reading --------------------------------------------------------------------------------------
 
-    def _query(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+    def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
         """Rows of a read on the reader connection (none when the index is not open).
 
         A damaged file found here is remembered, so the next ``sync`` rebuilds it.
         """
-        self._lock.acquire()
+        self._files.lock.acquire()
         locked = True
         try:
-            connection = self._reader
+            connection = self._files.reader
             if connection is None:
                 return []
-            if connection is not self._writer:
+            if connection is not self._files.writer:
                 # Its own connection: reading never waits for the writer (WAL), and closing the
                 # connection waits for this read.
-                with self._reading:
-                    self._lock.release()
+                with self._files.reading:
+                    self._files.lock.release()
                     locked = False
                     return connection.execute(sql, tuple(parameters)).fetchall()
             return connection.execute(sql, tuple(parameters)).fetchall()
         except sqlite3.Error as error:
             problem = classify_failure(error)
             if problem.code == INDEX_CORRUPT:
-                self._damaged = problem
-                status = self._status
-                self._set_status("failed", status.indexed, status.total, problem)
+                self._files.damaged = problem
+                status = self._files.status
+                self._files.set_status("failed", status.indexed, status.total, problem)
             raise problem from error
         finally:
             if locked:
-                self._lock.release()
+                self._files.lock.release()
 
     def titles(self) -> dict[str, tuple[str, str | None]]:
         """Session id -> (revision, title) of every indexed session.
@@ -71,7 +77,7 @@ class ShardReads(ShardFiles):
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        rows = self._query("SELECT id, revision, title FROM sessions")
+        rows = self.query("SELECT id, revision, title FROM sessions")
         return {session_id: (revision, read_title(title)) for session_id, revision, title in rows}
 
     def candidates(self, needle: str, cap: int) -> dict[str, list[int]] | None:
@@ -86,11 +92,11 @@ class ShardReads(ShardFiles):
         query = trigram_query(needle)
         if query is None:
             return None if needle else {}  # nothing to pre-filter on: every chunk is a candidate
-        rows = self._query("SELECT rowid FROM terms WHERE terms MATCH ? LIMIT ?", (query, cap + 1))
+        rows = self.query("SELECT rowid FROM terms WHERE terms MATCH ? LIMIT ?", (query, cap + 1))
         if len(rows) > cap:
             return None
         found: dict[str, list[int]] = {}
-        ids = self._ids
+        ids = self._files.ids
         for (rowid,) in sorted(rows, reverse=True):
             session_id = ids.get(rowid >> CHUNK_BITS)
             if session_id is not None:
@@ -106,7 +112,7 @@ class ShardReads(ShardFiles):
         if not chunk_rowids:
             return None
         marks = ",".join("?" * len(chunk_rowids))
-        rows = self._query(
+        rows = self.query(
             f"SELECT first_message, roles, starts, body FROM chunks WHERE rowid IN ({marks}) ORDER BY rowid DESC",
             chunk_rowids,
         )
@@ -119,11 +125,11 @@ class ShardReads(ShardFiles):
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        known = self._known.get(session_id)
+        known = self._files.known.get(session_id)
         if known is None or not needle:
             return None
         low = known[0] << CHUNK_BITS
-        rows = self._query(
+        rows = self.query(
             "SELECT first_message, roles, starts, body FROM chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid DESC",
             (low, low | CHUNK_MASK),
         )
@@ -170,7 +176,7 @@ class ShardReads(ShardFiles):
             return unpack(body)
         except (zstandard.ZstdError, UnicodeDecodeError, TypeError) as error:
             problem = IndexUnavailable(f"the index file is damaged: {error}", INDEX_CORRUPT)
-            self._damaged = problem
+            self._files.damaged = problem
             raise problem from error
 
     def messages(self, session_id: str) -> list[tuple[str, str]]:
@@ -179,11 +185,11 @@ class ShardReads(ShardFiles):
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        known = self._known.get(session_id)
+        known = self._files.known.get(session_id)
         if known is None:
             return []
         low = known[0] << CHUNK_BITS
-        rows = self._query(
+        rows = self.query(
             "SELECT roles, starts, body FROM chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
             (low, low | CHUNK_MASK),
         )
@@ -198,35 +204,18 @@ class ShardReads(ShardFiles):
 
     def interrupt(self) -> None:
         """Abort a search running on another thread (it raises ``IndexUnavailable``)."""
-        with self._handle:
-            connection = self._reader
-            if connection is not None and connection is not self._writer:
+        with self._files.handle:
+            connection = self._files.reader
+            if connection is not None and connection is not self._files.writer:
                 with contextlib.suppress(sqlite3.Error):
                     connection.interrupt()
 
     def size_bytes(self) -> int:
         """Bytes on disk (file and write-ahead log)."""
-        if self.path is None:
+        if self._files.path is None:
             return 0
         total = 0
         for suffix in ("", "-wal"):
             with contextlib.suppress(FileNotFoundError):
-                total += os.path.getsize(str(self.path) + suffix)
+                total += os.path.getsize(str(self._files.path) + suffix)
         return total
-
-    def checkpoint(self) -> None:
-        """Merge the FTS segments and fold the write-ahead log into the file (after a big build)."""
-        with self._lock:
-            if self._writer is None:
-                return
-            with contextlib.suppress(sqlite3.Error):
-                self._writer.execute("INSERT INTO terms(terms) VALUES ('optimize')")
-                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
-class Shard(ShardWrites, ShardReads):
-    """One SQLite file of the index: its sessions, chunks and FTS table, and its writer lock.
-
-    One process writes a shard at a time (an advisory lock on ``<file>.lock``); another process
-    searches it read-only and takes over writing once the first one exits.
-    """

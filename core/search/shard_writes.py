@@ -31,21 +31,28 @@ COMMIT_INTERVAL = 0.25
 """Seconds of indexing between two commits (what another reader sees, and what a crash can lose)."""
 
 
-class ShardWrites(ShardFiles):
-    """Keeping a shard current (a mixin of ``Shard``)."""
+class ShardWriter:
+    """Keeping a shard current: which sessions to (re)index, writing them in batches.
+
+    Args:
+        files: the shard's file and the state its reader and writer share.
+    """
+
+    def __init__(self, files: ShardFiles) -> None:
+        self._files = files
 
     def refresh(self, sources: Sequence[tuple[str, str]]) -> None:
         """Read another process's progress from the file, never taking the writer lock."""
-        with self._lock:
-            if self._closed:
+        with self._files.lock:
+            if self._files.closed:
                 return
-            if self._reader is not None and self._file_replaced():
-                self._drop_connections()
-            if self._reader is None:
+            if self._files.reader is not None and self._files.file_replaced():
+                self._files.drop_connections()
+            if self._files.reader is None:
                 try:
-                    self._open_reader_only()
+                    self._files.open_reader_only()
                 except (IndexUnavailable, sqlite3.Error, OSError):
-                    self._set_status("building", 0, len(sources))
+                    self._files.set_status("building", 0, len(sources))
                     return
             self._refresh_read_only(sources)
 
@@ -59,28 +66,28 @@ class ShardWrites(ShardFiles):
         Raises:
             IndexUnavailable: the shard cannot be opened or written.
         """
-        self._wanted = wanted = dict(sources)
-        with self._lock:
-            if self._closed:
+        self._files.wanted = wanted = dict(sources)
+        with self._files.lock:
+            if self._files.closed:
                 return []
             try:
                 try:
-                    self._open()
+                    self._files.open_locked()
                 except (sqlite3.Error, OSError) as error:
                     raise classify_failure(error) from error
             except IndexUnavailable as problem:
                 state: IndexState = "read-only" if problem.code == INDEX_READ_ONLY else "failed"
-                self._set_status(state, 0, len(sources), problem)
+                self._files.set_status(state, 0, len(sources), problem)
                 if problem.code == INDEX_READ_ONLY:
                     return None
                 raise
-            if self._writer is None:
+            if self._files.writer is None:
                 self._refresh_read_only(sources)
                 return None
-            writer = self._writer
-        todo = [(sid, revision) for sid, revision in sources if self._known_revision(sid) != revision]
-        self._set_status("building" if todo else "ready", len(wanted) - len(todo), len(wanted))
-        gone = [session_id for session_id in list(self._known) if session_id not in wanted]
+            writer = self._files.writer
+        todo = [(sid, revision) for sid, revision in sources if self._files.known_revision(sid) != revision]
+        self._files.set_status("building" if todo else "ready", len(wanted) - len(todo), len(wanted))
+        gone = [session_id for session_id in list(self._files.known) if session_id not in wanted]
         if gone:
             batch = self._batch()
             try:
@@ -91,15 +98,15 @@ class ShardWrites(ShardFiles):
             except (sqlite3.Error, OSError) as error:
                 batch.rollback()
                 raise self._after_failure(classify_failure(error), wanted) from error
-            self.removed = len(gone)
+            self._files.removed = len(gone)
         return todo
 
     def _batch(self) -> WriteBatch:
         # A file-backed shard has its own reader connection, so searches never wait for a batch;
         # in memory the one connection is shared and the lock keeps a search out of a batch.
-        assert self._writer is not None
-        shared = self._reader is self._writer
-        return WriteBatch(self._writer, self._lock if shared else threading.RLock(), shared)
+        assert self._files.writer is not None
+        shared = self._files.reader is self._files.writer
+        return WriteBatch(self._files.writer, self._files.lock if shared else threading.RLock(), shared)
 
     def apply(
         self,
@@ -116,8 +123,8 @@ class ShardWrites(ShardFiles):
             IndexUnavailable: the disk is full or the shard cannot be written (what was committed
                 stays; the next sync goes on from there).
         """
-        wanted = self._wanted
-        writer = self._writer
+        wanted = self._files.wanted
+        writer = self._files.writer
         assert writer is not None
         total = len(wanted)
         done = total - len(todo)
@@ -140,7 +147,7 @@ class ShardWrites(ShardFiles):
                 if time.perf_counter() - started > COMMIT_INTERVAL:
                     batch.commit()
                     started = time.perf_counter()
-                    self._set_status("building", done, total)
+                    self._files.set_status("building", done, total)
                     if progress is not None:
                         progress()
             batch.commit()
@@ -150,45 +157,45 @@ class ShardWrites(ShardFiles):
         finally:
             batch.rollback()
         current = self._count_current(wanted)
-        self._set_status("ready" if current >= total else "building", current, total)
+        self._files.set_status("ready" if current >= total else "building", current, total)
 
     def _after_failure(self, failure: IndexUnavailable, wanted: Mapping[str, str]) -> IndexUnavailable:
-        with self._lock:
+        with self._files.lock:
             # What was not committed is gone from the file: forget it here too.
-            connection = self._reader or self._writer
+            connection = self._files.reader or self._files.writer
             try:
                 if connection is not None:
-                    self._load_known(connection)
+                    self._files.load_known(connection)
             except sqlite3.Error as error:
-                self._known, self._ids = {}, {}
+                self._files.known, self._files.ids = {}, {}
                 if failure.code != INDEX_DISK_FULL:
                     failure = classify_failure(error)
             if failure.code == INDEX_CORRUPT:
-                self._damaged = failure
-            self._set_status("failed", self._count_current(wanted), len(wanted), failure)
+                self._files.damaged = failure
+            self._files.set_status("failed", self._count_current(wanted), len(wanted), failure)
         return failure
 
     def _refresh_read_only(self, sources: Sequence[tuple[str, str]]) -> None:
         # Another process writes; take its progress from the file.
         wanted = dict(sources)
         try:
-            assert self._reader is not None
-            self._load_known(self._reader)
+            assert self._files.reader is not None
+            self._files.load_known(self._files.reader)
         except sqlite3.Error as error:
-            self._set_status("failed", 0, len(wanted), classify_failure(error))
+            self._files.set_status("failed", 0, len(wanted), classify_failure(error))
             return
         owned = IndexUnavailable("another sessionref keeps the index; searching its copy", INDEX_READ_ONLY)
-        self._set_status("read-only", self._count_current(wanted), len(wanted), owned)
+        self._files.set_status("read-only", self._count_current(wanted), len(wanted), owned)
 
     def _count_current(self, wanted: Mapping[str, str]) -> int:
-        return sum(1 for session_id, revision in wanted.items() if self._known_revision(session_id) == revision)
+        return sum(1 for session_id, revision in wanted.items() if self._files.known_revision(session_id) == revision)
 
     def _delete_session(self, connection: sqlite3.Connection, session_id: str) -> None:
-        known = self._known.pop(session_id, None)
+        known = self._files.known.pop(session_id, None)
         if known is None:
             return
         key = known[0]
-        self._ids.pop(key, None)
+        self._files.ids.pop(key, None)
         low, high = key << CHUNK_BITS, (key << CHUNK_BITS) | CHUNK_MASK
         for rowid, body in connection.execute(
             "SELECT rowid, body FROM chunks WHERE rowid BETWEEN ? AND ?", (low, high)
@@ -202,10 +209,10 @@ class ShardWrites(ShardFiles):
         assert session is not None
         session_id, chunks = prepared.session_id, prepared.chunks
         title = session.title
-        known = self._known.get(session_id)
+        known = self._files.known.get(session_id)
         if known is None:
-            key = self._next_key
-            self._next_key += 1
+            key = self._files.next_key
+            self._files.next_key += 1
             connection.execute(
                 "INSERT INTO sessions(key, id, revision, title, messages) VALUES (?, ?, ?, ?, ?)",
                 (key, sqlite_text(session_id), session.revision, stored_title(title), len(session.messages)),
@@ -242,8 +249,17 @@ class ShardWrites(ShardFiles):
         for rowid, _digest, body in old[len(chunks) :]:
             unindex(connection, rowid, body)
             connection.execute("DELETE FROM chunks WHERE rowid = ?", (rowid,))
-        self._known[session_id] = (key, session.revision)
-        self._ids[key] = session_id
+        self._files.known[session_id] = (key, session.revision)
+        self._files.ids[key] = session_id
+
+    def checkpoint(self) -> None:
+        """Merge the FTS segments and fold the write-ahead log into the file (after a big build)."""
+        with self._files.lock:
+            if self._files.writer is None:
+                return
+            with contextlib.suppress(sqlite3.Error):
+                self._files.writer.execute("INSERT INTO terms(terms) VALUES ('optimize')")
+                self._files.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 class WriteBatch:
