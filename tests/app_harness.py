@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from textual.pilot import Pilot
 
-from core import ChatModel, EchoModel, JsonlSessionStore, ReferenceConfig
+from core import ChatModel, EchoModel, JsonlSessionStore, ReferenceConfig, format_session_reference_mention
 from core.agent.loop import ContextSettings
 from core.sessions.sources.merged import ExternalSource
 from tui.app.sessionref_app import SessionRefApp, make_app
 from tui.cli.demo import DEMO_PROJECT, DEMO_START, seed_demo
+from tui.widgets.preview import PreviewPane, render_report
 
 NOW = DEMO_START + 7 * 60_000
 """The fixed clock of every app test: one minute after the demo's newest session."""
@@ -101,3 +104,40 @@ def index_settled(app: SessionRefApp) -> bool:
     """Whether the body index (if any) is current with the catalog and no indexing run is going."""
     index = app.body_index
     return index is None or (index.status.complete and not app.indexing)
+
+
+def picker_ids(app: SessionRefApp) -> list[str]:
+    return [candidate.session_id for candidate in app.chat.picker.candidates]
+
+
+async def type_text(pilot: Any, text: str) -> None:
+    for character in text:
+        await pilot.press("space" if character == " " else character)
+
+
+async def open_picker(pilot: Any, query: str = "") -> None:
+    app = pilot.app
+    before = app.picker_updates
+    await pilot.press("@", *query)
+    await until(
+        pilot, lambda: app.chat.picker.is_open and app.picker_updates > before and app.chat.picker.query_text == query
+    )
+
+
+async def preview_of(pilot: Any) -> Any:
+    """The preview report once it matches the current draft."""
+    app = pilot.app
+    pane = app.chat.query_one(PreviewPane)
+    await until(pilot, lambda: pane.report is not None and pane.report.draft == app.chat.prompt.text)
+    return pane.report
+
+
+def preview_text(report: Any) -> str:
+    """The preview pane's content as plain text."""
+    console = Console(width=60, record=True, file=io.StringIO())
+    console.print(render_report(report, HOME))
+    return console.export_text()
+
+
+def mention(session_id: str, label: str | None = None) -> str:
+    return format_session_reference_mention(session_id, label)

@@ -89,6 +89,35 @@ def memory_store(clock: Callable[[], int]) -> MemorySessionStore:
     return MemorySessionStore(clock=clock)
 
 
+@pytest.fixture
+def app(demo_template: Path, tmp_path: Path) -> Any:
+    """The real app on a copy of the demo store, with a fixed clock (``tests.app_harness.open_app``)."""
+    from tests.app_harness import open_app
+
+    built, _ = open_app(demo_template, tmp_path / "store")
+    return built
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> Any:
+    """A store on disk with a body index kept in line with it (``tests.indexed_store.Indexed``)."""
+    from tests.indexed_store import Indexed
+
+    return Indexed(tmp_path / "store")
+
+
+@pytest.fixture(params=["zstd", "none"])
+def compression(request: pytest.FixtureRequest) -> str:
+    """Each encoding of a folder store in turn."""
+    return str(request.param)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """Where a folder store lives (not created)."""
+    return tmp_path / "root"
+
+
 @pytest.fixture(scope="session")
 def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo store written once per test run (tests copy it)."""
@@ -136,6 +165,7 @@ _MODULE_MARKERS = {
     "test_agents_mcp": ("interop",),
     "test_browser": ("browser",),
     "test_interop": ("interop",),
+    "test_interop_engine": ("interop",),
     "test_interop_fuzz": ("interop",),
     "test_fuzz": ("fuzz",),
     "test_readers_beside_writer": ("fuzz",),

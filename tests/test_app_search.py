@@ -67,12 +67,6 @@ async def clear_prompt(pilot: Any) -> None:
     await until(pilot, lambda: not app.chat.picker.is_open)
 
 
-@pytest.fixture
-def app(demo_template: Path, tmp_path: Path) -> SessionRefApp:
-    built, _ = open_app(demo_template, tmp_path / "store")
-    return built
-
-
 # -- what the rows show ------------------------------------------------------------------------------
 
 

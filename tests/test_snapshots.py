@@ -24,12 +24,6 @@ from tui.widgets.preview import PreviewPane
 from tui.widgets.transcript import AssistantBlock, CheckpointBlock
 
 
-@pytest.fixture
-def app(demo_template: Path, tmp_path: Path) -> SessionRefApp:
-    built, _ = open_app(demo_template, tmp_path / "store")
-    return built
-
-
 async def _preview_ready(pilot: Any) -> None:
     app = pilot.app
     pane = app.chat.query_one(PreviewPane)

@@ -1,0 +1,54 @@
+"""Pilot tests of the prompt's mention tokens (``tui.widgets.prompt``): one token the cursor steps over
+and Backspace or Delete removes whole, highlighted.
+"""
+
+from __future__ import annotations
+
+from core import (
+    format_session_reference_mention,
+)
+from tests.app_harness import (
+    SIZE,
+    open_picker,
+    settle,
+    type_text,
+)
+from tui.app.sessionref_app import SessionRefApp
+
+# -- tokens ---------------------------------------------------------------------------------------
+
+
+async def test_backspace_at_the_end_of_a_token_removes_the_whole_token(app: SessionRefApp) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await type_text(pilot, "see ")
+        await open_picker(pilot, "design")
+        await pilot.press("tab", "backspace")  # the space
+        assert app.chat.prompt.text.endswith(")")
+        await pilot.press("backspace")
+        assert app.chat.prompt.text == "see "
+
+
+async def test_cursor_steps_over_a_token_and_delete_removes_it(app: SessionRefApp) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        mention = format_session_reference_mention("design-notes", "Storage design")
+        app.chat.prompt.load_text(f"a {mention} b")
+        app.chat.prompt.move_cursor((0, 2 + len(mention)))
+        await pilot.press("left")
+        assert app.chat.prompt.cursor_location == (0, 2)
+        await pilot.press("right")
+        assert app.chat.prompt.cursor_location == (0, 2 + len(mention))
+        app.chat.prompt.move_cursor((0, 5))  # inside: snaps to the nearer edge
+        assert app.chat.prompt.cursor_location == (0, 2)
+        await pilot.press("delete")
+        assert app.chat.prompt.text == "a  b"
+
+
+async def test_mention_tokens_are_highlighted(app: SessionRefApp) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        mention = format_session_reference_mention("design-notes", "Storage design")
+        app.chat.prompt.load_text(f"x {mention}")
+        await pilot.pause()
+        assert app.chat.prompt._highlights[0] == [(2, 2 + len(mention.encode()), "mention")]
