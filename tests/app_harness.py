@@ -141,3 +141,7 @@ def preview_text(report: Any) -> str:
 
 def mention(session_id: str, label: str | None = None) -> str:
     return format_session_reference_mention(session_id, label)
+
+
+def picker_rows(app: SessionRefApp) -> list[str]:
+    return [row.text.rstrip() for row in app.chat.picker.rows]

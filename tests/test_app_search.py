@@ -21,9 +21,8 @@ import tui.app as app_module
 import tui.services.indexing as indexing
 from core import INDEX_FILE_NAME, EchoModel, JsonlSessionStore
 from core.search.index_values import INDEX_DISK_FULL
-from tests.app_harness import SIZE, fixed_clock, open_app, settle, until
+from tests.app_harness import SIZE, fixed_clock, open_app, open_picker, picker_ids, settle, type_text, until
 from tests.conftest import say_user
-from tests.test_app import open_picker, picker_ids, type_text
 from tui.app.sessionref_app import SessionRefApp
 from tui.cli.demo import DEMO_PROJECT
 from tui.widgets.sidebar import SessionSidebar

@@ -16,9 +16,8 @@ import pytest
 import zstandard
 
 from core import OpenAICompatibleModel
-from tests.app_harness import SIZE, open_app, settle, until
+from tests.app_harness import SIZE, open_app, settle, type_text, until
 from tests.test_agent import FAKE_KEY, chunk, serve, sse_response
-from tests.test_app import type_text
 from tui.services.preview_report import PreviewReport
 
 

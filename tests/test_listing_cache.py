@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import core.sessions.jsonl_store as jsonl_store
+import core.sessions.store_layout as store_layout
 from core import JsonlSessionStore
 from core.sessions.listing_cache import CACHE_NAME
 from tests.conftest import say_user
@@ -35,13 +35,13 @@ def _listing(root: Path, compression: str = "zstd") -> tuple[list[dict[str, obje
 def header_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every session file whose header a listing opens."""
     reads: list[str] = []
-    real = jsonl_store._read_header
+    real = store_layout._read_header
 
     def counting(path: str, compression: str) -> object:
         reads.append(path)
         return real(path, compression)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(jsonl_store, "_read_header", counting)
+    monkeypatch.setattr(store_layout, "_read_header", counting)
     return reads
 
 

@@ -15,17 +15,13 @@ from tests.app_harness import (
     SIZE,
     open_picker,
     picker_ids,
+    picker_rows,
     settle,
     type_text,
     until,
 )
 from tui.app.sessionref_app import SessionRefApp
 from tui.widgets.picker import MentionPicker
-
-
-def picker_rows(app: SessionRefApp) -> list[str]:
-    return [row.text.rstrip() for row in app.chat.picker.rows]
-
 
 # -- the picker -----------------------------------------------------------------------------------
 

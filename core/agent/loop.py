@@ -17,8 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from core.abort import AbortController
-from core.agent.bounded_text import BoundedText
-from core.agent.chat_models import MODEL_CONTEXT_LENGTH, ChatModel, ModelError, model_chunks
+from core.agent.chat_models import MODEL_CONTEXT_LENGTH, ChatModel, ModelError
 from core.agent.compaction import (
     COMPACTION_CANCELLED,
     CompactionError,
@@ -26,9 +25,10 @@ from core.agent.compaction import (
     CompactionResult,
 )
 from core.agent.context import ContextMeter, ContextReading
-from core.agent.session_tools import DEFINITIONS, SessionTools
+from core.agent.session_tools import SessionTools
+from core.agent.step import StepRunner
 from core.agent.tokens import ContextWindow
-from core.agent.tool_steps import MAX_STEPS, TURN_STEP_LIMIT, ToolCalls, run_calls
+from core.agent.tool_steps import MAX_STEPS, TURN_STEP_LIMIT
 from core.agent.window_keeper import ContextSettings, WindowKeeper, prompt_estimate
 from core.errors import SessionQueryError, SessionReferenceError
 from core.reference.baking import bake_prompt_message
@@ -77,8 +77,12 @@ class AgentLoop:
         """The session tools offered to the model (``None``: none are offered)."""
         self.max_steps = max_steps
         self.flush_interval = flush_interval
-        self.keeper = WindowKeeper(session, model, context if context is not None else ContextSettings())
+        settings = context if context is not None else ContextSettings()
+        self.keeper = WindowKeeper(session, model, settings)
         """The session's window and its compaction."""
+        self._steps = StepRunner(
+            session, model, tools, flush_interval=flush_interval, max_reasoning_chars=settings.max_reasoning_chars
+        )
         self._compaction_task: asyncio.Task[CompactionResult] | None = None
         self._flush_timer: asyncio.TimerHandle | None = None
         self._queue: deque[Prompt] = deque()
@@ -263,7 +267,7 @@ class AgentLoop:
             while True:
                 try:
                     await self.keeper.pressure(turn, prompt, controller)
-                    outcome = await self._step(turn, step, controller)
+                    outcome = await self._steps.run(turn, step, controller)
                 except ModelError as failure:
                     if failure.code != MODEL_CONTEXT_LENGTH or retried:
                         raise
@@ -317,97 +321,3 @@ class AgentLoop:
         if self._queue:
             content, contexts = self._queue.popleft()
             self._start(content, contexts)
-
-    def _append_chunk(self, data: dict[str, Any]) -> None:
-        """Chunks join the log at once and reach the disk once per flush interval, in one batch."""
-        self.session.append("assistant/chunk", data, buffered=True)
-        if self.flush_interval <= 0:
-            self.session.flush()
-        elif self._flush_timer is None:
-            self._flush_timer = asyncio.get_running_loop().call_later(self.flush_interval, self._flush)
-
-    def _flush(self) -> None:
-        self._flush_timer = None
-        # A failed write keeps the chunks buffered; the step's final batch writes them or raises.
-        with contextlib.suppress(SessionQueryError):
-            self.session.flush()
-
-    def _cancel_flush(self) -> None:
-        if self._flush_timer is not None:
-            self._flush_timer.cancel()
-            self._flush_timer = None
-
-    async def _step(self, turn: int, step: int, controller: AbortController) -> str:
-        """One model request and its reply; ``completed``, ``aborted``, or ``tool-calls`` when the
-        reply called tools (run and logged here: the turn goes on with a next step)."""
-        signal = controller.signal
-        self.session.append("step/start", {"turn": turn, "step": step})
-        texts: list[str] = []
-        reasoning = BoundedText(self.settings.max_reasoning_chars)
-        calls = ToolCalls()
-        # dsh numbers a step's blocks in the order they open: a reasoning model's thinking is block 0.
-        blocks: dict[Any, int] = {}
-        usage: dict[str, Any] | None = None
-        outcome = "completed"
-        failure: ModelError | None = None
-        offered = DEFINITIONS if self.tools is not None else None
-        try:
-            async for chunk in model_chunks(self.model, self.session.derive_messages(), signal=signal, tools=offered):
-                kind = chunk.get("type")
-                if kind == "usage":
-                    usage = chunk.get("usage")
-                    continue
-                if kind == "tool-call-delta":
-                    calls.add(chunk)
-                    index = blocks.setdefault(("tool-call", chunk["index"]), len(blocks))
-                    self._append_chunk({"turn": turn, "step": step, "chunk": {**chunk, "index": index}})
-                    continue
-                if kind not in ("text-delta", "reasoning-delta") or not chunk.get("text"):
-                    continue
-                piece = chunk["text"]
-                if kind == "text-delta":
-                    texts.append(piece)
-                else:
-                    piece = reasoning.add(piece)  # past the cap nothing more is kept or logged
-                index = blocks.setdefault(kind, len(blocks))
-                if piece:
-                    self._append_chunk({"turn": turn, "step": step, "chunk": {**chunk, "text": piece, "index": index}})
-            if signal.aborted:
-                outcome = "aborted"
-        except SessionReferenceError:
-            outcome = "aborted"
-        except ModelError as error:
-            failure = error
-        # A reply cut short leaves no call without its result: its calls are not kept (providers
-        # refuse a dangling call), its text and reasoning are.
-        finished = outcome == "completed" and failure is None
-        content: list[dict[str, Any]] = []
-        called: list[dict[str, Any]] = []
-        for key in blocks:
-            if key == "reasoning-delta":
-                content.append({"type": "reasoning", "text": reasoning.value("reasoning")})
-            elif key == "text-delta":
-                content.append({"type": "text", "text": "".join(texts)})
-            elif finished:
-                called.append(calls.block(key[1]))
-                content.append(called[-1])
-        message: dict[str, Any] = {
-            "turn": turn,
-            "step": step,
-            "content": content,
-            "provenance": {"provider": self.model.provider, "model": self.model.name},
-        }
-        if usage is not None:
-            message["usage"] = usage
-        self._cancel_flush()
-        step_end = ("step/end", {"turn": turn, "step": step}, None, None)
-        if not called:  # the message and the step's end in one durable batch
-            self.session.append_batch([("assistant/message", message, "append", None), step_end])
-        else:
-            self.session.append_batch([("assistant/message", message, "append", None)])
-            completed = await run_calls(self.session, self.tools, turn, step, called, signal)
-            outcome = "tool-calls" if completed else "aborted"
-            self.session.append_batch([step_end])
-        if failure is not None:
-            raise failure
-        return outcome

@@ -18,16 +18,10 @@ from core.serialization import js_json_stringify
 from core.sessions import jsonl_writer as writer
 from core.sessions.chunk_rows import pack_chunk_runs
 from core.sessions.jsonl_codec import LoadedLog, load_log
-from core.sessions.jsonl_header import SESSION_QUERY_CORRUPT, _read_header, header_line
+from core.sessions.jsonl_header import header_line
 from core.sessions.jsonl_layout import (
     _FILE_NAMES,
-    SESSION_QUERY_WRONG_ENCODING,
     Compression,
-    encode_session_segment,
-    other_encoding,
-    project_key,
-    session_file,
-    wrong_encoding_message,
 )
 from core.sessions.jsonl_listing import Revision, SessionFiles, StoreProblem
 from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
@@ -38,7 +32,6 @@ from core.sessions.models import (
     SessionRecord,
     SurfaceSnapshot,
     TitleSnapshot,
-    trusted_record,
 )
 from core.sessions.session import (
     Clock,
@@ -49,6 +42,7 @@ from core.sessions.session import (
     not_found,
     system_clock,
 )
+from core.sessions.store_layout import StoreLayout
 from core.sessions.store_listing import StoreListing
 from core.sessions.surface import events_at
 from core.sessions.watch import ChangeCallback, StoreWatcher
@@ -89,64 +83,28 @@ class JsonlSessionStore:
             raise ValueError(f"compression must be 'zstd' or 'none', not {compression!r}")
         self.root = Path(root)
         self.compression: Compression = compression
-        self._file_name = _FILE_NAMES[compression]
-        self._other_name = _FILE_NAMES[other_encoding(compression)]
+        self.layout = StoreLayout(self.root, compression)
+        """Where each session's file is, and its header read back."""
         self._clock = clock
         self.pack_chunks = pack_chunks
         self._compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
         self._owned: dict[str, _Owned] = {}
         self._logs = LogCache(self.root, compression)
-        files = SessionFiles(self.root, self._file_name, self._other_name, self._wrong_encoding_text)
-        self._listing = StoreListing(files, self.root, compression, self._read_record)
+        layout = self.layout
+        files = SessionFiles(self.root, layout.file_name, layout.other_name, layout.wrong_encoding_text)
+        self._listing = StoreListing(files, self.root, compression, layout.read_record)
         self.problems: list[StoreProblem] = []
         writer.make_private_dirs(self.root)
 
-    # -- paths ------------------------------------------------------------------------------------
+    # -- paths (the layout's) -----------------------------------------------------------------------
 
     def session_path(self, session_id: str, cwd: str | None) -> Path:
         """Where a session's file lives."""
-        return self.root / project_key(cwd) / encode_session_segment(session_id) / self._file_name
+        return self.layout.session_path(session_id, cwd)
 
     def path_of(self, session_id: str) -> Path | None:
-        """Where the session's file of this store's encoding is (whatever is there: a symlink or a
-        FIFO too, refused on open), or ``None``; a file of the other encoding does not count."""
-        return self._locate(session_id)[0]
-
-    def _find(self, session_id: str) -> Path | None:
-        """``path_of``, refusing a session that is there only in the other encoding.
-
-        Raises:
-            SessionQueryError: ``SESSION_QUERY_WRONG_ENCODING``.
-        """
-        path, other = self._locate(session_id)
-        if path is None and other is not None:
-            raise self._wrong_encoding(other)
-        return path
-
-    def _locate(self, session_id: str) -> tuple[Path | None, Path | None]:
-        """The session's file of this encoding and the first one of the other, in one pass."""
-        segment = encode_session_segment(session_id)
-        other: Path | None = None
-        for project in self._project_dirs():
-            candidate = project / segment / self._file_name
-            if os.path.lexists(candidate):
-                return candidate, other
-            if other is None and os.path.lexists(project / segment / self._other_name):
-                other = project / segment / self._other_name
-        return None, other
-
-    def _wrong_encoding(self, path: Path) -> SessionQueryError:
-        return SessionQueryError(self._wrong_encoding_text(path), SESSION_QUERY_WRONG_ENCODING)
-
-    def _wrong_encoding_text(self, path: Path) -> str:
-        return wrong_encoding_message(path, self.compression)
-
-    def _project_dirs(self) -> list[Path]:
-        # A symlinked project folder is never entered (the listing reports it).
-        try:
-            return [Path(entry.path) for entry in os.scandir(self.root) if entry.is_dir(follow_symlinks=False)]
-        except FileNotFoundError:
-            return []
+        """Where the session's file of this store's encoding is (``StoreLayout.path_of``)."""
+        return self.layout.path_of(session_id)
 
     # -- listing (the listing's) ------------------------------------------------------------------
 
@@ -229,7 +187,7 @@ class JsonlSessionStore:
         if session_id is None:
             session_id = mint_session_id()
         path = self.session_path(session_id, check_cwd(cwd))
-        if session_id in self._owned or self._find(session_id) is not None:
+        if session_id in self._owned or self.layout.find(session_id) is not None:
             raise already_exists(session_id)
         header = SessionHeader(id=session_id, cwd=cwd, created_at=self._clock() if created_at is None else created_at)
         session = Session(header, clock=self._clock, sink=self)
@@ -246,7 +204,7 @@ class JsonlSessionStore:
         owned = self._owned.get(session_id)
         if owned is not None:
             return owned.session
-        path = self._find(session_id)
+        path = self.layout.find(session_id)
         if path is None:
             return None
         try:
@@ -285,7 +243,7 @@ class JsonlSessionStore:
     def delete(self, session_id: str) -> None:
         """Delete a session and its folder (a missing id is not an error)."""
         owned = self._owned.pop(session_id, None)
-        path = owned.path if owned is not None else self._find(session_id)
+        path = owned.path if owned is not None else self.layout.find(session_id)
         if owned is not None and owned.fd is not None:
             os.close(owned.fd)
         if path is not None:
@@ -334,13 +292,6 @@ class JsonlSessionStore:
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def _read_record(self, path: str) -> SessionRecord:
-        header = _read_header(path, self.compression)
-        expected = session_file(self.root, header.id, header.cwd, self.compression)
-        if expected != path:
-            raise SessionQueryError(f"{path}: its header (id and cwd) belongs at {expected}", SESSION_QUERY_CORRUPT)
-        return trusted_record(header, False, True)
-
     def written_revision(self, session_id: str) -> Revision | None:
         """The file revision of a session this store writes, as of its last append (``None`` when it
         is not written here or has no file yet).
@@ -355,7 +306,7 @@ class JsonlSessionStore:
         return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
     def _load(self, session_id: str) -> LoadedLog:
-        path = self._find(session_id)
+        path = self.layout.find(session_id)
         if path is None:
             raise not_found(session_id)
         return self._logs.load(path)

@@ -22,7 +22,6 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TextArea
 
-from core import SessionHeader, SessionRecord
 from tui.screens.compaction_control import CompactionControl
 from tui.screens.dialogs import ViewerScreen
 from tui.screens.picker_control import PickerControl
@@ -30,7 +29,8 @@ from tui.screens.preview_control import PREVIEW_DELAY, PreviewControl
 from tui.screens.prompt_status import PromptStatus
 from tui.screens.sender import Sender
 from tui.screens.session_control import SessionControl
-from tui.services.context_view import context_summary, draft_context, tokens
+from tui.screens.sessions_view import SessionsView
+from tui.services.context_view import context_summary, draft_context, model_view_figures
 from tui.services.indexing import MessageIndexer
 from tui.services.text import short_cwd, visible
 from tui.services.workspace import Workspace
@@ -95,6 +95,7 @@ class ChatScreen(Screen[None]):
         )
         self._pane = PreviewPane(id="preview", home=home)
         self.prompt_status = PromptStatus(self, workspace, self.prompt)
+        self.sessions_view = SessionsView(workspace, indexer, self._sidebar, self._transcript)
         self.picker_control = PickerControl(
             self,
             workspace,
@@ -171,38 +172,11 @@ class ChatScreen(Screen[None]):
 
     def show_sessions(self) -> None:
         """Repaint the sidebar from the catalog, and what the transcript says of referenced sessions."""
-        self._transcript.refresh_references()
-        workspace = self.workspace
-        catalog = workspace.catalog
-        sidebar = self._sidebar
-        live = catalog.live_ids | {workspace.session.id}
-
-        def title_of(header: SessionHeader) -> str | None:
-            if header.id in live:
-                session = workspace.store.get(header.id)
-                return session.title.title if session is not None and session.title is not None else None
-            return catalog.titles.title(header.id)
-
-        records = catalog.records
-        if not catalog.has(workspace.session.id):
-            # A new session is listed before its first write.
-            records = [SessionRecord(header=workspace.session.header, live=True, persisted=False), *records]
-        sidebar.show(
-            records, title_of, catalog.problems, workspace.session.id, workspace.session.cwd, workspace.clock()
-        )
-        self.show_index_progress(len(records))
+        self.sessions_view.show()
 
     def show_index_progress(self, count: int | None = None) -> None:
         """The sidebar's subtitle: how many sessions, and how far message indexing is."""
-        workspace = self.workspace
-        sidebar = self._sidebar
-        if count is None:
-            count = len(workspace.catalog.records) + (0 if workspace.catalog.has(workspace.session.id) else 1)
-        if not workspace.catalog_loaded.is_set():
-            sidebar.border_subtitle = "loading…"
-            return
-        progress = self.indexer.progress()
-        sidebar.border_subtitle = f"{count} · {progress}" if progress else f"{count}"
+        self.sessions_view.show_progress(count)
 
     def _after_compaction(self) -> None:
         self._show_target()
@@ -311,18 +285,8 @@ class ChatScreen(Screen[None]):
             self.notify(report.problem.describe(), severity="error", title="Nothing would be sent")
             return
         text = report.model_visible_text()
-        size = f"{len(text.encode('utf-8', 'surrogatepass')):,} bytes"
-        context = report.context
-        if context is not None:
-            size += (
-                f" · this message ≈{tokens(context.draft)} tokens · request ≈{tokens(context.total)} of "
-                f"{tokens(context.window)} ({context.window_source}) · history {tokens(context.used)}"
-            )
-            if context.reported is not None:
-                size += f" (last reported {context.reported:,})"
-            if context.compacts:
-                size += " · compacts first"
-        self.app.push_screen(ViewerScreen("What the model will receive", text, size))
+        figures = model_view_figures(text, report.context)
+        self.app.push_screen(ViewerScreen("What the model will receive", text, figures))
 
     # -- transcript -------------------------------------------------------------------------------
 

@@ -139,3 +139,19 @@ def context_summary(context: DraftContext) -> str:
     """One line for the header and the viewer: ``context 47% of 131k``."""
     share = context.used / context.window if context.window else 0.0
     return f"context {share:.0%} of {tokens(context.window)}"
+
+
+def model_view_figures(text: str, context: DraftContext | None) -> str:
+    """The model view's subtitle: the bytes the model will receive, and what the request takes of
+    the window (the last reported usage, and whether sending compacts first)."""
+    figures = f"{len(text.encode('utf-8', 'surrogatepass')):,} bytes"
+    if context is not None:
+        figures += (
+            f" · this message ≈{tokens(context.draft)} tokens · request ≈{tokens(context.total)} of "
+            f"{tokens(context.window)} ({context.window_source}) · history {tokens(context.used)}"
+        )
+        if context.reported is not None:
+            figures += f" (last reported {context.reported:,})"
+        if context.compacts:
+            figures += " · compacts first"
+    return figures
