@@ -17,6 +17,8 @@ from core import (
     AbortSignal,
     HookContext,
     ReferenceInput,
+    Session,
+    SessionQueryError,
     SessionReferenceError,
     SessionReferenceService,
     bake_prompt_message,
@@ -64,7 +66,11 @@ def problem_of(error: SessionReferenceError) -> Problem:
     """The ``Problem`` for a service error (a missing source is told apart from an unreadable one)."""
     summary = _PLAIN_WORDS.get(error.code, "Preparing failed")
     cause = error.__cause__
-    if error.code == READ_FAILED and getattr(cause, "code", None) == SESSION_QUERY_SESSION_NOT_FOUND:
+    if (
+        error.code == READ_FAILED
+        and isinstance(cause, SessionQueryError)
+        and cause.code == SESSION_QUERY_SESSION_NOT_FOUND
+    ):
         summary = "A referenced session does not exist"
     return Problem(error.code, summary, error.message)
 
@@ -216,7 +222,7 @@ async def build_preview(
         report.contexts = prepared.contexts
         if prepared.contexts:
             report.cards = _cards(prepared.contexts[0], config.max_reference_bytes)
-            _mark_earlier(report.cards, getattr(target, "events", ()))
+            _mark_earlier(report.cards, target.events if isinstance(target, Session) else ())
         return report
     if report.problem.code == INVALID_REFERENCE:
         return report
