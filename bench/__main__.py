@@ -120,7 +120,19 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median is reported)")
     parser.add_argument(
         "--only",
-        choices=["engine", "store", "search", "tools", "mcp", "external", "app", "context", "versus", "database"],
+        choices=[
+            "engine",
+            "store",
+            "search",
+            "tools",
+            "mcp",
+            "external",
+            "app",
+            "memory",
+            "context",
+            "versus",
+            "database",
+        ],
         help="run one group of benchmarks",
     )
     args = parser.parse_args()
@@ -165,6 +177,10 @@ def main() -> None:
         from bench.app import bench_app
 
         bench_app(args.repeats)
+    if args.only in (None, "memory"):
+        from bench.memory import bench_memory
+
+        bench_memory()
     if args.only in (None, "database"):
         from bench.database import main as bench_database
 

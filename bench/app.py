@@ -86,8 +86,10 @@ def bench_first_paint(root: Path, repeats: int, count: int = 10_000) -> None:
                 listed.append(time.perf_counter() - started)
         process.wait()
     print(f"  process start -> first painted screen: {statistics.median(painted) * 1000:7.0f} ms   (target <= 1000 ms)")
+    target = 1500 if count >= 100_000 else 2000
     print(
-        f"  process start -> sidebar shows {count:,}: {statistics.median(listed) * 1000:7.0f} ms   (target <= 2000 ms)"
+        f"  process start -> sidebar shows {count:,}: {statistics.median(listed) * 1000:7.0f} ms   "
+        f"(target <= {target} ms)"
     )
 
 

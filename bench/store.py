@@ -23,7 +23,7 @@ from bench.workload import write_big_log
 from core import JsonlSessionStore, SessionEvent, SessionHeader, js_json_stringify
 from core.collector import collector_paused
 from core.sessions.jsonl_header import header_line
-from core.sessions.jsonl_layout import session_file
+from core.sessions.jsonl_layout import Compression, session_file
 from core.sessions.listing_cache import CACHE_NAME
 
 # One loop for every measurement, as in the app; asyncio.run's per-call teardown would dominate.
@@ -38,15 +38,20 @@ print(len(records), time.perf_counter() - started)
 """
 
 
-def listing_root(count: int) -> Path:
-    """A zstd store of ``count`` one-message sessions over 40 project folders, written once per
-    machine (kept in the temporary folder and reused): header frame plus one event frame each,
-    the bytes our store writes, without an fsync per file."""
-    root = Path(tempfile.gettempdir()) / f"sessionref-bench-{count // 1000}k-v1"
+def listing_root(count: int, compression: Compression = "zstd") -> Path:
+    """A store of ``count`` one-message sessions over 40 project folders, written once per machine
+    (kept in the temporary folder and reused): header plus one event (a frame each in zstd), the
+    bytes our store writes, without an fsync per file."""
+    suffix = "" if compression == "zstd" else f"-{compression}"
+    root = Path(tempfile.gettempdir()) / f"sessionref-bench-{count // 1000}k{suffix}-v1"
     marker = root / ".complete"
     if marker.exists():
         return root
     compressor = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True)
+
+    def encode(text: str) -> bytes:
+        return compressor.compress(text.encode()) if compression == "zstd" else text.encode()
+
     for index in range(count):
         header = SessionHeader(id=f"session-{index:05}", cwd=f"/home/user/project-{index % 40}", created_at=index)
         event = SessionEvent.model_construct(
@@ -57,10 +62,10 @@ def listing_root(count: int) -> Path:
             surface_op="append",
             source_event_seqs=None,
         )
-        path = session_file(root, header.id, header.cwd, "zstd")
+        path = session_file(root, header.id, header.cwd, compression)
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         row = js_json_stringify(event.to_wire()) + "\n"
-        Path(path).write_bytes(compressor.compress(header_line(header).encode()) + compressor.compress(row.encode()))
+        Path(path).write_bytes(encode(header_line(header)) + encode(row))
     marker.write_text("ok")
     return root
 
@@ -117,7 +122,8 @@ def bench_listing(repeats: int) -> None:
         first = _median_ms([seconds for _, seconds in uncached])
         cold = _median_ms([seconds for _, seconds in cached])
         warm, stat_floor = _median_ms(warms), _median_ms(floors)
-        print(f"  first start, no listing cache (fresh process): {first:8.1f} ms")
+        target = "   (target <= 5000 ms)" if count >= 100_000 else ""
+        print(f"  first start, no listing cache (fresh process): {first:8.1f} ms{target}")
         print(f"  cold start with the listing cache:             {cold:8.1f} ms   (target <= 2000 ms)")
         print(f"  warm (same process, one stat per file):        {warm:8.1f} ms   ({len(records):,} sessions)")
         print(f"  floor: one os.stat per session file:           {stat_floor:8.1f} ms")

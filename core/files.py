@@ -71,6 +71,17 @@ def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, foll
         UnsafeFile: ``path`` is a symlink (without ``follow``) or not a regular file.
         OSError: it cannot be opened (missing, permissions).
     """
+    return open_regular_sized(path, flags, follow=follow)[0]
+
+
+def open_regular_sized(
+    path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, follow: bool = False
+) -> tuple[int, int]:
+    """``open_regular``, and the file's size when it was opened (its ``fstat``, taken anyway).
+
+    Raises:
+        UnsafeFile, OSError: as ``open_regular``.
+    """
     kind = kind_of((os.stat(path) if follow else os.lstat(path)).st_mode)
     if kind != "regular":
         raise UnsafeFile(path, kind)
@@ -82,14 +93,15 @@ def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, foll
             raise UnsafeFile(path, "symlink") from None
         raise
     try:
-        kind = kind_of(os.fstat(fd).st_mode)
+        status = os.fstat(fd)
+        kind = kind_of(status.st_mode)
         if kind != "regular":
             raise UnsafeFile(path, kind)  # swapped in after the lstat
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, status.st_size
 
 
 def read_head(fd: int, limit: int) -> bytes:

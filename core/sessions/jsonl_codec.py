@@ -375,16 +375,23 @@ def _add_events(
                 and type(data) is dict
                 and kind not in ROW_TYPES
             ):
-                op, sources = row.get("surfaceOp"), row.get("sourceEventSeqs")
+                op, sources = row.pop("surfaceOp", None), row.pop("sourceEventSeqs", None)
                 if op == "append" and sources is None and seq == folder.next_seq and kind in SURFACE_EVENT_TYPES:
                     on_surface(seq)  # ``push``'s common case, inlined: the next event, appended
                     folder.next_seq = seq + 1
                 else:
                     push(kind, seq, op, sources)
                 event = new(SessionEvent)  # trusted_event, inlined
-                _SET_DICT(event, {
-                    "type": kind, "seq": seq, "time": time, "data": data, "surface_op": op, "source_event_seqs": sources
-                })  # fmt: skip
+                if len(row) == 4:
+                    # The row's own dict becomes the event's fields (one dict fewer per event to
+                    # build, and to free): its four fields are the event's, the other two are added.
+                    row["surface_op"], row["source_event_seqs"] = op, sources
+                    _SET_DICT(event, row)
+                else:  # fields dsh does not write: kept out of the event, as before
+                    _SET_DICT(event, {
+                        "type": kind, "seq": seq, "time": time, "data": data, "surface_op": op,
+                        "source_event_seqs": sources,
+                    })  # fmt: skip
                 _SET_FIELDS_SET(event, _FIELDS_SET)
                 _SET_EXTRA(event, None)
                 _SET_PRIVATE(event, None)

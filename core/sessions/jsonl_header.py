@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import zstandard
 
 from core.errors import SessionQueryError
-from core.files import open_regular, read_head
+from core.files import open_regular_sized, read_head
 from core.serialization import js_json_stringify
 from core.sessions.jsonl_layout import Compression
 from core.sessions.models import SessionHeader
@@ -49,15 +51,15 @@ def header_from_line(line: str, path: Path) -> SessionHeader:
     return header_from_row(row, path)
 
 
-def header_from_row(row: Any, path: Path) -> SessionHeader:
+def header_from_row(row: Any, path: str | os.PathLike[str]) -> SessionHeader:
     """The header a parsed first row holds."""
     # Real dsh files may omit ``delegationDepth`` (it reads as 0, the model's default).
     if not isinstance(row, dict) or row.get("type") != "session":
-        raise corrupt_session(path, 0, "the first line is not a session header")
+        raise corrupt_session(Path(path), 0, "the first line is not a session header")
     try:
         return SessionHeader.model_validate({key: value for key, value in row.items() if key != "type"})
     except ValueError as error:
-        raise corrupt_session(path, 0, f"invalid header ({error.__class__.__name__})") from error
+        raise corrupt_session(Path(path), 0, f"invalid header ({error.__class__.__name__})") from error
 
 
 def json_line(line: bytes) -> Any:
@@ -69,10 +71,35 @@ def json_line(line: bytes) -> Any:
         return json.loads(line.decode("utf-8", "replace"))
 
 
-def _header_bytes(probe: bytes, path: Path, compression: Compression) -> bytes | None:
+_FAST = msgspec.json.Decoder()
+
+
+def _header_row(line: bytes) -> Any:
+    """``json_line`` for a header, by msgspec straight from the bytes when it can: it reads the
+    JSON ``json`` reads the same way and refuses the rest (lone surrogate escapes, bytes that are
+    not UTF-8, ``NaN``), which ``json_line`` then reads as before (``jsonl_codec._decode_lines``)."""
+    try:
+        return _FAST.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return json_line(line)
+
+
+_DECOMPRESSORS = threading.local()
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's zstd decompressor: its context is made once (making one per file was most of a
+    first listing's cost), and a thread never shares it (listing and loading run on several)."""
+    decompressor: zstandard.ZstdDecompressor | None = getattr(_DECOMPRESSORS, "value", None)
+    if decompressor is None:
+        decompressor = _DECOMPRESSORS.value = zstandard.ZstdDecompressor()
+    return decompressor
+
+
+def _header_bytes(probe: bytes, path: str, compression: Compression) -> bytes | None:
     """The header line inside ``probe`` (the start of the file), or ``None`` if it needs more bytes."""
     if compression == "zstd":
-        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        decompressor = _decompressor().decompressobj()
         content = b""
         try:
             # Small pieces, so a frame that decompresses to gigabytes (a "zip bomb" of RLE blocks)
@@ -82,12 +109,12 @@ def _header_bytes(probe: bytes, path: Path, compression: Compression) -> bytes |
                 if b"\n" in content or decompressor.eof:
                     break
                 if len(content) > HEADER_LIMIT:
-                    raise corrupt_session(path, 0, f"no header line within its first {HEADER_LIMIT // 1024} KiB")
+                    raise corrupt_session(Path(path), 0, f"no header line within its first {HEADER_LIMIT // 1024} KiB")
         except zstandard.ZstdError as error:
-            raise corrupt_session(path, 0, f"damaged header frame ({error})") from error
+            raise corrupt_session(Path(path), 0, f"damaged header frame ({error})") from error
         line, newline, _ = content.partition(b"\n")
         if decompressor.eof and not newline:
-            raise corrupt_session(path, 0, "the header frame holds no complete line")
+            raise corrupt_session(Path(path), 0, "the header frame holds no complete line")
         return line if newline else None
     line, newline, _ = probe.partition(b"\n")
     return line if newline else None
@@ -103,21 +130,21 @@ def _read_header(path: str, compression: Compression) -> SessionHeader:
         UnsafeFile: the path is a symlink or not a regular file (never opened for reading then).
     """
     size = _HEADER_PROBE
-    where = Path(path)
-    fd = open_regular(path)
+    fd, length = open_regular_sized(path)
     try:
-        probe = read_head(fd, size)
-        while (line := _header_bytes(probe, where, compression)) is None:
+        # Never more than the file held when opened: one read, not a second one to meet its end.
+        probe = read_head(fd, min(size, length))
+        while (line := _header_bytes(probe, path, compression)) is None:
             if len(probe) < size:
-                raise corrupt_session(where, 0, "the header is incomplete")
+                raise corrupt_session(Path(path), 0, "the header is incomplete")
             if size >= HEADER_LIMIT:
-                raise corrupt_session(where, 0, f"no header line within its first {HEADER_LIMIT // 1024} KiB")
+                raise corrupt_session(Path(path), 0, f"no header line within its first {HEADER_LIMIT // 1024} KiB")
             size = min(size * 2, HEADER_LIMIT)
             probe = read_head(fd, size)
     finally:
         os.close(fd)
     try:
-        row = json_line(line)
+        row = _header_row(line)
     except ValueError as error:
-        raise corrupt_session(where, 0, "the header is not JSON") from error
-    return header_from_row(row, where)
+        raise corrupt_session(Path(path), 0, "the header is not JSON") from error
+    return header_from_row(row, path)

@@ -69,9 +69,14 @@ class LogCache:
             check_folders(self.root, path.parent)
             revision = file_revision(path)
             kept = self._logs.get(path)
-            if kept is not None and kept[0] == revision:
-                self._logs.move_to_end(path)
-                return kept[1]
+            if kept is not None:
+                if kept[0] == revision:
+                    self._logs.move_to_end(path)
+                    return kept[1]
+                # The file moved on: let go of the old parse before the new one is built, so one
+                # session's log is never in memory twice.
+                del self._logs[path]
+                kept = None
             raw, _ = read_regular(path)
         except UnsafeFile as error:
             raise unsafe(error) from None
@@ -87,8 +92,9 @@ class LogCache:
         self._logs.pop(path, None)
 
     def read_stored(self, path: Path) -> StoredSession:
-        """The log at ``path`` read whole, past the cache (nothing stays in memory); the revision is
-        taken before reading, so it never claims more than what was read.
+        """The log at ``path`` read whole, past the cache (nothing new stays in memory): a log the
+        cache keeps at the file's revision is used as it is, else the file is read and parsed and
+        let go. The revision is taken before reading, so it never claims more than what was read.
 
         Raises:
             FileNotFoundError: the file is gone.
@@ -96,14 +102,20 @@ class LogCache:
         """
         try:
             check_folders(self.root, path.parent)
+            kept = self._logs.get(path)
+            if kept is not None and kept[0] == file_revision(path):
+                return _stored(kept[0], kept[1])  # parsed already (the app just referenced it, say)
             raw, stat = read_regular(path)
         except UnsafeFile as error:
             raise unsafe(error) from None
-        log = load_log(raw, path, self.compression)
-        surface = SurfaceSnapshot.model_construct(
-            session=log.header,
-            captured_through_seq=log.events[-1].seq if log.events else None,
-            events=events_at(log.events, log.surface_seqs),
-        )
         revision = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        return StoredSession(revision=revision, surface=surface, title=log.title)
+        return _stored(revision, load_log(raw, path, self.compression))
+
+
+def _stored(revision: Revision, log: LoadedLog) -> StoredSession:
+    surface = SurfaceSnapshot.model_construct(
+        session=log.header,
+        captured_through_seq=log.events[-1].seq if log.events else None,
+        events=events_at(log.events, log.surface_seqs),
+    )
+    return StoredSession(revision=revision, surface=surface, title=log.title)

@@ -15,7 +15,9 @@
 //   prepare    {target, references, snapshots, config} -> SessionReferenceResolver.prepare
 //   batch      {requests: [{op, ...}, ...]}          -> every request's result, in order, in one process
 //   timed      {kind, repeats, ...}                  -> in-process timings for bench/versus.py (milliseconds):
-//              kind 'load' {root, compression, id}: loadStored(id) on one backend, and its events
+//              kind 'load' {root, compression, id, busy?}: loadStored(id) on a new backend each run, and
+//              its events; with busy [{root, compression}], those stores are listed first and their
+//              headers held, and each run's load is held until the next one (a busy process)
 //              kind 'list' {root, compression}: the first list() of a new backend (cold) and a
 //              second one (warm), and the headers; kind 'prepare' {prepare's request}: its result
 //   serialize  {messages, system, port}            -> DeepSeekAdapter.stream against a local server;
@@ -149,6 +151,10 @@ const operations = {
     const clock = () => Number(process.hrtime.bigint()) / 1e6;
     const samples = [];
     const warm = [];
+    const held = [];
+    for (const store of request.busy ?? []) {
+      held.push(await (await persistence(store.root, store.compression)).list());
+    }
     let result;
     for (let run = 0; run < repeats; run++) {
       if (kind === 'load') {
@@ -173,7 +179,7 @@ const operations = {
         throw new Error(`unknown timing kind ${kind}`);
       }
     }
-    return { samples, warm, result };
+    return { samples, warm, result, held: held.map((headers) => headers.length) };
   },
   async batch({ requests }) {
     const results = [];

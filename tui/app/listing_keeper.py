@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -22,6 +23,8 @@ from tui.services.catalog import SessionCatalog
 from tui.services.host import Host
 from tui.services.indexing import TYPING_PAUSE
 
+FIRST_PAINT_WAIT = 1.0
+"""Seconds the first listing waits for the remembered one to be painted (a closing app never paints)."""
 TITLE_TICK = 0.1
 """How often the app looks for titles the sidebar or the picker asked for."""
 
@@ -35,6 +38,10 @@ class AppHost(Host, Protocol):
 
     def call_from_thread(self, callback: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``callback`` on the UI thread and wait for it (from a worker thread)."""
+        ...
+
+    def call_after_refresh(self, callback: Callable[[], Any]) -> bool:
+        """Call ``callback`` once the screen has been refreshed (painted)."""
         ...
 
 
@@ -97,13 +104,25 @@ class ListingKeeper:
         # The sidebar shows the listing at once (what the listing cache remembers first, then what
         # the files say when it differs); the likely titles replace ids as they are read.
         if catalog.remember():
-            self._host.call_from_thread(self._changed)
+            # What the listing cache remembered lives on (the files mostly say the same): out of
+            # the collector's reach before the sidebar's rows are built from it, or a collection
+            # meanwhile would walk every record.
+            gc.freeze()
+            # Let the remembered listing reach the screen before the files are looked at: the
+            # re-listing holds the interpreter for a while, and the first paint would wait for it.
+            painted = threading.Event()
+            self._host.call_from_thread(self._show_then, painted.set)
+            painted.wait(FIRST_PAINT_WAIT)
         if catalog.refresh():
             self._host.call_from_thread(self._changed)
         gc.freeze()  # the listing lives as long as the app (see _catalog_loaded)
         catalog.titles.preload_titles(self._target_cwd())
         catalog.titles.defer_titles = True
         self._host.call_from_thread(self._catalog_loaded)
+
+    def _show_then(self, done: Callable[[], None]) -> None:
+        self._changed()
+        self._host.call_after_refresh(done)
 
     def _catalog_loaded(self) -> None:
         # Everything loaded so far lives as long as the app: move it out of the cyclic collector's
