@@ -147,9 +147,15 @@ class StoreListing:
         return self._listed.revisions if self._listed is not None else {}
 
     def save(self) -> None:
-        """Write the listing cache (of the files last listed)."""
+        """Write the listing cache (of the files last listed), in listing order: the next start
+        builds its records in the order it lists and shows them (newest first), so walking them
+        reads memory in order, and sorting them finds them sorted."""
         listed = self._listed
-        paths: Iterable[str] = list(self._headers) if listed is None else listed.path_records
+        paths: Iterable[str] = (
+            list(self._headers)
+            if listed is None
+            else sorted(listed.path_records, key=lambda path: listing_order_key(listed.path_records[path]))
+        )
         save_listing(self._root, self._compression, self._headers, paths)
         self._dirty = False
         self._saved_at = time.monotonic()
