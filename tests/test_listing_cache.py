@@ -218,3 +218,15 @@ def test_a_listing_that_only_misses_deleted_files_still_rewrites_the_cache(tmp_p
     _listing(tmp_path)  # lists without reading any header, then closes
     remembered = JsonlSessionStore(tmp_path).remembered_sessions()
     assert remembered is not None and sorted(record.header.id for record in remembered) == ["s0", "s1", "s3", "s4"]
+
+
+def test_the_cache_is_written_in_listing_order(tmp_path: Path) -> None:
+    """Newest first, whatever order the folders are walked in: the next start builds its records in
+    the order it shows them (and its sort finds them sorted)."""
+    from core.sessions.listing_cache import _DECODER
+
+    _seed(tmp_path, 30)
+    listed, _ = _listing(tmp_path)
+    cache = _DECODER.decode((tmp_path / CACHE_NAME).read_bytes())
+    assert [entry.id for entry in cache.entries] == [header["id"] for header in listed]
+    assert len(listed) == 30

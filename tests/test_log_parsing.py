@@ -163,3 +163,65 @@ def test_a_big_log_reads_the_same_through_the_worker_thread(tmp_path: Path, monk
             load_log(bytes(damaged), path, "zstd")
         errors.append(str(caught.value))
     assert errors[0] == errors[1]
+
+
+HEADER_CASES = {
+    "duplicate keys keep the last value": b'{"type":"session","id":"x","id":"y","createdAt":1}',
+    "a lone surrogate in the cwd": b'{"type":"session","id":"x","createdAt":1,"cwd":"/w/\\ud800"}',
+    "bytes that are not UTF-8 in the cwd": b'{"type":"session","id":"x","createdAt":1,"cwd":"/w/\xff"}',
+    "an escaped NUL in the id": b'{"type":"session","id":"x\\u0000y","createdAt":1}',
+    "a big createdAt": b'{"type":"session","id":"x","createdAt":9007199254740993}',
+}
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+@pytest.mark.parametrize("case", list(HEADER_CASES))
+def test_a_listed_header_reads_as_json_reads_it(case: str, compression: str, tmp_path: Path) -> None:
+    """A listing reads headers with msgspec first; whatever it refuses (or reads differently) is
+    read by ``json`` as before, so the header a listing shows is the one a load parses."""
+    from core.sessions.jsonl_header import _read_header, header_from_row, json_line
+
+    line = HEADER_CASES[case]
+    path = tmp_path / "session.jsonl"
+    if compression == "zstd":
+        path = tmp_path / "session.jsonl.zstd"
+        path.write_bytes(zstandard.ZstdCompressor().compress(line + b"\n"))
+    else:
+        path.write_bytes(line + b"\n")
+    try:
+        expected = header_from_row(json_line(line), path)
+    except SessionQueryError as refused:
+        with pytest.raises(SessionQueryError) as raised:
+            _read_header(str(path), compression)  # type: ignore[arg-type]
+        assert (raised.value.code, raised.value.message) == (refused.code, refused.message)
+        return
+    assert _read_header(str(path), compression) == expected  # type: ignore[arg-type]
+    loaded = load_log(path.read_bytes(), path, compression)  # type: ignore[arg-type]
+    assert loaded.header == expected
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_an_event_is_the_same_whatever_its_row_s_key_order_or_extra_keys(compression: str) -> None:
+    """A loaded row's own dict becomes its event's fields when it holds exactly an event's keys; a
+    row with keys dsh does not write keeps them out of the event, as before."""
+    from core.sessions.models import trusted_event
+
+    rows = [
+        b'{"type":"user/message","seq":0,"time":1,"data":{"a":1},"surfaceOp":"append"}\n',
+        b'{"data":{"b":2},"time":2,"seq":1,"type":"command/run"}\n',
+        b'{"type":"user/message","seq":2,"time":3,"data":{},"surfaceOp":"append","later":"field"}\n',
+        b'{"sourceEventSeqs":[0,2],"type":"user/message","seq":3,"time":4,"data":{},'
+        b'"surfaceOp":{"op":"replace","start":0,"end":2}}\n',
+    ]
+    log = load_log(_file(rows, compression), Path("/x"), compression)  # type: ignore[arg-type]
+    expected = [
+        trusted_event("user/message", 0, 1, {"a": 1}, "append", None),
+        trusted_event("command/run", 1, 2, {"b": 2}, None, None),
+        trusted_event("user/message", 2, 3, {}, "append", None),
+        trusted_event("user/message", 3, 4, {}, {"op": "replace", "start": 0, "end": 2}, [0, 2]),
+    ]
+    assert log.events == expected
+    for event, built in zip(log.events, expected, strict=True):
+        assert set(vars(event)) == set(vars(built)) == set(type(event).model_fields)
+        assert event.to_wire() == built.to_wire()
+        assert event.model_dump() == built.model_dump()
