@@ -192,7 +192,7 @@ class StoreListing:
         problem_paths: set[str] = set()
         duplicated: set[str] = set()
         id_paths: dict[str, str] = {}
-        for path, revision in files:
+        for path, revision in self._in_known_order(files):
             try:
                 record = self._record(path, revision)
             except (SessionQueryError, OSError) as error:
@@ -237,6 +237,18 @@ class StoreListing:
             duplicated,
         )
         return self._listed
+
+    def _in_known_order(self, files: builtins.list[tuple[str, Revision]]) -> Iterable[tuple[str, Revision]]:
+        """``files`` with the ones whose headers are known first, in the order they were read (the
+        listing cache's: newest first), then the new ones. Records are visited in the order they
+        were built, which is the order they sit in memory: with 100,000 of them, walking them in
+        the folders' order instead costs more in cache misses than all the rest of the pass."""
+        if not self._headers:
+            return files
+        walked = dict(files)
+        known = [(path, walked.pop(path)) for path in self._headers if path in walked]
+        known.extend(walked.items())
+        return known
 
     def _forget_gone(self, files: builtins.list[tuple[str, Revision]]) -> None:
         """Drop the headers of files no longer there (the cache then forgets them too)."""
