@@ -85,7 +85,7 @@ async def test_tab_accepts_and_places_the_cursor_after_mention_and_space(app: Se
         await pilot.press("tab")
         mention = format_session_reference_mention("retention-work", "Retention (compacted)")
         assert app.chat.prompt.text == f"compare {mention} "
-        assert app.chat.prompt.cursor_location == (0, len(f"compare {mention} "))
+        assert app.chat.prompt.cursor_location == (0, len(app.chat.prompt.document.get_line(0)))  # after the chip
         assert not app.chat.picker.is_open
 
 

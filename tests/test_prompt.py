@@ -34,11 +34,12 @@ async def test_cursor_steps_over_a_token_and_delete_removes_it(app: SessionRefAp
         await settle(pilot)
         mention = format_session_reference_mention("design-notes", "Storage design")
         app.chat.prompt.load_text(f"a {mention} b")
-        app.chat.prompt.move_cursor((0, 2 + len(mention)))
+        chip = len(app.chat.prompt.document.get_line(0)) - len("a  b")  # the chip's length in the document
+        app.chat.prompt.move_cursor((0, 2 + chip))
         await pilot.press("left")
         assert app.chat.prompt.cursor_location == (0, 2)
         await pilot.press("right")
-        assert app.chat.prompt.cursor_location == (0, 2 + len(mention))
+        assert app.chat.prompt.cursor_location == (0, 2 + chip)
         app.chat.prompt.move_cursor((0, 5))  # inside: snaps to the nearer edge
         assert app.chat.prompt.cursor_location == (0, 2)
         await pilot.press("delete")
@@ -51,4 +52,5 @@ async def test_mention_tokens_are_highlighted(app: SessionRefApp) -> None:
         mention = format_session_reference_mention("design-notes", "Storage design")
         app.chat.prompt.load_text(f"x {mention}")
         await pilot.pause()
-        assert app.chat.prompt._highlights[0] == [(2, 2 + len(mention.encode()), "mention")]
+        line = app.chat.prompt.document.get_line(0)
+        assert app.chat.prompt._highlights[0] == [(2, len(line.encode()), "mention")]  # the whole chip

@@ -151,7 +151,7 @@ class ChatScreen(Screen[None]):
         self.prompt.focus()
         sidebar = self._sidebar
         sidebar.border_subtitle = "loading…"
-        sidebar.badge_of = self.picker.badge_of = self.workspace.catalog.badge_of
+        sidebar.badge_of = self.picker.badge_of = self.prompt.badge_of = self.workspace.catalog.badge_of
         self._show_target()
         self.post_message(self.Ready())
         self.schedule_preview(0)  # the context meter shows before anything is typed

@@ -22,18 +22,19 @@ class PickerQuery(NamedTuple):
     query: str
 
 
-def picker_query(line: str, column: int) -> PickerQuery | None:
+def picker_query(line: str, column: int, tokens: list[tuple[int, int]] | None = None) -> PickerQuery | None:
     """The `@query` that ends at ``column`` of ``line``, or ``None`` when the picker must stay closed.
 
     The `@` starts the line or follows whitespace, the query has no whitespace and does not start
-    with a quote (`@"...` is a quoted mention), and the `@` is not inside an existing mention token.
+    with a quote (`@"...` is a quoted mention), and the `@` is not inside an existing mention token
+    (``tokens``: the prompt's, chips included; by default the line's mention spans).
     """
     before = line[:column]
     match = _TRIGGER.search(before)
     if match is None or match.group(1).startswith('"'):
         return None
     at = match.start()
-    for start, end in find_mention_spans(line):
+    for start, end in tokens if tokens is not None else find_mention_spans(line):
         if start <= at < end or start < column <= end:
             return None
     return PickerQuery(at, match.group(1))

@@ -1,18 +1,23 @@
-"""The prompt: a TextArea that highlights mention tokens, treats each as one unit, and reports `@query`."""
+"""The prompt: a TextArea that shows each mention as a chip (``@Label``) while its text stays the
+canonical mention, treats a chip as one unit, and reports `@query` (``tui.services.chips``)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from rich.segment import Segment
 from textual import events
 from textual.binding import Binding
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import TextArea
-from textual.widgets.text_area import Selection, TextAreaTheme
+from textual.widgets.text_area import Edit, EditResult, Location, Selection, TextAreaTheme
 
 from core.reference.uri import find_mention_spans
-from tui.services.mentions import PickerQuery, picker_query, token_around, token_ending_at, token_starting_at
+from tui.services.chips import BadgeOf, ChipBook, strip_marks
+from tui.services.mentions import PickerQuery, picker_query
 from tui.services.palette import theme_paint
 
 MENTION_HIGHLIGHT = "mention"
@@ -32,8 +37,11 @@ class PromptArea(TextArea):
     """Where the user writes. Enter sends; Ctrl+J (and Shift+Enter) insert a newline.
 
     Posts ``QueryChanged`` whenever the `@query` before the cursor opens, changes or goes away, and
-    ``Submitted`` on Enter. Mention tokens are highlighted; Backspace at a token's end (or Delete at
-    its start) removes the whole token, and the cursor steps over tokens instead of into them.
+    ``Submitted`` on Enter. A mention that parses (accepted in the picker, typed, pasted, loaded)
+    shows as a chip, ``@Label`` in the mention style; ``text`` is the canonical draft all the same.
+    A chip (or a mention that does not parse) is one token: Backspace at its end (or Delete at its
+    start) removes it whole, the cursor steps over it, a selection that covers part of it covers it
+    all, and copying gives its canonical text.
     """
 
     DEFAULT_CSS = """
@@ -71,6 +79,11 @@ class PromptArea(TextArea):
         row: int
 
     def __init__(self, *, id: str | None = None, cursor_blink: bool = True) -> None:
+        self.chips = ChipBook()
+        """Every chip this prompt made: its canonical text by number."""
+        self.badge_of: BadgeOf | None = None
+        """The badge a chip shows after its label (set by the screen: the catalog's)."""
+        self._chipifying = False
         self._last_query: tuple[PickerQuery | None, int] | None = None
         self.last_key_at = 0.0
         """``perf_counter()`` of the latest key the prompt received (the picker latency starts there)."""
@@ -81,18 +94,101 @@ class PromptArea(TextArea):
 
     # -- highlighting -----------------------------------------------------------------------------
 
+    # -- the canonical draft ------------------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The draft as it is sent: every chip is its canonical mention."""
+        return self.chips.canonical(self.document.text)
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self.load_text(value)
+
+    @property
+    def shown_text(self) -> str:
+        """The draft as the screen shows it (chips as ``@Label``)."""
+        return strip_marks(self.document.text)
+
+    def load_text(self, text: str) -> None:
+        """Load a canonical draft: its mentions that parse become chips."""
+        super().load_text(self.chips.chipify(text, self.badge_of))
+
+    def tokens(self, line: str) -> list[tuple[int, int]]:
+        """The spans of ``line`` that are one unit: chips, and mentions that do not parse."""
+        chips = [(chip.start, chip.end) for chip in self.chips.chips(line)]
+        spans = list(chips)
+        if "@[" in line or "dsh-session:" in line:
+            for start, end in find_mention_spans(line):
+                if not any(chip_start < end and start < chip_end for chip_start, chip_end in chips):
+                    spans.append((start, end))
+        return sorted(spans)
+
+    # -- highlighting -----------------------------------------------------------------------------
+
     def _build_highlight_map(self) -> None:
         self._line_cache.clear()
         highlights = self._highlights
         highlights.clear()
         for row in range(self.document.line_count):
             line = self.document.get_line(row)
-            if "@[" not in line and "dsh-session:" not in line:
-                continue
-            for start, end in find_mention_spans(line):
+            for start, end in self.tokens(line):
                 start_byte = len(line[:start].encode("utf-8", "surrogatepass"))
                 end_byte = start_byte + len(line[start:end].encode("utf-8", "surrogatepass"))
                 highlights[row].append((start_byte, end_byte, MENTION_HIGHLIGHT))
+
+    def render_line(self, y: int) -> Strip:
+        # A chip's marks take no cell; they never reach the terminal either.
+        strip = super().render_line(y)
+        if not any("\U000e0000" <= character <= "\U000e007f" for segment in strip for character in segment.text):
+            return strip
+        return Strip([Segment(strip_marks(text), style, control) for text, style, control in strip], strip.cell_length)
+
+    # -- edits ------------------------------------------------------------------------------------
+
+    def edit(self, edit: Edit) -> EditResult:
+        """Apply an edit; a mention it completes (one that now parses) becomes a chip."""
+        result = super().edit(edit)
+        if not self._chipifying:
+            self._chipify_rows(edit.from_location[0], result.end_location[0])
+        return result
+
+    def _replace_via_keyboard(self, insert: str, start: Location, end: Location) -> EditResult | None:
+        # Pasted text: its mentions become chips at once, and foreign marks are dropped.
+        if len(insert) > 1:
+            insert = self.chips.chipify(insert, self.badge_of)
+        return super()._replace_via_keyboard(insert, start, end)
+
+    def _chipify_rows(self, first: int, last: int) -> None:
+        self._chipifying = True
+        try:
+            for row in range(first, min(last, self.document.line_count - 1) + 1):
+                line = self.document.get_line(row)
+                if "@[" not in line and "dsh-session:" not in line:
+                    continue
+                chipped = self.chips.chipify(line, self.badge_of, complete_only=True)
+                if chipped != line:
+                    self.replace(chipped, (row, 0), (row, len(line)), maintain_selection_offset=True)
+        finally:
+            self._chipifying = False
+
+    def action_copy(self) -> None:
+        """Copy the selection as canonical text (a chip copies as its mention)."""
+        selected = self.selected_text
+        if selected:
+            self.app.copy_to_clipboard(self.chips.canonical(selected))
+        else:
+            super().action_copy()
+
+    def action_cut(self) -> None:
+        """Cut the selection; the clipboard gets its canonical text."""
+        start, end = self.selection
+        if start == end:
+            super().action_cut()
+            return
+        result = self._delete_via_keyboard(start, end)
+        if result is not None:
+            self.app.copy_to_clipboard(self.chips.canonical(result.replaced_text))
 
     # -- keys -------------------------------------------------------------------------------------
 
@@ -114,7 +210,7 @@ class PromptArea(TextArea):
         """Backspace; at the end of a mention token it removes the whole token."""
         row, column = self.cursor_location
         if self.selection.is_empty:
-            token = token_ending_at(self.document.get_line(row), column)
+            token = self._token(row, lambda start, end: end == column)
             if token is not None:
                 self._delete_via_keyboard((row, token[0]), (row, token[1]))
                 return
@@ -124,7 +220,7 @@ class PromptArea(TextArea):
         """Delete; at the start of a mention token it removes the whole token."""
         row, column = self.cursor_location
         if self.selection.is_empty:
-            token = token_starting_at(self.document.get_line(row), column)
+            token = self._token(row, lambda start, end: start == column)
             if token is not None:
                 self._delete_via_keyboard((row, token[0]), (row, token[1]))
                 return
@@ -133,7 +229,7 @@ class PromptArea(TextArea):
     def action_cursor_left(self, select: bool = False) -> None:
         """Move left; a token is stepped over in one move."""
         row, column = self.cursor_location
-        token = token_ending_at(self.document.get_line(row), column)
+        token = self._token(row, lambda start, end: end == column)
         if token is not None and not select:
             self.move_cursor((row, token[0]))
             return
@@ -142,11 +238,14 @@ class PromptArea(TextArea):
     def action_cursor_right(self, select: bool = False) -> None:
         """Move right; a token is stepped over in one move."""
         row, column = self.cursor_location
-        token = token_starting_at(self.document.get_line(row), column)
+        token = self._token(row, lambda start, end: start == column)
         if token is not None and not select:
             self.move_cursor((row, token[1]))
             return
         super().action_cursor_right(select)
+
+    def _token(self, row: int, where: Callable[[int, int], bool]) -> tuple[int, int] | None:
+        return next((span for span in self.tokens(self.document.get_line(row)) if where(*span)), None)
 
     # -- reporting --------------------------------------------------------------------------------
 
@@ -157,25 +256,41 @@ class PromptArea(TextArea):
 
     def _snap_out_of_token(self) -> None:
         if not self.selection.is_empty:
+            self._cover_whole_tokens()
             return
         row, column = self.cursor_location
-        token = token_around(self.document.get_line(row), column)
+        token = self._token(row, lambda start, end: start < column < end)
         if token is not None:
             start, end = token
             self.move_cursor((row, start if column - start < end - column else end))
 
+    def _cover_whole_tokens(self) -> None:
+        """A selection that ends inside a token is widened to cover all of it."""
+        start, end = self.selection
+        forward = start <= end
+        low, high = (start, end) if forward else (end, start)
+        low_token = self._token(low[0], lambda first, last: first < low[1] < last)
+        high_token = self._token(high[0], lambda first, last: first < high[1] < last)
+        if low_token is None and high_token is None:
+            return
+        low = (low[0], low_token[0]) if low_token is not None else low
+        high = (high[0], high_token[1]) if high_token is not None else high
+        self.selection = Selection(low, high) if forward else Selection(high, low)
+
     def _report_query(self) -> None:
         row, column = self.cursor_location
-        query = picker_query(self.document.get_line(row), column) if self.selection.is_empty else None
+        line = self.document.get_line(row)
+        query = picker_query(line, column, self.tokens(line)) if self.selection.is_empty else None
         state = (query, row)
         if state != self._last_query:
             self._last_query = state
             self.post_message(self.QueryChanged(self, query, row))
 
     def insert_mention(self, query: PickerQuery, row: int, mention: str) -> None:
-        """Replace the `@query` at ``row`` with ``mention`` plus a space; the cursor lands after it."""
+        """Replace the `@query` at ``row`` with ``mention``'s chip plus a space; the cursor lands after it."""
         start = (row, query.start)
         end = (row, query.start + 1 + len(query.query))
-        self.replace(mention + " ", start, end, maintain_selection_offset=False)
-        self.move_cursor((row, query.start + len(mention) + 1))
+        chip = self.chips.chipify(mention, self.badge_of)
+        self.replace(chip + " ", start, end, maintain_selection_offset=False)
+        self.move_cursor((row, query.start + len(chip) + 1))
         self.scroll_cursor_visible()
