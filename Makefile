@@ -74,7 +74,7 @@ snapshots: $(STAMP)
 
 # The README picture: an SVG snapshot rendered by headless Chromium (Debian's `chromium` package).
 screenshot: $(STAMP)
-	$(BIN)/python docs/render_screenshot.py snapshots/test_mention_with_truncated_compacted_preview.svg docs/screenshot.png --scale 1
+	$(BIN)/python docs/render_screenshot.py "snapshots/test_prompt_with_chips_under_a_dark_and_a_light_theme[textual-dark].svg" docs/screenshot.png --scale 1
 
 # Regenerate the JavaScript parity vectors (needs Node.js).
 vectors:

@@ -288,3 +288,27 @@ def test_a_checkpoint_in_the_transcript(snap_compare: Any, demo_template: Path, 
         await pilot.pause()
 
     assert snap_compare(_thinking_app(demo_template, tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
+def test_prompt_with_chips_under_a_dark_and_a_light_theme(snap_compare: Any, app: SessionRefApp, theme: str) -> None:
+    """The prompt holds three mentions, one of them a teammate's (its ``@bob`` badge) and one whose
+    label is too long (cut with an ellipsis): each shows as a chip, ``@`` and its label in the
+    mention style, never its URI; the preview beside it lists the three references whole."""
+    long = format_session_reference_mention(
+        "load-test-log", "Load test (compacted, too large) with a title that runs on"
+    )
+
+    async def run_before(pilot: Any) -> None:
+        pilot.app.theme = theme
+        await settle(pilot)
+        prompt = pilot.app.chat.prompt
+        prompt.badge_of = {"retention-work": "@bob"}.get  # as a shared database's catalog badges a teammate's
+        prompt.load_text(
+            f"compare {format_session_reference_mention('design-notes', 'Storage design')} with "
+            f"{format_session_reference_mention('retention-work', 'Retention (compacted)')} and {long} "
+        )
+        prompt.move_cursor(prompt.document.end)
+        await _preview_ready(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -62,9 +62,10 @@ class Terminal:
         self.send(query, literal=True)
 
     def accept_and_send(self, label: str, kept: str = "messages kept") -> None:
-        """Tab (the mention and its preview show), then Enter (the turn shows its references)."""
+        """Tab (the mention shows as its chip, ``@label``, never its URI, and its preview shows), then
+        Enter (the turn shows its references)."""
         self.send("Tab")
-        self.wait_for(lambda s: f"@[{label}](dsh-session:" in s and kept in s)
+        self.wait_for(lambda s: f"@{label}" in s and "dsh-session:" not in s and kept in s)
         self.send("Enter")
         self.wait_for(lambda s: f"Referenced sessions · {label}" in s and "You asked" in s)
 
