@@ -174,3 +174,44 @@ async def test_sending_a_draft_with_chips_stores_the_same_bytes_as_the_canonical
             stored.append(js_json_stringify(prompt_event.data))
     assert stored[0] == stored[1]
     assert '"sessionId":"design-notes"' in stored[0] and strip_marks(stored[0]) == stored[0]
+
+
+async def test_deleting_a_word_or_a_line_part_takes_a_chip_whole_and_leaves_no_marks(app: SessionRefApp) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        prompt = app.chat.prompt
+        retention = format_session_reference_mention("retention-work", "Retention (compacted)")
+        prompt.load_text(f"see {retention}")
+        prompt.move_cursor(prompt.document.end)
+        await pilot.press("ctrl+w")  # the word before the cursor is the chip's last word
+        assert prompt.text == "see " and strip_marks(prompt.document.text) == prompt.document.text
+        prompt.load_text(f"see {retention} now")
+        prompt.move_cursor((0, 4))
+        await pilot.press("ctrl+k")  # to the end of the line: the chip goes whole
+        assert prompt.text == "see "
+        prompt.load_text(f"{retention} and more")
+        prompt.move_cursor(prompt.document.end)
+        await pilot.press("ctrl+u")  # to the start of the line
+        assert prompt.text == ""
+
+
+async def test_a_mouse_drag_into_a_chip_selects_all_of_it(app: SessionRefApp) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        prompt = app.chat.prompt
+        prompt.load_text(f"see {DESIGN} now")
+        await pilot.pause()
+        region = prompt.content_region
+        await pilot.mouse_down(prompt, offset=(region.x - prompt.region.x, region.y - prompt.region.y))
+        await pilot.hover(prompt, offset=(region.x - prompt.region.x + 8, region.y - prompt.region.y))
+        await pilot.mouse_up(prompt, offset=(region.x - prompt.region.x + 8, region.y - prompt.region.y))
+        await pilot.pause()
+        assert prompt.chips.canonical(prompt.selected_text) == f"see {DESIGN}"
+
+
+def test_what_is_left_of_a_broken_chip_never_reaches_the_draft_and_emoji_flags_stay() -> None:
+    book = ChipBook()
+    chip = book.chip(DESIGN, "Storage design")
+    assert book.canonical("a " + chip[:-3] + " b") == "a @Storage desi b"  # its end cut off
+    scotland = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
+    assert book.canonical(f"{scotland} {chip}") == f"{scotland} {DESIGN}"

@@ -29,6 +29,9 @@ _DIGITS = "".join(chr(0xE0030 + digit) for digit in range(10))
 """TAG DIGIT ZERO..NINE: a chip's number, invisible."""
 _TAGS = re.compile("[\U000e0000-\U000e007f]")
 _CHIP = re.compile(OPEN + "([" + _DIGITS + "]+)" + CLOSE + "([^" + OPEN + CLOSE + "]*)" + CLOSE)
+_HEAD = re.compile(OPEN + "[" + _DIGITS + "]*" + CLOSE + "?")
+"""What is left of a chip whose end is gone: its hidden number (never part of a draft; other tag
+characters, an emoji flag's, are kept)."""
 LABEL_CELLS = 32
 """The most cells a chip's label takes; a longer one is cut with an ellipsis (the preview and the
 model view show it whole)."""
@@ -82,17 +85,23 @@ class ChipBook:
 
     def canonical(self, text: str) -> str:
         """``text`` with every chip replaced by its canonical text; a chip-shaped run this book did
-        not make keeps only what it shows (its marks never reach a draft)."""
+        not make keeps only what it shows, and what is left of a chip whose end is gone loses its
+        hidden number (no chip's marks ever reach a draft)."""
+        return self._resolve(text, _HEAD.sub)
+
+    def _resolve(self, text: str, rest: Callable[[str, str], str] | None = None) -> str:
+        """``text`` with this book's chips as their canonical text (``rest`` cleans what is between)."""
+        clean = (lambda part: rest("", part)) if rest is not None else (lambda part: part)
         out: list[str] = []
         for row, line in enumerate(text.split("\n")):
             if row:
                 out.append("\n")
             position = 0
             for chip in self._marked(line):
-                out.append(line[position : chip.start])
+                out.append(clean(line[position : chip.start]))
                 out.append(chip.canonical if chip.canonical is not None else strip_marks(line[chip.start : chip.end]))
                 position = chip.end
-            out.append(line[position:])
+            out.append(clean(line[position:]))
         return "".join(out)
 
     def chipify(self, text: str, badge_of: BadgeOf | None = None, *, complete_only: bool = False) -> str:
@@ -101,7 +110,7 @@ class ChipBook:
         (pasted text cannot forge a chip). With ``complete_only``, a bare URI at the very end of a
         line stays text (it may still be being typed)."""
         lines = []
-        for line in self.canonical(text).split("\n"):
+        for line in self._resolve(text).split("\n"):
             parts: list[str] = []
             position = 0
             for start, end in find_mention_spans(line):

@@ -147,11 +147,30 @@ class PromptArea(TextArea):
     # -- edits ------------------------------------------------------------------------------------
 
     def edit(self, edit: Edit) -> EditResult:
-        """Apply an edit; a mention it completes (one that now parses) becomes a chip."""
+        """Apply an edit; one that would cut into a chip (a word deleted, a line cut) takes the
+        whole chip, and a mention it completes (one that now parses) becomes a chip."""
+        if not self._chipifying:
+            edit = self._whole_tokens(edit)
         result = super().edit(edit)
         if not self._chipifying:
             self._chipify_rows(edit.from_location[0], result.end_location[0])
         return result
+
+    def _whole_tokens(self, edit: Edit) -> Edit:
+        """``edit`` with an end that falls inside a token moved to that token's edge: a range grows
+        to cover the token, an insertion point moves past it."""
+        first, last = sorted((edit.from_location, edit.to_location))
+        inside_first = self._token(first[0], lambda start, end: start < first[1] < end)
+        inside_last = self._token(last[0], lambda start, end: start < last[1] < end)
+        if inside_first is None and inside_last is None:
+            return edit
+        if first == last:
+            assert inside_first is not None
+            first = last = (first[0], inside_first[1])
+        else:
+            first = (first[0], inside_first[0]) if inside_first is not None else first
+            last = (last[0], inside_last[1]) if inside_last is not None else last
+        return Edit(edit.text, first, last, edit.maintain_selection_offset)
 
     def _replace_via_keyboard(self, insert: str, start: Location, end: Location) -> EditResult | None:
         # Pasted text: its mentions become chips at once, and foreign marks are dropped.
