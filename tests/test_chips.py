@@ -215,3 +215,27 @@ def test_what_is_left_of_a_broken_chip_never_reaches_the_draft_and_emoji_flags_s
     assert book.canonical("a " + chip[:-3] + " b") == "a @Storage desi b"  # its end cut off
     scotland = "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
     assert book.canonical(f"{scotland} {chip}") == f"{scotland} {DESIGN}"
+
+
+async def test_no_sequence_of_edits_leaves_a_mark_in_the_draft(app: SessionRefApp) -> None:
+    """A seeded random walk over the keys that edit (and undo/redo), with chips pasted in between:
+    after every key the draft holds no chip mark, and every chip left is whole (its text canonical)."""
+    import random
+
+    from tui.services.chips import CLOSE, OPEN
+
+    rng = random.Random(35)
+    keys = ["left", "right", "backspace", "delete", "ctrl+w", "ctrl+k", "ctrl+u", "shift+left", "shift+right",
+            "home", "end", "x", "space", "ctrl+z", "ctrl+y", "ctrl+j"]  # fmt: skip
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        prompt = app.chat.prompt
+        prompt.load_text(f"a {DESIGN} b {DESIGN}")
+        for step in range(160):
+            if step % 20 == 0:
+                app.post_message(events.Paste(f" {DESIGN} "))
+            await pilot.press(rng.choice(keys))
+            draft = prompt.text
+            assert OPEN not in draft and CLOSE not in draft, (step, draft)
+            for chip in prompt.chips.chips_of(prompt.document.text):
+                assert chip.canonical == DESIGN

@@ -69,6 +69,10 @@ class ChipBook:
         digits = "".join(_DIGITS[int(digit)] for digit in str(number))
         return f"{OPEN}{digits}{CLOSE}@{shown}{CLOSE}"
 
+    def chips_of(self, text: str) -> list[Chip]:
+        """The chips of every line of ``text`` (spans within their own line)."""
+        return [chip for line in text.split("\n") for chip in self.chips(line)]
+
     def chips(self, line: str) -> list[Chip]:
         """The chips of ``line`` this book made (anything else that looks like one is plain text)."""
         return [chip for chip in self._marked(line) if chip.canonical is not None]

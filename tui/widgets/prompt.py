@@ -264,6 +264,8 @@ class PromptArea(TextArea):
         super().action_cursor_right(select)
 
     def _token(self, row: int, where: Callable[[int, int], bool]) -> tuple[int, int] | None:
+        if not 0 <= row < self.document.line_count:
+            return None  # an edit may end just past the last line
         return next((span for span in self.tokens(self.document.get_line(row)) if where(*span)), None)
 
     # -- reporting --------------------------------------------------------------------------------
