@@ -15,10 +15,10 @@ from textual.strip import Strip
 from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult, Location, Selection, TextAreaTheme
 
-from core.reference.uri import find_mention_spans
 from tui.services.chips import BadgeOf, ChipBook, strip_marks
 from tui.services.mentions import PickerQuery, picker_query
 from tui.services.palette import theme_paint
+from tui.widgets.prompt_tokens import PromptTokens
 
 MENTION_HIGHLIGHT = "mention"
 
@@ -84,6 +84,7 @@ class PromptArea(TextArea):
         self.badge_of: BadgeOf | None = None
         """The badge a chip shows after its label (set by the screen: the catalog's)."""
         self._chipifying = False
+        self._tokens = PromptTokens(self.chips, lambda: self.document)
         self._last_query: tuple[PickerQuery | None, int] | None = None
         self.last_key_at = 0.0
         """``perf_counter()`` of the latest key the prompt received (the picker latency starts there)."""
@@ -116,13 +117,7 @@ class PromptArea(TextArea):
 
     def tokens(self, line: str) -> list[tuple[int, int]]:
         """The spans of ``line`` that are one unit: chips, and mentions that do not parse."""
-        chips = [(chip.start, chip.end) for chip in self.chips.chips(line)]
-        spans = list(chips)
-        if "@[" in line or "dsh-session:" in line:
-            for start, end in find_mention_spans(line):
-                if not any(chip_start < end and start < chip_end for chip_start, chip_end in chips):
-                    spans.append((start, end))
-        return sorted(spans)
+        return self._tokens.spans(line)
 
     # -- highlighting -----------------------------------------------------------------------------
 
@@ -150,27 +145,11 @@ class PromptArea(TextArea):
         """Apply an edit; one that would cut into a chip (a word deleted, a line cut) takes the
         whole chip, and a mention it completes (one that now parses) becomes a chip."""
         if not self._chipifying:
-            edit = self._whole_tokens(edit)
+            edit = self._tokens.whole(edit)
         result = super().edit(edit)
         if not self._chipifying:
             self._chipify_rows(edit.from_location[0], result.end_location[0])
         return result
-
-    def _whole_tokens(self, edit: Edit) -> Edit:
-        """``edit`` with an end that falls inside a token moved to that token's edge: a range grows
-        to cover the token, an insertion point moves past it."""
-        first, last = sorted((edit.from_location, edit.to_location))
-        inside_first = self._token(first[0], lambda start, end: start < first[1] < end)
-        inside_last = self._token(last[0], lambda start, end: start < last[1] < end)
-        if inside_first is None and inside_last is None:
-            return edit
-        if first == last:
-            assert inside_first is not None
-            first = last = (first[0], inside_first[1])
-        else:
-            first = (first[0], inside_first[0]) if inside_first is not None else first
-            last = (last[0], inside_last[1]) if inside_last is not None else last
-        return Edit(edit.text, first, last, edit.maintain_selection_offset)
 
     def _replace_via_keyboard(self, insert: str, start: Location, end: Location) -> EditResult | None:
         # Pasted text: its mentions become chips at once, and foreign marks are dropped.
@@ -264,9 +243,7 @@ class PromptArea(TextArea):
         super().action_cursor_right(select)
 
     def _token(self, row: int, where: Callable[[int, int], bool]) -> tuple[int, int] | None:
-        if not 0 <= row < self.document.line_count:
-            return None  # an edit may end just past the last line
-        return next((span for span in self.tokens(self.document.get_line(row)) if where(*span)), None)
+        return self._tokens.at(row, where)
 
     # -- reporting --------------------------------------------------------------------------------
 
@@ -277,26 +254,15 @@ class PromptArea(TextArea):
 
     def _snap_out_of_token(self) -> None:
         if not self.selection.is_empty:
-            self._cover_whole_tokens()
+            widened = self._tokens.widened(self.selection)
+            if widened is not None:
+                self.selection = widened  # a selection that reaches into a token covers all of it
             return
         row, column = self.cursor_location
         token = self._token(row, lambda start, end: start < column < end)
         if token is not None:
             start, end = token
             self.move_cursor((row, start if column - start < end - column else end))
-
-    def _cover_whole_tokens(self) -> None:
-        """A selection that ends inside a token is widened to cover all of it."""
-        start, end = self.selection
-        forward = start <= end
-        low, high = (start, end) if forward else (end, start)
-        low_token = self._token(low[0], lambda first, last: first < low[1] < last)
-        high_token = self._token(high[0], lambda first, last: first < high[1] < last)
-        if low_token is None and high_token is None:
-            return
-        low = (low[0], low_token[0]) if low_token is not None else low
-        high = (high[0], high_token[1]) if high_token is not None else high
-        self.selection = Selection(low, high) if forward else Selection(high, low)
 
     def _report_query(self) -> None:
         row, column = self.cursor_location
