@@ -25,6 +25,7 @@ from core.sessions.models import (
     SessionEvent,
     SessionHeader,
     TitleSnapshot,
+    slot_setters,
     trusted_event,
 )
 from core.sessions.session import (
@@ -336,15 +337,7 @@ _FIELDS_SET = set(SessionEvent.model_fields)
 never adds to it; ``model_copy`` copies it)."""
 
 
-def _slot_setter(name: str) -> Any:
-    """The setter of an event's instance slot ``name``, looked up once through the MRO (as
-    ``object.__setattr__`` would on every call; the load's innermost loop calls it 80,000 times)."""
-    return next(vars(base)[name].__set__ for base in SessionEvent.__mro__ if name in vars(base))
-
-
-_SET_DICT, _SET_FIELDS_SET, _SET_EXTRA, _SET_PRIVATE = map(
-    _slot_setter, ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
-)
+_SET_DICT, _SET_FIELDS_SET, _SET_EXTRA, _SET_PRIVATE = slot_setters(SessionEvent)
 
 
 def _add_events(
