@@ -5,6 +5,7 @@ unit, while what is sent, copied and stored stays the canonical text byte for by
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from textual import events
 from textual.widgets import TextArea
@@ -15,6 +16,14 @@ from tui.app.sessionref_app import SessionRefApp
 from tui.services.chips import LABEL_CELLS, ChipBook, strip_marks
 
 DESIGN = format_session_reference_mention("design-notes", "Storage design")
+
+
+def _cursor_after_chip(prompt: Any) -> int:
+    """Load ``a <chip> b`` and put the cursor just after the chip; the chip's end column."""
+    prompt.load_text(f"a {DESIGN} b")
+    end = len(prompt.document.get_line(0)) - 2
+    prompt.move_cursor((0, end))
+    return int(end)
 
 
 async def test_an_accepted_candidate_shows_as_its_label_and_the_draft_stays_canonical(app: SessionRefApp) -> None:
@@ -33,9 +42,7 @@ async def test_backspace_delete_and_the_cursor_treat_a_chip_as_one_unit(app: Ses
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         prompt = app.chat.prompt
-        prompt.load_text(f"a {DESIGN} b")
-        end = len(prompt.document.get_line(0)) - 2
-        prompt.move_cursor((0, end))
+        end = _cursor_after_chip(prompt)
         await pilot.press("left")
         assert prompt.cursor_location == (0, 2)
         await pilot.press("right")
@@ -52,9 +59,7 @@ async def test_a_selection_that_covers_part_of_a_chip_covers_all_of_it(app: Sess
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         prompt = app.chat.prompt
-        prompt.load_text(f"a {DESIGN} b")
-        end = len(prompt.document.get_line(0)) - 2
-        prompt.move_cursor((0, end))
+        end = _cursor_after_chip(prompt)
         await pilot.press("shift+left")
         assert prompt.selection.start == (0, end) and prompt.selection.end == (0, 2)
         assert prompt.chips.canonical(prompt.selected_text) == DESIGN

@@ -32,6 +32,18 @@ _CHIP = re.compile(OPEN + "([" + _DIGITS + "]+)" + CLOSE + "([^" + OPEN + CLOSE 
 _HEAD = re.compile(OPEN + "[" + _DIGITS + "]*" + CLOSE + "?")
 """What is left of a chip whose end is gone: its hidden number (never part of a draft; other tag
 characters, an emoji flag's, are kept)."""
+
+
+def strip_marks(text: str) -> str:
+    """``text`` without the chips' invisible marks (what the screen shows of it)."""
+    return _TAGS.sub("", text)
+
+
+def has_marks(text: str) -> bool:
+    """Whether ``text`` holds any tag character (a chip's marks among them)."""
+    return _TAGS.search(text) is not None
+
+
 LABEL_CELLS = 32
 """The most cells a chip's label takes; a longer one is cut with an ellipsis (the preview and the
 model view show it whole)."""
@@ -63,9 +75,10 @@ class ChipBook:
         if number is None:
             number = self._numbers[canonical] = len(self._canonical)
             self._canonical.append(canonical)
-        shown = fit_cells(visible(_TAGS.sub("", label)), min(cell_len(visible(label)), LABEL_CELLS)) or "…"
+        shown = visible(strip_marks(label))
+        shown = fit_cells(shown, min(cell_len(shown), LABEL_CELLS)) or "…"
         if badge:
-            shown += " " + _TAGS.sub("", badge)
+            shown += " " + strip_marks(badge)
         digits = "".join(_DIGITS[int(digit)] for digit in str(number))
         return f"{OPEN}{digits}{CLOSE}@{shown}{CLOSE}"
 
@@ -134,13 +147,3 @@ class ChipBook:
             parts.append(line[position:])
             lines.append("".join(parts))
         return "\n".join(lines)
-
-
-def visible_width(text: str) -> int:
-    """Cells ``text`` takes on screen (tag characters take none)."""
-    return cell_len(_TAGS.sub("", text))
-
-
-def strip_marks(text: str) -> str:
-    """``text`` without the chips' invisible marks (what the screen shows of it)."""
-    return _TAGS.sub("", text)

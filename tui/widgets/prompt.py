@@ -15,7 +15,7 @@ from textual.strip import Strip
 from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult, Location, Selection, TextAreaTheme
 
-from tui.services.chips import BadgeOf, ChipBook, strip_marks
+from tui.services.chips import BadgeOf, ChipBook, has_marks, strip_marks
 from tui.services.mentions import PickerQuery, picker_query
 from tui.services.palette import theme_paint
 from tui.widgets.prompt_tokens import PromptTokens
@@ -135,7 +135,7 @@ class PromptArea(TextArea):
     def render_line(self, y: int) -> Strip:
         # A chip's marks take no cell; they never reach the terminal either.
         strip = super().render_line(y)
-        if not any("\U000e0000" <= character <= "\U000e007f" for segment in strip for character in segment.text):
+        if not any(has_marks(segment.text) for segment in strip):
             return strip
         return Strip([Segment(strip_marks(text), style, control) for text, style, control in strip], strip.cell_length)
 
