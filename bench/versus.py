@@ -29,15 +29,7 @@ class Mismatch(AssertionError):
 
 
 def _median_ms(work: Callable[[], Any], repeats: int) -> float:
-    samples = []
-    for _ in range(repeats):
-        # Each sample starts from a collected heap: rc.8 runs in a fresh Node process, while this one
-        # still holds what earlier benchmarks left (a full collection over it is not the load's cost).
-        gc.collect()
-        started = time.perf_counter()
-        work()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples) * 1000
+    return statistics.median(_collected_samples_ms(work, repeats))
 
 
 def _busy_samples_ms(work: Callable[[], Any], repeats: int) -> list[float]:
@@ -181,9 +173,11 @@ def versus_load_busy(repeats: int, directory: str) -> None:
 
 
 def _collected_samples_ms(work: Callable[[], Any], repeats: int) -> list[float]:
-    """``work`` timed from a collected heap, nothing of the previous sample alive (``_median_ms``)."""
+    """``work`` timed from a collected heap, nothing of the previous sample alive."""
     samples = []
     for _ in range(repeats):
+        # Each sample starts from a collected heap: rc.8 runs in a fresh Node process, while this one
+        # still holds what earlier benchmarks left (a full collection over it is not the load's cost).
         gc.collect()
         started = time.perf_counter()
         work()
