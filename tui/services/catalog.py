@@ -23,7 +23,6 @@ from core import (
     indexed_session,
     revision_key,
 )
-from core.collector import collector_paused
 from core.sessions.models import SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
 from core.sessions.sources.merged import ExternalSource, source_of
@@ -223,10 +222,6 @@ class SessionCatalog:
         return changed
 
     def _take(self, records: list[SessionRecord], problems: list[Any], external_changed: bool) -> bool:
-        with collector_paused():  # the maps below are acyclic: no collection should walk the listing meanwhile
-            return self._take_paused(records, problems, external_changed)
-
-    def _take_paused(self, records: list[SessionRecord], problems: list[Any], external_changed: bool) -> bool:
         # The store hands back the same record objects for sessions that did not change, and list
         # equality tries identity first: 100,000 unchanged records compare in about a millisecond.
         listing_changed = not self.listed or records != self.records
