@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-_FORMAT = (
+UNSAFE_FORMAT = (
     "\u00ad"  # soft hyphen (invisible)
     "\u061c"  # Arabic letter mark
     "\u180e"  # Mongolian vowel separator
@@ -28,8 +28,9 @@ _FORMAT = (
     "\ufff9-\ufffb"  # interlinear annotation
     "\ud800-\udfff"  # lone surrogates
 )
-_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_FORMAT}]")
-_UNSAFE_KEEP_LINES = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_FORMAT}]")
+"""The reordering and invisible characters ``visible`` escapes, as a regular-expression class body."""
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{UNSAFE_FORMAT}]")
+_UNSAFE_KEEP_LINES = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{UNSAFE_FORMAT}]")
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -20,7 +20,7 @@ from core.sessions.sources.merged import MergedSessionQuery
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import cluster, database, team
 from tests.rc8 import INTEROP, NODE
-from tests.test_session_tools import frame_text
+from tests.test_session_tools import frame_text, split_result
 
 __all__ = ["cluster", "database", "team"]  # the fixtures
 
@@ -97,7 +97,9 @@ def test_the_session_tools_over_mcp(tmp_path: Path) -> None:
         assert "exclude_session" in tool.input_schema["properties"]
     search, reference, read, out_of_range, excluded, missing, unknown, invalid = results
     assert not search.is_error and '"session":"design"' in _text(search)
-    assert _text(reference) == snapshot(root)  # the same bytes as a reference
+    notice, frame = split_result(_text(reference))
+    assert frame == snapshot(root)  # the same bytes as a reference, after what the snapshot holds of it
+    assert notice.startswith('Session "design" has 200 messages, at positions 0–199') and "It omits" in notice
     assert not read.is_error and "the wombat decision" in _text(read)
     page = json.loads(frame_text(_text(read), "session-messages"))
     assert (page["from"], page["to"], page["totalMessages"]) == (100, 102, 200)
@@ -200,7 +202,7 @@ def test_the_config_file_sets_the_bounds(tmp_path: Path) -> None:
     config.write_text("[reference]\nmax_reference_bytes = 8192\n\n[tools]\nread_bytes = 2048\n")
     calls = [("reference_session", {"session": "design"}), ("read_session", {"session": "design"})]
     _tools, (reference, read) = asyncio.run(_client(root, calls, "--config", str(config)))
-    assert _text(reference) == snapshot(root, max_reference_bytes=8192)
+    assert split_result(_text(reference))[1] == snapshot(root, max_reference_bytes=8192)
     assert len(_text(reference).encode()) < 8192 + 1024  # the budget, and the frame around it
     assert not read.is_error
     page = frame_text(_text(read), "session-messages")
@@ -322,5 +324,5 @@ def test_the_official_typescript_sdk_client_lists_and_calls_the_tools(tmp_path: 
         "title": "Reference a session", "readOnlyHint": True, "destructiveHint": False, "openWorldHint": False
     }  # fmt: skip
     reference, out_of_range = answer["results"]
-    assert reference == {"isError": False, "text": snapshot(root)}
+    assert not reference["isError"] and split_result(reference["text"])[1] == snapshot(root)
     assert out_of_range["isError"] and out_of_range["text"].endswith("(TOOL_OUT_OF_RANGE)")

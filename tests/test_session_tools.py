@@ -22,10 +22,19 @@ LONG = 400
 """Messages of the long session: about 200 KiB, far over a reference's 64 KiB."""
 
 
+def split_result(result_text: str) -> tuple[str, str]:
+    """A tool result's lines before its frame ("" for a search) and the frame (from its warning on)."""
+    at = result_text.find(REFERENCED_SESSIONS_HEADER)
+    assert at >= 0
+    notice, frame = result_text[:at], result_text[at:]
+    assert at == 0 or notice.endswith("\n\n")
+    return notice.removesuffix("\n\n"), frame
+
+
 def frame_text(result_text: str, tag: str) -> str:
     """The JSON text inside a tool result's frame ``<tag>``, after checking the frame's shape."""
-    assert result_text.startswith(REFERENCED_SESSIONS_HEADER)
-    body = result_text[len(REFERENCED_SESSIONS_HEADER) :]
+    _notice, frame = split_result(result_text)
+    body = frame[len(REFERENCED_SESSIONS_HEADER) :]
     assert body.startswith(f"<{tag}>\n") and body.endswith(f"\n</{tag}>")
     inner = body[len(tag) + 3 : -len(tag) - 4]
     assert "<" not in inner  # data never forms a tag
@@ -104,7 +113,13 @@ def test_reference_gives_the_same_bytes_as_a_reference_in_the_prompt(tools: Any)
         prepared = asyncio.run(
             SessionReferenceService(reader).prepare(session_tools.target, [text("")], [ReferenceInput("design")])
         )
-        assert result.text == prepared.contexts[0].content[0]["text"]
+        notice, frame = split_result(result.text)
+        assert frame == prepared.contexts[0].content[0]["text"]
+        stats = prepared.contexts[0].meta["references"][0]
+        kept = stats["retainedMessages"]
+        assert notice.startswith('Session "design" has 400 messages, at positions 0–399')
+        assert f"keeps {kept} of them: {400 - kept}–399." in notice
+        assert f"omits {400 - kept} messages: 0–{399 - kept}." in notice
     assert re.fullmatch(r"design · \d+ of 400 messages · 6\d\.\d KiB", result.summary)
 
 
@@ -114,7 +129,7 @@ def test_read_brings_back_the_omitted_middle_page_by_page_within_the_bound(tools
     start = 0
     while True:
         result = _call(session_tools, "read_session", {"session": "design", "from_message": start})
-        assert not result.is_error and len(result.text.encode()) <= 65536 + len(REFERENCED_SESSIONS_HEADER) + 40
+        assert not result.is_error and len(frame_text(result.text, "session-messages").encode()) <= 65536
         page = _frame(result.text, "session-messages")
         assert page["totalMessages"] == LONG and page["from"] == start and page["remainingBefore"] == start
         indices = [message["index"] for message in page["messages"]]
@@ -148,7 +163,7 @@ def test_a_message_larger_than_a_page_is_cut_with_the_notice(tmp_path: Path) -> 
     result = _call(session_tools, "read_session", {"session": "big"})
     page = _frame(result.text, "session-messages")
     assert page["to"] == 1 and page["remainingAfter"] == 0
-    assert len(result.text.encode()) - len(REFERENCED_SESSIONS_HEADER) <= 4096 + 40
+    assert len(frame_text(result.text, "session-messages").encode()) <= 4096
     assert "omitted" in page["messages"][0]["text"] and page["messages"][0]["text"].startswith("start")
     store.close()
 

@@ -8,11 +8,13 @@ model look for itself, over exactly what the `@` picker sees (the same listing, 
 - ``search_sessions(query, limit)``: titles, ids, cwds and message bodies, ranked as the picker ranks
   them, each hit with its matching snippet;
 - ``reference_session(session)``: one session's snapshot as ``prepare`` builds it, the same bytes as a
-  reference in the prompt (budget and truncation notice included);
+  reference in the prompt (budget and truncation notice included), after lines outside its frame
+  saying how many messages the session has and which positions the snapshot kept, omitted and cut;
 - ``read_session(session, from_message, to_message)``: a page of a session's projected conversation,
-  at most ``read_bytes`` a call, inside the same untrusted frame and escaping as a snapshot, saying
-  which messages it covers and how many remain on either side.
+  at most ``read_bytes`` a call, inside the same untrusted frame and escaping as a snapshot, after
+  lines saying the session's size, the positions the page covers and how many remain on either side.
 
+Positions are those of the projected conversation (``project_conversation``), 0 the first, in both.
 A session is named by its id or its ``dsh-session:`` URI. Every argument is untrusted: a bad one is a
 ``ToolResult`` with ``is_error`` and a stable ``TOOL_*`` code, never an exception, and nothing is
 ever written. Results are text; data from sessions never appears outside a frame, and never as a
@@ -33,16 +35,26 @@ from typing import Any
 from core.errors import SessionQueryError, SessionReferenceError
 from core.reference.projection import project_conversation
 from core.reference.retention import truncate_with_notice
-from core.reference.service import REFERENCED_SESSIONS_HEADER, SessionReferenceService
+from core.agent.tool_texts import (
+    MAX_SEARCH_LIMIT,
+    SEARCH_LIMIT,
+    escape_unsafe,
+    framed,
+    page_notice,
+    search_note,
+    snapshot_notice,
+    spelled,
+    tool_definitions,
+)
+from core.display import visible
+from core.reference.service import SessionReferenceService, build_context
 from core.reference.uri import ReferenceInput, decode_session_reference_uri, encode_session_reference_uri
 from core.search.finder import SessionSearch
-from core.serialization import stringify_tag_safe_json, utf8_length
+from core.serialization import utf8_length
 from core.sessions.models import SessionRecord
 
 READ_BYTES = 65536
 """What one ``read_session`` call returns at most (UTF-8 bytes of its frame's JSON), by default."""
-SEARCH_LIMIT = 10
-MAX_SEARCH_LIMIT = 50
 
 TOOL_INVALID_ARGUMENTS = "TOOL_INVALID_ARGUMENTS"
 TOOL_UNKNOWN = "TOOL_UNKNOWN"
@@ -73,76 +85,9 @@ class _ToolError(Exception):
         self.message = message
 
 
-_SESSION = {
-    "type": "string",
-    "description": "the session's id, or its dsh-session: URI (as a reference or a search result names it)",
-}
-
-DEFINITIONS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "search_sessions",
-            "description": (
-                "Search the user's other chat sessions (this store, Claude Code and Codex sessions, sessions "
-                "teammates shared) by title, id, folder and anything said in them; returns the best matches, "
-                "each with its id and the matching words. Use it when the user mentions earlier work that no "
-                "reference in the conversation covers."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "words to look for (three characters or more "
-                              "to search what was said)"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT,
-                              "description": f"how many sessions at most (default {SEARCH_LIMIT})"},
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "reference_session",
-            "description": (
-                "Read a snapshot of one session, as a reference in the prompt would carry it: its head and "
-                "newest messages within a byte budget, with a notice when messages were omitted. Use it for a "
-                "session search_sessions found."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {"session": _SESSION},
-                "required": ["session"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "read_session",
-            "description": (
-                "Read messages of a session by position in its conversation (0 is the first), to see what a "
-                "snapshot omitted: a referenced session's notice says how many messages were cut and where. "
-                "Returns at most about 64 KiB a call and says how many messages remain before and after."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "session": _SESSION,
-                    "from_message": {"type": "integer", "minimum": 0, "description": "the first message (default 0)"},
-                    "to_message": {"type": "integer", "minimum": 0,
-                                   "description": "one past the last message (default: as many as fit)"},
-                },
-                "required": ["session"],
-                "additionalProperties": False,
-            },
-        },
-    },
-]  # fmt: skip
-"""The tools in the Chat Completions ``tools`` shape (DeepSeek's and OpenAI's)."""
+DEFINITIONS: list[dict[str, Any]] = tool_definitions(READ_BYTES)
+"""The tools in the Chat Completions ``tools`` shape, for pages of the default size (an instance's
+``definitions`` describe its own)."""
 
 TOOL_NAMES = frozenset(definition["function"]["name"] for definition in DEFINITIONS)
 
@@ -186,14 +131,20 @@ class SessionTools:
         try:
             parsed = _arguments(arguments)
             if name == "search_sessions":
-                return await self._search(parsed)
+                return _escaped(await self._search(parsed))
             if name == "reference_session":
-                return await self._reference(parsed)
+                return _escaped(await self._reference(parsed))
             if name == "read_session":
-                return await self._read(parsed)
+                return _escaped(await self._read(parsed))
             raise _ToolError(TOOL_UNKNOWN, f"there is no tool named {json.dumps(name)}")
         except _ToolError as error:
-            return ToolResult(f"{error.message} ({error.code})", is_error=True, code=error.code, summary=error.code)
+            message = escape_unsafe(f"{error.message} ({error.code})")
+            return ToolResult(message, is_error=True, code=error.code, summary=error.code)
+
+    @property
+    def definitions(self) -> list[dict[str, Any]]:
+        """The tools as offered to the model (Chat Completions shape), for this instance's page size."""
+        return tool_definitions(self.read_bytes)
 
     # -- the tools --------------------------------------------------------------------------------
 
@@ -209,7 +160,7 @@ class SessionTools:
             else:
                 result = await asyncio.get_running_loop().run_in_executor(self._executor, search)
         except SessionReferenceError as error:
-            raise _ToolError(TOOL_READ_FAILED, f"the search failed: {error.message}") from None
+            raise _ToolError(TOOL_READ_FAILED, f"the search failed: {visible(error.message)}") from None
         hits = []
         for hit in result.hits:
             candidate = hit.candidate
@@ -225,27 +176,27 @@ class SessionTools:
             elif hit.field is not None:
                 found["matched"] = hit.field
             hits.append(found)
-        body = {"query": query, "sessions": hits}
-        if result.body == "off":
-            body["note"] = "message search is off here (no message index yet); titles, ids and folders were searched"
-        elif not result.complete or result.body != "ready":
-            body["note"] = "message search is incomplete right now; titles, ids and folders were searched"
-        text = _framed("session-search-results", body)
+        body: dict[str, Any] = {"query": query, "sessions": hits}
+        note = search_note(result)
+        if note is not None:
+            body["note"] = note
+        text = framed("session-search-results", body)
         return ToolResult(text, summary=f"{json.dumps(query, ensure_ascii=False)} · {len(hits)} sessions")
 
     async def _reference(self, arguments: Mapping[str, Any]) -> ToolResult:
         _only(arguments, {"session"})
         session_id = self._session_of(arguments)
         try:
-            prepared = await self.service.prepare(
-                self.target, [{"type": "text", "text": ""}], [ReferenceInput(session_id)]
-            )
+            (retained,) = await self.service.retain_sources(self.target, [ReferenceInput(session_id)])
         except SessionReferenceError as error:
             raise _refusal(session_id, error) from None
-        text = prepared.contexts[0].content[0]["text"]
-        stats = prepared.contexts[0].meta["references"][0]
-        kept, total = stats["retainedMessages"], stats["originalMessages"]
-        return ToolResult(text, summary=f"{session_id} · {kept} of {total} messages · {_size(text)}")
+        # The frame is what prepare gives for this reference, byte for byte (build_context of the same
+        # retained source); the lines before it say what of the session it holds.
+        frame = build_context([retained]).content[0]["text"]
+        total = retained.stats["originalMessages"]
+        text = snapshot_notice(session_id, total, retained.kept, retained.cut) + "\n\n" + frame
+        kept = retained.stats["retainedMessages"]
+        return ToolResult(text, summary=f"{session_id} · {kept} of {total} messages · {_size(frame)}")
 
     async def _read(self, arguments: Mapping[str, Any]) -> ToolResult:
         _only(arguments, {"session", "from_message", "to_message"})
@@ -255,7 +206,7 @@ class SessionTools:
         except SessionQueryError as error:
             if error.code == "SESSION_QUERY_SESSION_NOT_FOUND":
                 raise _ToolError(TOOL_SESSION_NOT_FOUND, f"there is no session {json.dumps(session_id)}") from None
-            what = f"session {json.dumps(session_id)} cannot be read: {error.message}"
+            what = f"session {json.dumps(session_id)} cannot be read: {visible(error.message)}"
             raise _ToolError(TOOL_READ_FAILED, what) from None
         items = project_conversation(snapshot)
         total = len(items)
@@ -267,7 +218,8 @@ class SessionTools:
             role = "summary" if item.checkpoint else item.role
             if not page.add(index, role, item.text, self.read_bytes):
                 break
-        text = _framed("session-messages", page.frame())
+        notice = page_notice(session_id, total, page.start, page.stop, page.cut)
+        text = notice + "\n\n" + framed("session-messages", page.frame())
         covered = f"messages {page.start}–{page.stop - 1}" if page.stop > page.start else "no messages"
         return ToolResult(text, summary=f"{session_id} · {covered} of {total} · {_size(text)}")
 
@@ -293,7 +245,7 @@ class SessionTools:
         try:
             records = await self.service.query.list_sessions()
         except SessionQueryError as error:
-            raise _ToolError(TOOL_READ_FAILED, f"the sessions cannot be listed: {error.message}") from None
+            raise _ToolError(TOOL_READ_FAILED, f"the sessions cannot be listed: {visible(error.message)}") from None
         return records, {}
 
 
@@ -306,6 +258,8 @@ class _Page:
     def __init__(self, session_id: str, captured: int | None, total: int, start: int) -> None:
         self.session_id, self.captured, self.total = session_id, captured, total
         self.start = self.stop = start
+        self.cut: int | None = None
+        """The position of the one message cut to fit the page, if it was."""
         self.messages: list[dict[str, Any]] = []
         self._spelled = 0
         """Bytes the messages take in the frame's JSON (each message, and the commas between them)."""
@@ -315,7 +269,7 @@ class _Page:
         """The frame's size: its fields with no messages, plus the messages as spelled (no re-serialising)."""
         messages, self.messages = self.messages, []
         try:
-            return utf8_length(stringify_tag_safe_json(self.frame())) + self._spelled
+            return utf8_length(spelled(self.frame())) + self._spelled
         finally:
             self.messages = messages
 
@@ -334,30 +288,30 @@ class _Page:
     def add(self, index: int, role: str, text: str, budget: int) -> bool:
         """Add a message if it fits (the first one always, cut to fit with the notice); whether it did."""
         message = {"index": index, "role": role, "text": text}
-        spelled = utf8_length(stringify_tag_safe_json(message)) + (1 if self.messages else 0)
+        size = utf8_length(spelled(message)) + (1 if self.messages else 0)
         # The frame grows by the message, its comma, and at most a digit in "to" and "remainingAfter".
-        if self.size + spelled + 2 <= budget:
+        if self.size + size + 2 <= budget:
             self.messages.append(message)
             self.stop = index + 1
-            self._spelled += spelled
+            self._spelled += size
             self.size = self._measure()
             return True
         if self.messages:
             return False
         # One message larger than a page: its head and tail with dsh's notice, cut until the page
         # fits (escapes make JSON longer than the text, so the text gets less than the room).
-        base = self.size + utf8_length(stringify_tag_safe_json({**message, "text": ""})) + 8
+        base = self.size + utf8_length(spelled({**message, "text": ""})) + 8
         room = budget - base
         while True:
             message["text"], _ = truncate_with_notice(text, max(room, 0))
-            self.messages, self.stop = [message], index + 1
-            self._spelled = utf8_length(stringify_tag_safe_json(message))
+            self.messages, self.stop, self.cut = [message], index + 1, index
+            self._spelled = utf8_length(spelled(message))
             self.size = self._measure()
             if self.size <= budget or room <= 0:
                 return False
             # Shrink the text's bytes by how much its JSON outgrew the room (escapes), and a little more.
-            spelled = max(self.size - base, 1)
-            room = min(room - 1, room * (budget - base) * 9 // (spelled * 10))
+            grown = max(self.size - base, 1)
+            room = min(room - 1, room * (budget - base) * 9 // (grown * 10))
 
 
 def _refusal(session_id: str, error: SessionReferenceError) -> _ToolError:
@@ -366,12 +320,12 @@ def _refusal(session_id: str, error: SessionReferenceError) -> _ToolError:
     cause = error.__cause__
     if isinstance(cause, SessionQueryError) and cause.code == "SESSION_QUERY_SESSION_NOT_FOUND":
         return _ToolError(TOOL_SESSION_NOT_FOUND, f"there is no session {json.dumps(session_id)}")
-    return _ToolError(TOOL_READ_FAILED, f"session {json.dumps(session_id)} cannot be referenced: {error.message}")
+    what = f"session {json.dumps(session_id)} cannot be referenced: {visible(error.message)}"
+    return _ToolError(TOOL_READ_FAILED, what)
 
 
-def _framed(tag: str, value: Any) -> str:
-    """Data from sessions inside one frame, as a snapshot is framed: the warning, then tag-safe JSON."""
-    return f"{REFERENCED_SESSIONS_HEADER}<{tag}>\n{stringify_tag_safe_json(value)}\n</{tag}>"
+def _escaped(result: ToolResult) -> ToolResult:
+    return ToolResult(escape_unsafe(result.text), result.is_error, result.code, result.summary)
 
 
 def _size(text: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from core.abort import AbortController
 from core.agent.bounded_text import BoundedText
 from core.agent.chat_models import ChatModel, ModelError, model_chunks
-from core.agent.session_tools import DEFINITIONS, SessionTools
+from core.agent.session_tools import SessionTools
 from core.agent.tool_steps import ToolCalls, run_calls
 from core.errors import SessionQueryError, SessionReferenceError
 from core.sessions.session import Session
@@ -76,7 +76,7 @@ class StepRunner:
         usage: dict[str, Any] | None = None
         outcome = "completed"
         failure: ModelError | None = None
-        offered = DEFINITIONS if self._tools is not None else None
+        offered = self._tools.definitions if self._tools is not None else None
         try:
             async for chunk in model_chunks(self._model, self._session.derive_messages(), signal=signal, tools=offered):
                 kind = chunk.get("type")

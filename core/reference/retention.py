@@ -221,4 +221,5 @@ def retain_referenced_session(snapshot: SurfaceSnapshot, label: str, max_bytes: 
         "omittedBytes": omitted_bytes,
         "truncated": omitted_messages > 0 or omitted_bytes > 0,
     }
-    return RetainedSource(data=data, stats=stats, size=current)
+    shortened_at = tuple(kept_indices[position] for position, text in enumerate(texts) if text != kept[position].text)
+    return RetainedSource(data=data, stats=stats, size=current, kept=tuple(kept_indices), cut=shortened_at)

@@ -220,19 +220,36 @@ class SessionReferenceService:
                 ``READ_FAILED`` (cause attached), ``BUDGET_EXCEEDED`` or ``CANCELLED``.
         """
         accepted = copy.deepcopy(list(content))
+        retained = await self.retain_sources(agent, references, signal)
+        if not retained:
+            return PreparedMessage.model_construct(content=accepted, contexts=[])
+        return PreparedMessage.model_construct(content=accepted, contexts=[build_context(retained)])
+
+    async def retain_sources(
+        self,
+        agent: Any,
+        references: Sequence[ReferenceInput | Mapping[str, Any] | object],
+        signal: AbortSignal | None = None,
+    ) -> list[RetainedSource]:
+        """Each referenced source fitted into its budget, in reference order: what ``prepare``
+        aggregates (``build_context`` of the result is its context, byte for byte), with which
+        positions of each source's conversation were kept and which of those were cut.
+
+        Raises:
+            SessionReferenceError: as ``prepare``.
+        """
         inputs = normalize_references(agent.id, references, self.config.max_references)
         if not inputs:
-            return PreparedMessage.model_construct(content=accepted, contexts=[])
+            return []
         if signal is not None:
             signal.throw_if_aborted()
         snapshots = await self._read_sources(inputs, signal)
         if signal is not None:
             signal.throw_if_aborted()
-        retained = [
+        return [
             self._retain(snapshot, reference.label or "")
             for snapshot, reference in zip(snapshots, inputs, strict=False)
         ]
-        return PreparedMessage.model_construct(content=accepted, contexts=[build_context(retained)])
 
     async def _read_sources(self, inputs: list[ReferenceInput], signal: AbortSignal | None) -> list[SurfaceSnapshot]:
         tasks = [asyncio.ensure_future(self._read_one(reference.session_id)) for reference in inputs]

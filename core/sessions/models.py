@@ -221,6 +221,11 @@ class RetainedSource:
     stats: dict[str, Any]
     size: int
     """UTF-8 bytes of the tag-safe JSON of ``data`` (always <= the budget)."""
+    kept: tuple[int, ...] = ()
+    """The positions (in the source's projected conversation, 0 the first) of the messages
+    ``data["conversation"]`` holds, in order."""
+    cut: tuple[int, ...] = ()
+    """Those of ``kept`` whose text was cut to fit (it ends with the omission notice)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,260 @@
+"""What the session tools say: their descriptions, the frame their data travels in, and the lines
+outside it that tell the model what a result holds of a session.
+
+Every promise a description makes is kept by the result it describes (``tests/test_tool_texts.py``
+reads each one against real results): the model knows nothing else about the tools.
+
+A text is built from our own words and JSON. Data from sessions appears only inside a frame, as
+tag-safe JSON (no raw ``<``); session ids outside it are JSON strings. Then, as the app's display
+does (``core.display``), the characters a terminal or a reader could be fooled by (C1 controls such
+as U+009B, DEL, bidi overrides and isolates, invisible format characters, lone surrogates) are
+spelled as JSON ``\\uXXXX`` escapes: inside the frame's strings they read back as the same value, and
+an MCP client that prints a result prints no terminal control and no reordering.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from core.display import UNSAFE_FORMAT
+from core.search.finder import SearchResult
+from core.reference.service import REFERENCED_SESSIONS_HEADER
+from core.serialization import stringify_tag_safe_json
+
+SEARCH_LIMIT = 10
+MAX_SEARCH_LIMIT = 50
+
+_UNSAFE = re.compile(f"[\x7f-\x9f{UNSAFE_FORMAT}]")
+
+
+def escape_unsafe(text: str) -> str:
+    """``text`` with every C1 control, DEL and reordering or invisible character as ``\\uXXXX``
+    (C0 controls never appear raw: JSON escapes them, and our own words have none but newlines)."""
+    return _UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def spelled(value: Any) -> str:
+    """``value`` as a frame spells it: tag-safe JSON with the unsafe characters escaped."""
+    return escape_unsafe(stringify_tag_safe_json(value))
+
+
+def framed(tag: str, value: Any) -> str:
+    """Data from sessions inside one frame, as a snapshot is framed: the warning, then tag-safe JSON."""
+    return f"{REFERENCED_SESSIONS_HEADER}<{tag}>\n{spelled(value)}\n</{tag}>"
+
+
+def _span(total: int) -> str:
+    return "at position 0" if total == 1 else f"at positions 0–{total - 1}"
+
+
+def _named(session_id: str) -> str:
+    return stringify_tag_safe_json(session_id)
+
+
+def positions(indices: Sequence[int]) -> str:
+    """Sorted positions as ranges: ``0–763``, ``3``, ``0–2, 5, 9–11``."""
+    runs: list[str] = []
+    start = previous = None
+    for index in indices:
+        if previous is not None and index == previous + 1:
+            previous = index
+            continue
+        if start is not None:
+            runs.append(_run(start, previous))
+        start = previous = index
+    if start is not None:
+        runs.append(_run(start, previous))
+    return ", ".join(runs)
+
+
+def _run(start: int, end: int | None) -> str:
+    return str(start) if end is None or end == start else f"{start}–{end}"
+
+
+def _messages(count: int) -> str:
+    return f"{count} message" if count == 1 else f"{count} messages"
+
+
+def snapshot_notice(session_id: str, total: int, kept: Sequence[int], cut: Sequence[int]) -> str:
+    """The lines before a ``reference_session`` snapshot: the session's size, which positions the
+    snapshot kept, omitted and cut, and the ``read_session`` call that reads what it lacks."""
+    named = _named(session_id)
+    if total == 0:
+        return f"Session {named} has no messages: the snapshot below holds none, and omits or cuts nothing."
+    kept_set = set(kept)
+    omitted = [index for index in range(total) if index not in kept_set]
+    lines = [
+        f"Session {named} has {_messages(total)}, {_span(total)} (0 is the first; read_session counts the same way)."
+    ]
+    held = "all of them" if not omitted else f"{len(kept)} of them"
+    lines.append(f"The snapshot below keeps {held}: {positions(kept)}.")
+    if omitted:
+        lines.append(f"It omits {_messages(len(omitted))}: {positions(omitted)}.")
+    if cut:
+        lines.append(
+            f"It cuts {'message' if len(cut) == 1 else 'messages'} {positions(cut)} to fit "
+            "(the text then shows an '[… omitted N UTF-8 bytes …]' notice)."
+        )
+    if not omitted and not cut:
+        lines.append("Nothing is omitted or cut.")
+        return "\n".join(lines)
+    first = omitted[0] if omitted else cut[0]
+    stop = _run_end(omitted, first) + 1 if omitted else first + 1
+    call = stringify_tag_safe_json({"session": session_id, "from_message": first, "to_message": stop})
+    lines.append(f"read_session reads {'them' if len(omitted) + len(cut) > 1 else 'it'}, e.g. {call}.")
+    return "\n".join(lines)
+
+
+def _run_end(indices: Sequence[int], start: int) -> int:
+    end = start
+    for index in indices:
+        if index == end + 1:
+            end = index
+        elif index > end + 1:
+            break
+    return end
+
+
+def page_notice(session_id: str, total: int, start: int, stop: int, cut: int | None) -> str:
+    """The lines before a ``read_session`` page: the session's size, the positions the page holds,
+    how many come before and after it, and where the next page starts."""
+    named = _named(session_id)
+    if total == 0:
+        return f"Session {named} has no messages."
+    lines = [f"Session {named} has {_messages(total)}, {_span(total)} (0 is the first)."]
+    if stop <= start:
+        lines.append("This page holds no messages.")
+    else:
+        lines.append(f"This page holds {positions(range(start, stop))}: {start} before it, {total - stop} after it.")
+    if cut is not None:
+        lines.append(
+            f"Message {cut} is longer than a page: it is cut to fit "
+            "(its text shows an '[… omitted N UTF-8 bytes …]' notice)."
+        )
+    if stop < total:
+        lines.append(f"The next page: from_message {stop}.")
+    return "\n".join(lines)
+
+
+def search_note(result: SearchResult) -> str | None:
+    """What a search result says when the words said in sessions were not searched in full."""
+    searched = "titles, ids and folders were searched"
+    status = result.status
+    if result.body == "off":
+        return f"message search is off here: {searched}, not what was said"
+    if result.body == "short":
+        return f"what was said is searched for three characters or more: {searched}"
+    if result.body == "unavailable":
+        code = f" ({status.code})" if status is not None and status.code else ""
+        return f"message search is unavailable right now{code}: {searched}, not what was said"
+    if result.body == "indexing":
+        done = f": {status.indexed:,} of {status.total:,} sessions indexed" if status is not None else ""
+        return f"message search is not ready yet{done}; {searched}, and what was said in the sessions indexed so far"
+    if not result.complete:
+        return "message search ran out of time: more sessions may hold these words (search again)"
+    return None
+
+
+def _kib(read_bytes: int) -> str:
+    kib = read_bytes / 1024
+    return f"{kib:g} KiB" if kib >= 1 else f"{read_bytes} bytes"
+
+
+def tool_definitions(read_bytes: int) -> list[dict[str, Any]]:
+    """The tools in the Chat Completions ``tools`` shape (DeepSeek's and OpenAI's), for pages of
+    at most ``read_bytes``."""
+    session = {
+        "type": "string",
+        "description": "the session's id, or its dsh-session: URI (as a reference or a search result names it)",
+    }
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": "search_sessions",
+                "description": (
+                    "Search the user's other chat sessions (this store, Claude Code and Codex sessions, sessions "
+                    "teammates shared) by title, id, folder and words said in them. Returns the best matches "
+                    "first, each with its id (session), its dsh-session: URI (uri), its title (label), its "
+                    "folder (cwd) when it has one, and either the words said that matched (said, with the "
+                    "speaker's role) or the field that matched (matched: title, id or cwd). Titles, ids and "
+                    "folders are always searched; a note says when what was said was not searched in full "
+                    "(message search off, not ready yet, or a query under three characters). Use it when the user mentions earlier work that no "
+                    "reference in the conversation covers."
+                ),
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "query": {
+                            "type": "string",
+                            "description": "words to look for (three characters or more to search what was said)",
+                        },
+                        "limit": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_SEARCH_LIMIT,
+                            "description": f"how many sessions at most (default {SEARCH_LIMIT})",
+                        },
+                    },
+                    "required": ["query"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "reference_session",
+                "description": (
+                    "Take a snapshot of one session: the very one a reference to it in the prompt carries, "
+                    "its newest messages (and checkpoint summaries) within a byte budget, older ones omitted "
+                    "and long ones cut with an '[… omitted N UTF-8 bytes …]' notice. Before the snapshot, "
+                    "lines outside it say how many messages the session has, which positions (0 is the first, "
+                    "as read_session counts them) the snapshot keeps, which it omits and which it cuts, and "
+                    "the read_session call that reads them. Use it for a session search_sessions found."
+                ),
+                "parameters": {
+                    "type": "object",
+                    "properties": {"session": session},
+                    "required": ["session"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "read_session",
+                "description": (
+                    "Read a session's messages by position (0 is the first): what a snapshot omitted or cut. "
+                    "A snapshot of a session referenced in the user's prompt keeps its newest messages within "
+                    "a byte budget and may omit older ones and cut long ones without saying how many; call "
+                    "read_session with no range to learn the session's size and read from its first message. "
+                    "Each result starts with lines saying how many messages the session has, which positions "
+                    f"the page holds, how many come before and after it, and where the next page starts. A page "
+                    f"holds at most {_kib(read_bytes)}; a message longer than that comes cut with an "
+                    "'[… omitted N UTF-8 bytes …]' notice."
+                ),
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "session": session,
+                        "from_message": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "the first message (default 0)",
+                        },
+                        "to_message": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "one past the last message (default: as many as fit)",
+                        },
+                    },
+                    "required": ["session"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+    ]
