@@ -119,7 +119,8 @@ required = true
     assert "mcp__sessionref" in offered and "reference_session" in offered
     (output,) = [item for item in _Responses.requests[-1]["input"] if item.get("type") == "function_call_output"]
     texts = [part["text"] for part in output["output"] if part.get("type") == "input_text"]
-    assert any(text.endswith("\n\n" + snapshot(root)) for text in texts)  # whole: tool_output_token_limit lets a 64 KiB snapshot through uncut
+    # Whole: tool_output_token_limit lets a 64 KiB snapshot through uncut.
+    assert any(text.endswith("\n\n" + snapshot(root)) for text in texts)
 
 
 class _Messages(BaseHTTPRequestHandler):

@@ -112,8 +112,10 @@ def test_reference_session_says_what_its_snapshot_holds_as_its_description_promi
     stats = prepared.contexts[0].meta["references"][0]
     assert (stats["originalMessages"], stats["retainedMessages"], stats["omittedMessages"]) == (1000, 236, 764)
     # "(0 is the first, as read_session counts them)": the kept positions are read_session's.
-    kept_texts = [item["text"] for item in json.loads(frame_text(result.text, "referenced-sessions"))[0]["conversation"]]
-    page = json.loads(frame_text(_call(tools, "read_session", session="long", from_message=764).text, "session-messages"))
+    (source,) = json.loads(frame_text(result.text, "referenced-sessions"))
+    kept_texts = [item["text"] for item in source["conversation"]]
+    read = _call(tools, "read_session", session="long", from_message=764)
+    page = json.loads(frame_text(read.text, "session-messages"))
     assert [m["text"] for m in page["messages"]] == kept_texts[: len(page["messages"])]
     # The call it names reads what was omitted, from message 0; message 3 is there to read.
     assert said["call"] == {"session": "long", "from_message": 0, "to_message": 764}

@@ -32,9 +32,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from core.errors import SessionQueryError, SessionReferenceError
-from core.reference.projection import project_conversation
-from core.reference.retention import truncate_with_notice
 from core.agent.tool_texts import (
     MAX_SEARCH_LIMIT,
     SEARCH_LIMIT,
@@ -47,6 +44,9 @@ from core.agent.tool_texts import (
     tool_definitions,
 )
 from core.display import visible
+from core.errors import SessionQueryError, SessionReferenceError
+from core.reference.projection import project_conversation
+from core.reference.retention import truncate_with_notice
 from core.reference.service import SessionReferenceService, build_context
 from core.reference.uri import ReferenceInput, decode_session_reference_uri, encode_session_reference_uri
 from core.search.finder import SessionSearch

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.display import UNSAFE_FORMAT
-from core.search.finder import SearchResult
 from core.reference.service import REFERENCED_SESSIONS_HEADER
+from core.search.finder import SearchResult
 from core.serialization import stringify_tag_safe_json
 
 SEARCH_LIMIT = 10
@@ -181,7 +181,8 @@ def tool_definitions(read_bytes: int) -> list[dict[str, Any]]:
                     "folder (cwd) when it has one, and either the words said that matched (said, with the "
                     "speaker's role) or the field that matched (matched: title, id or cwd). Titles, ids and "
                     "folders are always searched; a note says when what was said was not searched in full "
-                    "(message search off, not ready yet, or a query under three characters). Use it when the user mentions earlier work that no "
+                    "(message search off, not ready yet, or a query under three characters). Use it when the user "
+                    "mentions earlier work that no "
                     "reference in the conversation covers."
                 ),
                 "parameters": {

@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from core import JsonlSessionStore, ReferenceConfig, SessionQueryError, SessionReferenceError, SessionReferenceService
 from core.agent.session_tools import DEFINITIONS, READ_BYTES, SessionTools, ToolResult
@@ -28,6 +28,7 @@ from core.search.message_index import MessageIndex
 from core.sessions.models import SessionHeader
 from core.sessions.query import SessionQuery
 from core.sessions.sources.merged import MergedSessionQuery
+from tui.cli.mcp_wire import Lines, Wire, claim_stdio
 from tui.services.text import visible
 
 CALL_SECONDS = 20.0
@@ -152,6 +153,7 @@ async def serve(server: SessionToolServer) -> None:
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
     from mcp.types import CallToolResult, ListToolsResult, TextContent
+    from mcp_types import jsonrpc_message_adapter
 
     from tui.cli.options import sessionref_version
 
@@ -171,7 +173,15 @@ async def serve(server: SessionToolServer) -> None:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-    async with stdio_server() as (read, write):
+    source, out = claim_stdio()
+    wire = Wire(out)
+
+    def validate(frame: str) -> object:
+        return jsonrpc_message_adapter.validate_json(frame, by_name=False)
+
+    lines = Lines(source, wire, validate)
+    # Our own line reader and writer (tui.cli.mcp_wire): every request with a readable id is answered.
+    async with stdio_server(cast(Any, lines), cast(Any, wire)) as (read, write):
         await mcp.run(read, write, mcp.create_initialization_options())
 
 
