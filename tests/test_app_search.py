@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+import core.search.index_keeper as index_keeper
 import core.search.shard_writes as shard_writes
 import tui.app as app_module
-import tui.services.indexing as indexing
 from core import INDEX_FILE_NAME, EchoModel, JsonlSessionStore
 from core.search.index_values import INDEX_DISK_FULL
 from tests.app_harness import SIZE, fixed_clock, open_app, open_picker, picker_ids, settle, type_text, until
@@ -191,8 +191,8 @@ async def test_while_indexing_the_picker_says_so_and_keeps_matching_titles(
 async def test_a_first_build_runs_in_the_builder_process_and_the_app_follows_it(
     demo_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(indexing, "BUILDER_THRESHOLD", 1)
-    monkeypatch.setattr(indexing, "BUILDER_POLL", 0.05)
+    monkeypatch.setattr(index_keeper, "BUILDER_THRESHOLD", 1)
+    monkeypatch.setattr(index_keeper, "BUILDER_POLL", 0.05)
     app, _store = open_app(demo_template, tmp_path / "store")
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.indexer.builder is not None, timeout=10)
@@ -311,7 +311,7 @@ async def test_a_full_disk_turns_message_search_off_and_it_comes_back(
         original(self)
 
     monkeypatch.setattr(shard_writes.WriteBatch, "commit", commit)
-    monkeypatch.setattr(indexing, "INDEX_RETRY", 3600.0)
+    monkeypatch.setattr(index_keeper, "INDEX_RETRY", 3600.0)
     app, _store = open_app(demo_template, tmp_path / "store")
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, app.catalog_loaded.is_set)
@@ -327,7 +327,7 @@ async def test_a_full_disk_turns_message_search_off_and_it_comes_back(
         assert note == "Messages: 0 of 7 searchable; indexing stopped, disk full (SEARCH_INDEX_DISK_FULL)"
         await pilot.press("escape")
         full = False  # room again: a re-listing after the retry interval tries again
-        monkeypatch.setattr(indexing, "INDEX_RETRY", 0.0)
+        monkeypatch.setattr(index_keeper, "INDEX_RETRY", 0.0)
         await _found_again(pilot, "fsync", ["design-notes"])
 
 

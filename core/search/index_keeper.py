@@ -1,0 +1,208 @@
+"""Keeping a store's body index current, for whoever serves searches over it: the app, or
+``sessionref mcp`` on a store the app never opened.
+
+One indexing run at a time, on a thread of its own: small changes are indexed in that thread; a
+large catch-up (a first build) runs in a builder process (``python -m core.search.builder``) so the
+host keeps its interpreter and a core, while it searches the growing index read-only and follows the
+builder's progress. Several hosts may keep one store's index at once (the app and a server, two
+apps): the index's writer locks make one of them the writer, the others read what it commits.
+
+No UI here: the keeper calls ``changed`` when the index moved on and ``builder_failed`` when a builder
+process failed; the host shows what it wants of that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from core.search.body_index import BodyIndex
+from core.search.index_values import IndexedSession, IndexStatus, IndexUnavailable
+
+BUILDER_THRESHOLD = 200
+"""Sessions to (re)index above which a builder process does it instead of the keeper's thread."""
+BUILDER_ATTEMPTS = 2
+"""Builder processes that may fail before the keeper indexes in its own thread."""
+BUILDER_POLL = 0.5
+"""Seconds between two looks at a running builder's progress."""
+CHECKPOINT_AFTER = 1000
+"""Sessions indexed in one run after which the index is compacted."""
+INDEX_RETRY = 30.0
+"""Seconds before indexing is tried again after it failed (a full disk, say)."""
+
+
+class IndexedListing(Protocol):
+    """What the keeper reads: the listing's sessions at their revisions, and each one's content."""
+
+    def index_sources(self, target_cwd: str | None) -> list[tuple[str, str]]:
+        """(session id, revision key) of every listed session, ``target_cwd``'s first."""
+        ...
+
+    def read_indexed(self, session_id: str) -> IndexedSession | None:
+        """One session as the index keeps it (``None``: no longer listed). Safe in a thread."""
+        ...
+
+
+@dataclass(frozen=True)
+class BuilderTarget:
+    """A folder store a builder process can index by itself: its folder and how its logs are written."""
+
+    root: str
+    compression: str
+
+
+class IndexKeeper:
+    """Keeps ``index`` in line with ``listing`` (see the module docstring).
+
+    Args:
+        index: the body index.
+        listing: what to index (the app's catalog).
+        accept_titles: takes the titles the index holds (session id -> (revision key, title)).
+        first_cwd: the folder whose sessions are indexed first.
+        builder_store: the folder store a builder process may index (``None``: never a builder).
+        pause: runs between two sessions of a run in this thread (a host yields to its UI there).
+        changed: the index moved on (``True``: titles came in or sessions went), from the keeper's thread.
+        builder_failed: a builder process failed with this message (the keeper indexes itself from then on).
+    """
+
+    def __init__(
+        self,
+        index: BodyIndex,
+        listing: IndexedListing,
+        *,
+        accept_titles: Callable[[Mapping[str, tuple[str, str | None]]], None],
+        first_cwd: Callable[[], str | None] = lambda: None,
+        builder_store: BuilderTarget | None = None,
+        pause: Callable[[], None] | None = None,
+        changed: Callable[[bool], object] = lambda _titles: None,
+        builder_failed: Callable[[str], object] = lambda _message: None,
+    ) -> None:
+        self.index = index
+        self.listing = listing
+        self.accept_titles = accept_titles
+        self.first_cwd = first_cwd
+        self.builder_store = builder_store
+        self.pause = pause
+        self.changed = changed
+        self.builder_failed = builder_failed
+        self.running = False
+        """Whether an indexing run is going on."""
+        self.builder: subprocess.Popen[bytes] | None = None
+        """The builder process while one runs."""
+        self.stop = threading.Event()
+        self.idle = threading.Event()
+        """Set while no run goes on."""
+        self.idle.set()
+        self._lock = threading.Lock()
+        self._started = False
+        self._failed_at = 0.0
+        self._builder_failures = 0
+        self._builder_finished = False
+
+    def start(self) -> None:
+        """Bring the index up to date with the listing, on the keeper's thread (one run at a time;
+        a call while one runs does nothing)."""
+        index = self.index
+        with self._lock:
+            if self.running or self.stop.is_set():
+                return
+            if index.status.state == "failed" and time.monotonic() - self._failed_at < INDEX_RETRY:
+                return
+            self.running = True
+            self.idle.clear()
+        threading.Thread(target=self._sync, name="index", daemon=True).start()
+
+    def catch_up(self, seconds: float) -> bool:
+        """Start a run and wait up to ``seconds`` for it to end; whether it did."""
+        self.start()
+        return self.idle.wait(seconds)
+
+    def shutdown(self) -> None:
+        """Stop indexing (the host is closing): a running builder is stopped, a search interrupted."""
+        self.stop.set()
+        if self.builder is not None and self.builder.poll() is None:
+            self.builder.terminate()  # what it committed stays; the next start goes on from there
+        self.index.interrupt()
+
+    def _sync(self) -> None:
+        index = self.index
+        try:
+            if not self._started:
+                # Titles the index already holds make every session findable by title at once.
+                self._started = True
+                with contextlib.suppress(IndexUnavailable):
+                    index.open()
+                    self.accept_titles(index.titles())
+                    self.changed(True)
+            while True:
+                sources = self.listing.index_sources(self.first_cwd())
+                if not self._use_builder(sources):
+                    break
+                if self.stop.wait(BUILDER_POLL):
+                    return  # the host is closing; the builder was stopped
+            report = index.sync(
+                sources,
+                self.listing.read_indexed,
+                pause=self.pause,
+                stop=self.stop,
+                progress=self._progressed,
+            )
+            self.accept_titles(report.titles)
+            if report.indexed > CHECKPOINT_AFTER:
+                index.checkpoint()  # a big build: merge the segments, fold the logs into the files
+            self.changed(bool(report.titles or report.removed))
+        except IndexUnavailable:
+            self._failed_at = time.monotonic()
+            self.changed(False)
+        finally:
+            with self._lock:
+                self.running = False
+                self.idle.set()
+
+    def _use_builder(self, sources: list[tuple[str, str]]) -> bool:
+        """Start (or follow) a builder process for a large catch-up; whether one is running now."""
+        index = self.index
+        builder = self.builder
+        if builder is not None:
+            returncode = builder.poll()
+            if returncode is None:
+                index.refresh(sources)  # its progress, read-only
+                self.changed(False)
+                return True
+            self.builder = None
+            if returncode == 0:
+                # What is left (sessions this host writes, which the builder sees at another
+                # revision) is indexed here: one builder run per host, never a loop of them.
+                self._builder_finished = True
+                with contextlib.suppress(IndexUnavailable):
+                    index.open()
+                    self.accept_titles(index.titles())
+            else:
+                self._builder_failures += 1
+                message = builder.stderr.read().decode(errors="replace").strip() if builder.stderr else ""
+                self.builder_failed(message or f"exit code {returncode}")
+        store = self.builder_store
+        if store is None or index.path is None or self._builder_finished or self._builder_failures >= BUILDER_ATTEMPTS:
+            return False
+        if not index.writable or index.pending(sources) < BUILDER_THRESHOLD:
+            return False  # little to do, or another process keeps the index (sync reads its progress)
+        command = [sys.executable, "-m", "core.search.builder", store.root, "--compression", store.compression]
+        first_cwd = self.first_cwd()
+        if first_cwd is not None:
+            command += ["--first-cwd", first_cwd]
+        command += ["--index", str(index.path)]
+        index.release()  # the builder takes the writer locks
+        self.builder = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        return True
+
+    def _progressed(self, _status: IndexStatus) -> None:
+        if not self.stop.is_set():
+            self.changed(True)
