@@ -16,11 +16,11 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from core import JsonlSessionStore, ReferenceInput, SessionQueryError, SessionReferenceService
-from core.sessions.sources.merged import MergedSessionQuery
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import cluster, database, team
 from tests.rc8 import INTEROP, NODE
 from tests.test_session_tools import frame_text, split_result
+from tui.services.catalog import SessionCatalog
 
 __all__ = ["cluster", "database", "team"]  # the fixtures
 
@@ -151,7 +151,7 @@ def test_links_out_of_the_store_are_never_followed(tmp_path: Path) -> None:
         assert result.is_error and "swordfish" not in _text(result), _text(result)
 
 
-class _Failing(MergedSessionQuery):
+class _Failing(JsonlSessionStore):
     """The folder store, but reading a session fails (a disk error) or hangs (a stuck network mount)."""
 
     hang = False
@@ -169,9 +169,8 @@ def test_a_failing_or_hanging_store_is_a_coded_tool_error(tmp_path: Path, monkey
 
     root = tmp_path / "store"
     _store(root)
-    store = JsonlSessionStore(root)
-    query = _Failing(store, [])
-    server = mcp_cli.SessionToolServer(query, None, "/work/app")
+    store = query = _Failing(root)
+    server = mcp_cli.SessionToolServer(SessionCatalog(store), "/work/app")
     monkeypatch.setattr(mcp_cli, "CALL_SECONDS", 0.5)
 
     async def calls() -> list[Any]:
@@ -184,6 +183,7 @@ def test_a_failing_or_hanging_store_is_a_coded_tool_error(tmp_path: Path, monkey
         return [failed, hung, waited, listed]
 
     failed, hung, waited, listed = asyncio.run(calls())
+    server.close()
     store.close()
     assert (failed.is_error, failed.code) == (True, "TOOL_READ_FAILED") and "input/output error" in failed.text
     assert (hung.is_error, hung.code) == (True, "TOOL_TIMEOUT") and 0.5 <= waited < 5

@@ -150,7 +150,9 @@ def search_note(result: SearchResult) -> str | None:
         code = f" ({status.code})" if status is not None and status.code else ""
         return f"message search is unavailable right now{code}: {searched}, not what was said"
     if result.body == "indexing":
-        done = f": {status.indexed:,} of {status.total:,} sessions indexed" if status is not None else ""
+        done = (
+            f": {status.indexed:,} of {status.total:,} sessions indexed" if status is not None and status.total else ""
+        )
         return f"message search is not ready yet{done}; {searched}, and what was said in the sessions indexed so far"
     if not result.complete:
         return "message search ran out of time: more sessions may hold these words (search again)"

@@ -15,20 +15,19 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from core import JsonlSessionStore, ReferenceConfig, SessionQueryError, SessionReferenceError, SessionReferenceService
-from core.agent.session_tools import DEFINITIONS, READ_BYTES, SessionTools, ToolResult
+from core.agent.session_tools import READ_BYTES, SessionTools, ToolResult
+from core.agent.tool_texts import tool_definitions
 from core.search.body_index import BodyIndex, index_path_beside
 from core.search.finder import SearchConfig, SessionSearch
-from core.search.index_values import IndexUnavailable
-from core.search.message_index import MessageIndex
-from core.sessions.models import SessionHeader
-from core.sessions.query import SessionQuery
-from core.sessions.sources.merged import MergedSessionQuery
+from core.search.index_keeper import BuilderTarget, IndexKeeper
 from tui.cli.mcp_wire import Lines, Wire, claim_stdio
+from tui.services.catalog import SessionCatalog
 from tui.services.text import visible
 
 CALL_SECONDS = 20.0
@@ -39,7 +38,11 @@ must not hang the agent)."""
 RESULT_CHARS = 200_000
 EXIT_STORE = 3
 TITLED_WITHOUT_INDEX = 500
-"""Sessions whose titles a search matches when the store has no message index yet (the newest)."""
+"""The newest sessions whose titles a search reads when the index has not read them yet."""
+CATCH_UP_SESSIONS = 50
+"""Changed sessions a search waits to see indexed (up to ``CATCH_UP_SECONDS``); more are indexed
+in the background while it answers."""
+CATCH_UP_SECONDS = 5.0
 
 _EXCLUDE = {
     "type": "string",
@@ -60,13 +63,13 @@ class _Caller:
     cwd: str | None
 
 
-def tool_list() -> list[Any]:
-    """The tools as MCP lists them: the agent loop's definitions, a title, the annotations and
-    ``exclude_session``."""
+def tool_list(read_bytes: int = READ_BYTES) -> list[Any]:
+    """The tools as MCP lists them: the agent loop's definitions (for pages of ``read_bytes``), a
+    title, the annotations and ``exclude_session``."""
     from mcp.types import Tool, ToolAnnotations
 
     tools = []
-    for definition in DEFINITIONS:
+    for definition in tool_definitions(read_bytes):
         function = definition["function"]
         schema = {
             **function["parameters"],
@@ -88,49 +91,75 @@ def tool_list() -> list[Any]:
 
 
 class SessionToolServer:
-    """The tools over one store and its other agents' sources (see the module docstring)."""
+    """The tools over one store and its other agents' sources, listed as the app lists them (a
+    ``SessionCatalog``), with the store's message index kept current as the app keeps it.
+
+    A folder store's index is the app's own, beside it (``.sessionref-index``): the same files and
+    locks, so the app and any number of servers may keep it at once (one writes, the others read).
+    ``start`` lists the store and begins indexing in the background; a search before the index is
+    ready says so and answers from titles, ids, folders and what is indexed so far. A database
+    store searches with its own index (kept current by every append).
+
+    Args:
+        catalog: the store and other agents' sources, as the app lists them.
+        cwd: the folder the calling agent works in (its sessions come first).
+        index_path: where a folder store's index lives (default: beside the store).
+    """
 
     def __init__(
         self,
-        query: SessionQuery,
-        index: BodyIndex | None,
+        catalog: SessionCatalog,
         cwd: str | None,
         *,
-        revision_of: Callable[[SessionHeader], object] | None = None,
         config: ReferenceConfig | None = None,
         read_bytes: int = READ_BYTES,
         body_search: bool = True,
-        message_index: MessageIndex | None = None,
+        index_path: str | os.PathLike[str] | None = None,
     ) -> None:
-        """``index``: the app's message index beside a folder store (its titles serve the listing
-        too); ``message_index``: a store's own instead (a database's), which search then uses;
-        ``revision_of``: the store's revision of a listed session (titles are read again when it
-        changes; without it, on every listing)."""
-        self.query = query
-        self.service = SessionReferenceService(query, config)
-        searched = message_index if message_index is not None else index
-        self.search = SessionSearch(searched, SearchConfig(body_search=body_search))
-        self.read_bytes = read_bytes
-        self.index = index
+        self.catalog = catalog
         self.cwd = cwd
-        self._revision_of = revision_of if revision_of is not None else _no_revision
-        self._titles: dict[str, tuple[object, str | None]] = {}
+        self.read_bytes = read_bytes
+        self.service = SessionReferenceService(catalog, config)
+        store = catalog.store
+        self.own_index = catalog.hosted.message_index() if body_search else None
+        self.body_index: BodyIndex | None = None
+        self.keeper: IndexKeeper | None = None
+        if body_search and self.own_index is None and isinstance(store, JsonlSessionStore):
+            self.body_index = BodyIndex(index_path if index_path is not None else index_path_beside(store.root))
+            self.keeper = IndexKeeper(
+                self.body_index,
+                catalog,
+                accept_titles=catalog.titles.accept_titles,
+                first_cwd=lambda: cwd,
+                builder_store=BuilderTarget(str(store.root), store.compression),
+            )
+        searched = self.own_index if self.own_index is not None else self.body_index
+        self.search = SessionSearch(searched, SearchConfig(body_search=body_search))
+        self._refreshing = threading.Lock()
+
+    def start(self) -> None:
+        """List the store and begin indexing, in the background (the first request need not wait)."""
+        threading.Thread(target=self.refresh, name="first-listing", daemon=True).start()
+
+    def refresh(self) -> None:
+        """List the store again, index what changed (waiting up to ``CATCH_UP_SECONDS`` when little
+        did) and read the titles of the newest sessions the index has not read. Runs in a thread."""
+        with self._refreshing:
+            catalog = self.catalog
+            catalog.refresh()
+            keeper = self.keeper
+            if keeper is not None:
+                pending = self.body_index.pending(catalog.index_sources(self.cwd)) if self.body_index else 0
+                if 0 < pending <= CATCH_UP_SESSIONS and not keeper.running:
+                    keeper.catch_up(CATCH_UP_SECONDS)
+                else:
+                    keeper.start()
+            catalog.titles.request_titles([record.header.id for record in catalog.records[:TITLED_WITHOUT_INDEX]])
+            catalog.titles.load_wanted()
 
     async def _listing(self) -> tuple[Sequence[Any], Mapping[str, str | None]]:
-        records = await self.query.list_sessions()
-        if self.index is not None:
-            return records, {session_id: title for session_id, (_key, title) in self.index.titles().items()}
-        # Without a body index, the titles of the newest sessions, read once per revision.
-        for record in records[:TITLED_WITHOUT_INDEX]:
-            session_id, revision = record.header.id, self._revision_of(record.header)
-            known = self._titles.get(session_id)
-            if known is None or known[0] != revision or revision is None:
-                try:
-                    title = await self.query.read_title(session_id)
-                except SessionQueryError:
-                    title = None
-                self._titles[session_id] = (revision, title.title if title is not None else None)
-        return records, {session_id: title for session_id, (_revision, title) in self._titles.items()}
+        await asyncio.to_thread(self.refresh)
+        return self.catalog.records, self.catalog.titles.title_map()
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
         given = dict(arguments or {})
@@ -143,9 +172,15 @@ class SessionToolServer:
             message = f"the store did not answer within {CALL_SECONDS:g} s; try again (TOOL_TIMEOUT)"
             return ToolResult(message, is_error=True, code="TOOL_TIMEOUT")
 
-
-def _no_revision(_header: SessionHeader) -> None:
-    return None
+    def close(self) -> None:
+        """Stop indexing (a running builder too: what it committed stays) and close the index."""
+        if self.keeper is not None:
+            self.keeper.shutdown()
+            self.keeper.idle.wait(5.0)
+        if self.body_index is not None:
+            self.body_index.close()
+        elif self.own_index is not None:
+            self.own_index.close()
 
 
 async def serve(server: SessionToolServer) -> None:
@@ -158,7 +193,7 @@ async def serve(server: SessionToolServer) -> None:
     from tui.cli.options import sessionref_version
 
     async def list_tools(_context: Any, _params: Any) -> ListToolsResult:
-        return ListToolsResult(tools=tool_list())
+        return ListToolsResult(tools=tool_list(server.read_bytes))
 
     async def call_tool(_context: Any, params: Any) -> CallToolResult:
         result = await server.call(params.name, params.arguments)
@@ -237,39 +272,25 @@ def mcp_command(argv: Sequence[str]) -> int:
         if url is not None:
             from core.database.store import PostgresSessionStore
 
-            database = PostgresSessionStore(url)
-            store: JsonlSessionStore | PostgresSessionStore = database
-            index = None
-            own_index: MessageIndex | None = database.message_index()  # kept current by every append
+            store: JsonlSessionStore | PostgresSessionStore = PostgresSessionStore(url)
         else:
             root = args.root or default_root()
             if not os.path.isdir(root):
                 print(f"sessionref mcp: {visible(root)} is not a session store folder", file=sys.stderr)
                 return EXIT_STORE
             store = JsonlSessionStore(root)
-            own_index = None
-            path = index_path_beside(store.root)
-            index = BodyIndex(path) if path.exists() else None
-            if index is not None:
-                try:
-                    index.open()
-                except IndexUnavailable:
-                    index = None  # titles, ids and folders still match; the results say message search is off
     except SessionQueryError as error:
         print(visible(f"sessionref mcp: {error.message} ({error.code})"), file=sys.stderr)
         return EXIT_STORE
-    query = MergedSessionQuery(store, list(external_sources(args)))
+    server = SessionToolServer(
+        SessionCatalog(store, external_sources(args)),
+        os.getcwd(),
+        config=config,
+        read_bytes=settings["tool_read_bytes"],
+        body_search=settings["body_search"],
+    )
     try:
-        server = SessionToolServer(
-            query,
-            index,
-            os.getcwd(),
-            revision_of=store.listed_revision,
-            config=config,
-            read_bytes=settings["tool_read_bytes"],
-            body_search=settings["body_search"],
-            message_index=own_index,
-        )
+        server.start()
         asyncio.run(serve(server))
     except BaseException as error:
         if not _client_gone(error):
@@ -279,7 +300,6 @@ def mcp_command(argv: Sequence[str]) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     finally:
-        if index is not None:
-            index.close()
+        server.close()
         store.close()
     return 0
