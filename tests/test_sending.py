@@ -40,7 +40,7 @@ async def test_send_writes_the_baked_event_and_streams_the_reply(demo_template: 
         await until(pilot, lambda: app.chat.query(AssistantBlock))
         assert app.chat.prompt.text == ""
         (line,) = app.chat.query(ToolLine)  # the echo model read past the reference's first message
-        assert line.summary == "· read_session · Storage design · messages 1–3 of 4 · 772 B"
+        assert line.summary == "· read_session · Storage design · messages 1–3 of 4 · 897 B"
         you = app.chat.query(UserBlock).last()
         assert "what did we decide in @Storage design" in str(you.render())
         assert "Referenced sessions · Storage design (design-notes)" in str(you.render())

@@ -196,7 +196,7 @@ class SessionTools:
         total = retained.stats["originalMessages"]
         text = snapshot_notice(session_id, total, retained.kept, retained.cut) + "\n\n" + frame
         kept = retained.stats["retainedMessages"]
-        return ToolResult(text, summary=f"{session_id} · {kept} of {total} messages · {_size(frame)}")
+        return ToolResult(text, summary=f"{session_id} · {kept} of {total} messages · {_size(text)}")
 
     async def _read(self, arguments: Mapping[str, Any]) -> ToolResult:
         _only(arguments, {"session", "from_message", "to_message"})
