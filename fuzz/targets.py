@@ -315,6 +315,60 @@ def _display_seeds() -> list[bytes]:
     return [*seeds, b"plain title", "界面 😀 \u202e".encode(), b"x" * 300]
 
 
+def mcp_frame(data: bytes) -> str:
+    """A line a client sends ``sessionref mcp`` (``tui.cli.mcp_wire.screen``): forwarded as a frame the
+    SDK takes, or answered with one JSON-RPC error (or tool error) carrying its id, or dropped only when
+    no request id can be read; a request that parses is never dropped."""
+    from mcp_types import jsonrpc_message_adapter
+
+    from tui.cli.mcp_wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, screen
+
+    def validate(frame: str) -> object:
+        return jsonrpc_message_adapter.validate_json(frame, by_name=False)
+
+    verdict = screen(data, validate)
+    check(verdict.forward is None or not verdict.answers, "a frame both forwarded and answered")
+    if verdict.forward is not None:
+        validate(verdict.forward)  # the SDK takes it
+        check(not any(0xD800 <= ord(c) <= 0xDFFF for c in verdict.forward), "a lone surrogate forwarded")
+        return "ok:forwarded"
+    for answer in verdict.answers:
+        request_id = answer["id"]
+        check(isinstance(request_id, str) or type(request_id) is int, f"an answer with id {request_id!r}")
+        error = answer.get("error")
+        if error is not None:
+            check(error["code"] in (PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS), f"code {error['code']}")
+        else:
+            check(answer["result"]["isError"] is True, "a refusal that is not an error")
+        json.dumps(answer, ensure_ascii=False).encode("utf-8")
+    try:
+        parsed = json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict) and isinstance(parsed.get("method"), str):
+        request_id = parsed.get("id")
+        if isinstance(request_id, str) or type(request_id) is int:
+            check(len(verdict.answers) == 1, f"a request with id {request_id!r} got {len(verdict.answers)} answers")
+    if verdict.answers:
+        return "ok:answered"
+    return "ok:dropped" if verdict.log is not None else "ok:empty"
+
+
+def _mcp_seeds() -> list[bytes]:
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "read_session",
+            "arguments": {"session": "design", "from_message": 3}}}  # fmt: skip
+    ping = {"jsonrpc": "2.0", "id": "p", "method": "ping"}
+    return [
+        json.dumps(call).encode(),
+        json.dumps(ping).encode(),
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[1]}',
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":{"q":"\\ud83d"}}}',
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        b'{"jsonrpc":"2.0","id":4,"result":{}}',
+        b"[" * 40 + b"]" * 40,
+    ]
+
+
 TARGETS: dict[str, Target] = {
     "mention_text": Target(mention_text, _uri_seeds, _URI_TOKENS),
     "uri": Target(uri, _uri_seeds, _URI_TOKENS),
@@ -328,6 +382,12 @@ TARGETS: dict[str, Target] = {
         _display_seeds,
         [b"[", b"]", b"[/]", b"@click=", b"$", b"\x1b", b"\x1b[", b"\x1b]", b"\x07", b"\xc2\x9b", b"\xe2\x80\xae"],
         max_len=2048,
+    ),
+    "mcp_frame": Target(
+        mcp_frame,
+        _mcp_seeds,
+        [b'"jsonrpc"', b'"2.0"', b'"id"', b'"method"', b'"params"', b'"tools/call"', b"\\ud83d", b"[[[[", b"NaN"],
+        max_len=4096,
     ),
 }
 """The campaign's targets, in the order ``python -m fuzz`` runs them."""
