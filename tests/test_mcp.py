@@ -326,3 +326,29 @@ def test_the_official_typescript_sdk_client_lists_and_calls_the_tools(tmp_path: 
     reference, out_of_range = answer["results"]
     assert not reference["isError"] and split_result(reference["text"])[1] == snapshot(root)
     assert out_of_range["isError"] and out_of_range["text"].endswith("(TOOL_OUT_OF_RANGE)")
+
+
+def test_a_client_that_knows_only_the_descriptions_reads_what_a_snapshot_omitted(tmp_path: Path) -> None:
+    """Over MCP, as an agent would: the reference_session description promises lines saying what
+    the snapshot omits; they name messages 0–763 of a 1,000-message session and the read_session
+    call that reads them; message 3 comes back whole."""
+    from tests.test_tool_texts import LONG, WIDTH, _reference_lines
+
+    root = tmp_path / "store"
+    store = JsonlSessionStore(root)
+    long = store.create("long", cwd="/w", created_at=5)
+    for index in range(LONG):
+        (say_user if index % 2 == 0 else say_assistant)(long, f"message {index:03d} " + "w" * WIDTH)
+    store.close()
+    calls = [
+        ("reference_session", {"session": "long"}),
+        ("read_session", {"session": "long", "from_message": 3, "to_message": 4}),
+    ]
+    tools, (reference, read) = asyncio.run(_client(root, calls))
+    (described,) = [tool.description for tool in tools.tools if tool.name == "reference_session"]
+    assert described is not None and "which it omits" in described
+    said = _reference_lines(split_result(_text(reference))[0])
+    assert said["omitted"] == list(range(764)) and said["kept"] == list(range(764, 1000))
+    assert said["call"] == {"session": "long", "from_message": 0, "to_message": 764}
+    page = json.loads(frame_text(_text(read), "session-messages"))
+    assert page["messages"] == [{"index": 3, "role": "assistant", "text": "message 003 " + "w" * WIDTH}]
