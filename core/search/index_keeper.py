@@ -99,6 +99,8 @@ class IndexKeeper:
         self.idle = threading.Event()
         """Set while no run goes on."""
         self.idle.set()
+        self.opened = threading.Event()
+        """Set once the first run opened the index and handed over the titles it holds (or failed to)."""
         self._lock = threading.Lock()
         self._started = False
         self._failed_at = 0.0
@@ -136,10 +138,13 @@ class IndexKeeper:
             if not self._started:
                 # Titles the index already holds make every session findable by title at once.
                 self._started = True
-                with contextlib.suppress(IndexUnavailable):
-                    index.open()
-                    self.accept_titles(index.titles())
-                    self.changed(True)
+                try:
+                    with contextlib.suppress(IndexUnavailable):
+                        index.open()
+                        self.accept_titles(index.titles())
+                        self.changed(True)
+                finally:
+                    self.opened.set()
             while True:
                 sources = self.listing.index_sources(self.first_cwd())
                 if not self._use_builder(sources):
