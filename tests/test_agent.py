@@ -21,6 +21,7 @@ from core import (
     SessionReferenceService,
     derive_messages,
 )
+from core.agent.compaction import CompactionError
 from tests.conftest import say_assistant, say_user, text
 
 
@@ -458,3 +459,46 @@ async def test_the_api_key_never_reaches_an_error_even_when_the_server_echoes_it
     assert FAKE_KEY not in error.message and FAKE_KEY not in str(error) and FAKE_KEY not in repr(error)
     assert FAKE_KEY not in shown, shown
     assert error.code.startswith("MODEL_")
+
+
+async def test_the_loop_and_its_session_tell_their_news_instead_of_being_polled(store) -> None:
+    """``Session.appended`` hears every append (each streamed chunk too), ``AgentLoop.changed`` a
+    turn's start and end with ``status`` already telling; a failing listener never stops the turn,
+    and one that unsubscribed hears nothing more."""
+    session = store.create("chat")
+    gate = asyncio.Event()
+    loop = AgentLoop(session, ScriptedModel(["Hel", "lo"], gate=gate))
+    appended: list[str] = []
+    statuses: list[str] = []
+    unsubscribe = session.appended.subscribe(lambda events: appended.extend(event.type for event in events))
+    loop.changed.subscribe(lambda _news: statuses.append(loop.status))
+
+    def broken(_news: object) -> None:
+        raise RuntimeError("a listener that fails")
+
+    loop.changed.subscribe(broken)
+    await loop.followup([text("hi there")])
+    for _ in range(100):
+        if "assistant/chunk" in appended:
+            break
+        await asyncio.sleep(0.01)
+    assert appended[:4] == ["turn/start", "user/message", "step/start", "assistant/chunk"]
+    assert statuses == ["running"]  # told the turn began, nothing since: no news, no change
+    gate.set()
+    await loop.when_idle()
+    await asyncio.sleep(0)  # the task's end is told from its done callback
+    assert statuses == ["running", "idle"]
+    assert appended == types(session)  # every event, once, in order
+    unsubscribe()
+    say_user(session, "later")
+    assert appended[-1] == "session/title"
+
+
+def test_a_failed_compaction_is_taken_once(store) -> None:
+    session = store.create("chat")
+    loop = AgentLoop(session, ScriptedModel(["x"]))
+    failure = CompactionError("COMPACTION_FAILED", "the summary request failed")
+    loop.keeper.compaction_error = failure
+    assert loop.compaction_error is failure
+    assert loop.take_compaction_error() is failure
+    assert loop.take_compaction_error() is None and loop.compaction_error is None

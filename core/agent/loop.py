@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Coroutine, Sequence
+from typing import Any, Literal, TypeVar
 
 from core.abort import AbortController
 from core.agent.chat_models import MODEL_CONTEXT_LENGTH, ChatModel, ModelError
@@ -31,10 +31,13 @@ from core.agent.tokens import ContextWindow
 from core.agent.tool_steps import MAX_STEPS, TURN_STEP_LIMIT
 from core.agent.window_keeper import ContextSettings, WindowKeeper, prompt_estimate
 from core.errors import SessionQueryError, SessionReferenceError
+from core.listeners import Listeners
 from core.reference.baking import bake_prompt_message
 from core.sessions.models import HookContext, SessionEvent
 from core.sessions.session import Session
 from core.sessions.surface import display_prompt_content, text_of_blocks
+
+Done = TypeVar("Done")
 
 __all__ = ["FLUSH_INTERVAL", "TITLE_LIMIT", "AgentLoop", "ContextSettings", "fallback_title", "prompt_estimate"]
 
@@ -78,7 +81,11 @@ class AgentLoop:
         self.max_steps = max_steps
         self.flush_interval = flush_interval
         settings = context if context is not None else ContextSettings()
-        self.keeper = WindowKeeper(session, model, settings)
+        self.changed: Listeners[None] = Listeners()
+        """Told when the loop's state changed: a turn began or ended, a compaction began, moved on or
+        ended (``status``, ``compacting``, ``last_error`` say how things stand). What a turn writes
+        is told by its session (``session.appended``)."""
+        self.keeper = WindowKeeper(session, model, settings, self.changed)
         """The session's window and its compaction."""
         self._steps = StepRunner(
             session, model, tools, flush_interval=flush_interval, max_reasoning_chars=settings.max_reasoning_chars
@@ -131,13 +138,14 @@ class AgentLoop:
 
     @property
     def compaction_error(self) -> CompactionError | None:
-        """The latest automatic compaction that failed while the send went ahead anyway (the app
-        clears it once it said so)."""
+        """The latest automatic compaction that failed while the send went ahead anyway, until a
+        host takes it (``take_compaction_error``)."""
         return self.keeper.compaction_error
 
-    @compaction_error.setter
-    def compaction_error(self, error: CompactionError | None) -> None:
-        self.keeper.compaction_error = error
+    def take_compaction_error(self) -> CompactionError | None:
+        """The failed automatic compaction not yet reported, once: the next call gives ``None``."""
+        error, self.keeper.compaction_error = self.keeper.compaction_error, None
+        return error
 
     def context(self) -> ContextReading:
         """The context the next request starts from (``core.agent.context``)."""
@@ -172,7 +180,7 @@ class AgentLoop:
             raise CompactionError("COMPACTION_BUSY", "wait for the reply to finish, then compact")
         controller = AbortController()
         self._abort = controller
-        self._compaction_task = asyncio.create_task(self.keeper.compact(controller, turn=None, keep_from_seq=None))
+        self._compaction_task = self._watched(self.keeper.compact(controller, turn=None, keep_from_seq=None))
         try:
             return await self._compaction_task
         finally:
@@ -200,7 +208,7 @@ class AgentLoop:
         if policy.auto and reading.messages and request + reading.reserve > reading.threshold:
             controller = AbortController()
             self._abort = controller
-            self._compaction_task = asyncio.create_task(
+            self._compaction_task = self._watched(
                 self.keeper.compact(controller, turn=None, keep_from_seq=None, incoming=added)
             )
             try:
@@ -244,7 +252,15 @@ class AgentLoop:
         self.session.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}})
         prompt = self._record_prompt("user/message", turn, content, contexts)
         self._abort = AbortController()
-        self._task = asyncio.create_task(self._run(turn, prompt, self._abort))
+        self._task = self._watched(self._run(turn, prompt, self._abort))
+
+    def _watched(self, work: Coroutine[Any, Any, Done]) -> asyncio.Task[Done]:
+        """``work`` as a task whose end the listeners are told of (``status`` changes); its start
+        too, once the caller holds it (``status`` reads it), on the next pass of the event loop."""
+        task = asyncio.create_task(work)
+        task.add_done_callback(lambda _task: self.changed.emit(None))
+        asyncio.get_running_loop().call_soon(self.changed.emit, None)
+        return task
 
     def _record_prompt(
         self, event_type: str, turn: int, content: list[dict[str, Any]], contexts: Sequence[HookContext]

@@ -26,6 +26,7 @@ from core.agent.compaction import (
 from core.agent.context import ContextMeter, ContextReading
 from core.agent.tokens import ContextWindow, WindowMemory, estimate_history, resolve_window
 from core.errors import SessionReferenceError
+from core.listeners import Listeners
 from core.reference.baking import bake_prompt_message
 from core.sessions.models import HookContext, SessionEvent
 from core.sessions.session import Session
@@ -68,7 +69,11 @@ class WindowKeeper:
         settings: the configured window, where learned windows are kept, the compaction policy.
     """
 
-    def __init__(self, session: Session, model: ChatModel, settings: ContextSettings) -> None:
+    def __init__(
+        self, session: Session, model: ChatModel, settings: ContextSettings, changed: Listeners[None] | None = None
+    ) -> None:
+        self.changed: Listeners[None] = changed if changed is not None else Listeners()
+        """Told when a compaction began, moved on or ended (``compacting`` says where it is)."""
         self.session = session
         self.model = model
         self.settings = settings
@@ -128,6 +133,7 @@ class WindowKeeper:
 
     def _progress(self, progress: CompactionProgress) -> None:
         self.compacting = progress
+        self.changed.emit(None)
 
     async def compact(
         self, controller: AbortController, *, turn: int | None, keep_from_seq: int | None, incoming: float = 0.0
@@ -139,6 +145,7 @@ class WindowKeeper:
             CompactionError: nothing to compact, failed, or cancelled through ``controller``.
         """
         self.compacting = CompactionProgress(0, 0, 0)
+        self.changed.emit(None)
         try:
             return await self._compact_once(controller, turn=turn, keep_from_seq=keep_from_seq, incoming=incoming)
         except CompactionError as error:
@@ -153,6 +160,7 @@ class WindowKeeper:
             return await self._compact_once(controller, turn=turn, keep_from_seq=keep_from_seq, incoming=incoming)
         finally:
             self.compacting = None
+            self.changed.emit(None)
 
     async def _compact_once(
         self, controller: AbortController, *, turn: int | None, keep_from_seq: int | None, incoming: float

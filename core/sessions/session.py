@@ -15,6 +15,7 @@ from core.errors import (
     SESSION_QUERY_SESSION_NOT_FOUND,
     SessionQueryError,
 )
+from core.listeners import Listeners
 from core.serialization import NotPlainJsonError, js_json_stringify, plain_json_copy
 from core.sessions.models import (
     SessionEvent,
@@ -107,6 +108,8 @@ class Session:
         self._folder = SurfaceFolder(allow_gaps=True)  # seed events come from storage
         self._title: TitleSnapshot | None = None
         self._pending: list[SessionEvent] = []
+        self.appended: Listeners[Sequence[SessionEvent]] = Listeners()
+        """Told the events of each append once they joined the log (buffered ones too)."""
         for event in events:
             self._folder.push(event.type, event.seq, event.surface_op, event.source_event_seqs)
             self._remember(event)
@@ -214,6 +217,8 @@ class Session:
         self._folder = folder
         for event in events:
             self._remember(event)
+        if self.appended:
+            self.appended.emit(events)
         return events
 
     @property

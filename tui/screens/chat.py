@@ -94,7 +94,7 @@ class ChatScreen(Screen[None]):
             id="transcript", freshness=workspace.moved_on, label_of=workspace.catalog.titles.title
         )
         self._pane = PreviewPane(id="preview", home=home)
-        self.prompt_status = PromptStatus(self, workspace, self.prompt)
+        self.prompt_status = PromptStatus(workspace, self.prompt)
         self.sessions_view = SessionsView(workspace, indexer, self._sidebar, self._transcript)
         self.picker_control = PickerControl(
             self,

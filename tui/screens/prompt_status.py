@@ -3,17 +3,14 @@ or ready, with the keys), and the ``-compacting`` / ``-preparing`` classes its b
 
 from __future__ import annotations
 
-from textual.timer import Timer
+from collections.abc import Callable
 
 from core.agent.compaction import CompactionProgress
-from tui.services.host import Host
 from tui.services.workspace import Workspace
 from tui.widgets.prompt import PromptArea
 
 PROMPT_TITLE = "Prompt · Enter sends · Ctrl+J newline · @ references a session"
 PREPARING_TITLE = "Preparing referenced sessions… · Esc cancels"
-COMPACTION_POLL = 0.1
-"""Seconds between two looks at a running compaction's progress."""
 
 
 def compaction_title(progress: CompactionProgress) -> str:
@@ -27,18 +24,16 @@ class PromptStatus:
     """The prompt's title for the chat screen.
 
     Args:
-        host: the screen (the poll timer while a compaction runs).
         workspace: whose target agent may be compacting.
         prompt: the prompt whose title and classes it sets.
     """
 
-    def __init__(self, host: Host, workspace: Workspace, prompt: PromptArea) -> None:
-        self._host = host
+    def __init__(self, workspace: Workspace, prompt: PromptArea) -> None:
         self._workspace = workspace
         self._prompt = prompt
         self.preparing = False
         """Whether the draft's references are being prepared (set by the sender)."""
-        self._timer: Timer | None = None
+        self._unsubscribe: Callable[[], None] | None = None
 
     def show(self) -> None:
         """Set the prompt's title for what is going on: compacting, preparing, or ready."""
@@ -57,10 +52,10 @@ class PromptStatus:
         self.show()
 
     def watch_compaction(self, on: bool) -> None:
-        """Poll the agent's compaction progress into the title while ``on``."""
-        if on and self._timer is None:
-            self._timer = self._host.set_interval(COMPACTION_POLL, self.show)
-        elif not on and self._timer is not None:
-            self._timer.stop()
-            self._timer = None
+        """While ``on``, show the agent's compaction progress in the title as the agent tells it."""
+        if on and self._unsubscribe is None:
+            self._unsubscribe = self._workspace.agent.changed.subscribe(lambda _news: self.show())
+        elif not on and self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
             self.show()

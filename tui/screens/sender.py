@@ -21,7 +21,9 @@ from tui.widgets.prompt import PromptArea
 from tui.widgets.transcript import Transcript
 
 STREAM_TICK = 1 / 20
-"""How often the transcript repaints a streaming reply."""
+"""The least time between two repaints of a streaming reply: news of the session or its agent
+(``Session.appended``, ``AgentLoop.changed``) asks for a repaint this long after it, at most one
+pending at a time."""
 
 
 class Sender:
@@ -59,7 +61,9 @@ class Sender:
         self._schedule_preview = schedule_preview
         self._sent = sent
         self._send_abort: AbortController | None = None
-        self._stream_timer: Timer | None = None
+        self._following: tuple[Callable[[], None], ...] | None = None
+        """While the transcript follows a reply: what unsubscribes from the session's and agent's news."""
+        self._repaint: Timer | None = None
         self._reported_error: object = None
 
     @property
@@ -70,7 +74,7 @@ class Sender:
     @property
     def streaming(self) -> bool:
         """Whether the transcript follows a streaming reply."""
-        return self._stream_timer is not None
+        return self._following is not None
 
     def send(self, text: str) -> None:
         """Prepare and send ``text`` (the draft; the screen refuses a second one while ``preparing``)."""
@@ -153,8 +157,8 @@ class Sender:
             return
         finally:
             self._status.set_preparing(False)
-        if agent.compaction_error is not None:
-            failed, agent.compaction_error = agent.compaction_error, None
+        failed = agent.take_compaction_error()
+        if failed is not None:
             notify(
                 f"{failed.message} ({failed.code})\nThe message was sent anyway: it fits the window.",
                 severity="warning",
@@ -172,30 +176,43 @@ class Sender:
             self._prompt.move_cursor(self._prompt.document.end)
 
     def follow_stream(self) -> None:
-        """Keep the transcript in step with the target's reply until its agent is idle."""
-        self._transcript.sync(self._workspace.session, self._workspace.model.name)
-        if self._stream_timer is None:
-            self._stream_timer = self._host.set_interval(STREAM_TICK, self._stream_tick)
+        """Keep the transcript in step with the target's reply until its agent is idle: the session
+        and the agent say when something changed, and the transcript repaints."""
+        workspace = self._workspace
+        self._transcript.sync(workspace.session, workspace.model.name)
+        if self._following is None:
+            self._following = (
+                workspace.session.appended.subscribe(self._news),
+                workspace.agent.changed.subscribe(self._news),
+            )
+        self._news(None)  # (the agent may be idle already)
 
     def stop_following(self) -> None:
         """Stop following a reply (the target changed; its agent streams on, unseen)."""
-        if self._stream_timer is not None:
-            self._stream_timer.stop()
-            self._stream_timer = None
+        if self._following is not None:
+            for unsubscribe in self._following:
+                unsubscribe()
+            self._following = None
+        if self._repaint is not None:
+            self._repaint.stop()
+            self._repaint = None
+
+    def _news(self, _what: object) -> None:
+        if self._following is not None and self._repaint is None:
+            self._repaint = self._host.set_timer(STREAM_TICK, self._stream_tick)
 
     def _stream_tick(self) -> None:
+        self._repaint = None
         workspace = self._workspace
         notify = self._host.notify
         self._transcript.sync(workspace.session, workspace.model.name)
         self._status.show()
-        if workspace.agent.status == "idle" and self._stream_timer is not None:
-            self._stream_timer.stop()
-            self._stream_timer = None
+        if workspace.agent.status == "idle" and self._following is not None:
+            self.stop_following()
             self._show_target()
             self._schedule_preview(0)
-            failed = workspace.agent.compaction_error
+            failed = workspace.agent.take_compaction_error()
             if failed is not None:
-                workspace.agent.compaction_error = None
                 notify(f"{failed.message} ({failed.code})", severity="warning", title="Compaction failed", markup=False)
             error = workspace.agent.last_error
             if error is not None and error is not self._reported_error:
