@@ -46,7 +46,6 @@ from core.search.message_index import MessageIndex
 from core.serialization import js_json_stringify, stringify_tag_safe_json, utf8_length
 from core.sessions.jsonl_listing import StoreProblem
 from core.sessions.jsonl_store import JsonlSessionStore
-from core.sessions.log_cache import StoredSession
 from core.sessions.models import (
     BakedPrompt,
     Candidate,
@@ -58,6 +57,7 @@ from core.sessions.models import (
     SessionEvent,
     SessionHeader,
     SessionRecord,
+    StoredSession,
     SurfaceSnapshot,
     TitleSnapshot,
 )

@@ -33,12 +33,11 @@ def test_no_pack_reaches_the_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
     seen: list[bool] = []
 
-    class Recording(cli.JsonlSessionStore):  # type: ignore[misc]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            seen.append(kwargs["pack_chunks"])
-            raise OSError(13, "stop here")
+    def recording(**options: Any) -> Any:
+        seen.append(options["pack_chunks"])
+        raise OSError(13, "stop here")
 
-    monkeypatch.setattr(cli, "JsonlSessionStore", Recording)
+    monkeypatch.setattr(cli, "open_store", recording)
     assert cli.main(["--root", str(tmp_path), "--no-pack"]) == cli.EXIT_ROOT
     assert cli.main(["--root", str(tmp_path)]) == cli.EXIT_ROOT
     assert seen == [False, True]

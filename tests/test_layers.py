@@ -6,13 +6,15 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parent.parent / "core"
-ORDER = ["base", "sessions", "reference", "search", "database", "agent"]
+ORDER = ["base", "sessions", "reference", "search", "database", "stores", "agent"]
 ALLOWED = {
     "base": {"base"},
     "sessions": {"base", "sessions"},
     "reference": {"base", "sessions", "reference"},
     "search": {"base", "sessions", "reference", "search"},
     "database": {"base", "sessions", "reference", "search", "database"},
+    # Opening a store names the database store (imported only when a database is named).
+    "stores": {"base", "sessions", "reference", "search", "database", "stores"},
     # The session tools search as the picker searches (never the database layer: that stays optional).
     "agent": {"base", "sessions", "reference", "search", "agent"},
 }

@@ -24,8 +24,14 @@ from core.serialization import js_json_stringify
 from core.sessions.jsonl_codec import load_log
 from core.sessions.jsonl_header import HEADER_LIMIT, SESSION_QUERY_CORRUPT
 from core.sessions.jsonl_listing import StoreProblem
-from core.sessions.log_cache import StoredSession
-from core.sessions.models import SessionEvent, SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot
+from core.sessions.models import (
+    SessionEvent,
+    SessionHeader,
+    SessionRecord,
+    StoredSession,
+    SurfaceSnapshot,
+    TitleSnapshot,
+)
 from core.sessions.session import not_found
 from core.sessions.surface import events_at
 from core.sessions.watch import ChangeCallback

@@ -52,11 +52,11 @@ from core.database.writers import PgWriters
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
 from core.sessions.jsonl_listing import StoreProblem
-from core.sessions.log_cache import StoredSession
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
     SessionRecord,
+    StoredSession,
     SurfaceSnapshot,
     TitleSnapshot,
 )

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import zstandard
 
@@ -25,11 +24,12 @@ from core.sessions.jsonl_layout import (
 )
 from core.sessions.jsonl_listing import Revision, SessionFiles, StoreProblem
 from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
-from core.sessions.log_cache import LogCache, StoredSession, unsafe
+from core.sessions.log_cache import LogCache, unsafe
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
     SessionRecord,
+    StoredSession,
     SurfaceSnapshot,
     TitleSnapshot,
 )
@@ -260,7 +260,7 @@ class JsonlSessionStore:
         data = text.encode("utf-8")
         return self._compressor.compress(data) if self.compression == "zstd" else data
 
-    def write(self, session: Session, events: Any) -> None:
+    def write(self, session: Session, events: Sequence[SessionEvent]) -> None:
         """Persist one append batch durably (the ``EventSink`` of owned sessions).
 
         Raises:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import SessionQueryError
@@ -14,7 +13,7 @@ from core.files import UNSAFE_PATH, UnsafeFile, check_folders, read_regular
 from core.sessions.jsonl_codec import LoadedLog, load_log
 from core.sessions.jsonl_layout import Compression
 from core.sessions.jsonl_listing import Revision
-from core.sessions.models import SurfaceSnapshot, TitleSnapshot
+from core.sessions.models import StoredSession, SurfaceSnapshot
 from core.sessions.surface import events_at
 
 LOG_CACHE_SIZE = 32
@@ -38,16 +37,6 @@ def file_revision(path: str | os.PathLike[str], *, follow: bool = False) -> Revi
 def unsafe(error: UnsafeFile) -> SessionQueryError:
     """The store's refusal of a symlink or special file (``SESSION_QUERY_UNSAFE_PATH``)."""
     return SessionQueryError(str(error.strerror), UNSAFE_PATH)
-
-
-@dataclass(frozen=True, slots=True)
-class StoredSession:
-    """A session as ``JsonlSessionStore.read_stored`` read it: file revision, surface, latest title."""
-
-    revision: Revision | int
-    """A file's revision here; a database store's revision number there."""
-    surface: SurfaceSnapshot
-    title: TitleSnapshot | None
 
 
 class LogCache:

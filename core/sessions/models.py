@@ -335,3 +335,13 @@ def trusted_record(header: SessionHeader, live: bool, persisted: bool, owner: st
     _RECORD_EXTRA(record, None)
     _RECORD_PRIVATE(record, None)
     return record
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A session as a store's ``read_stored`` read it: its revision, surface and latest title."""
+
+    revision: tuple[int, int, int, int] | int
+    """A file's revision (a folder store); a database store's revision number there."""
+    surface: SurfaceSnapshot
+    title: TitleSnapshot | None

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from core.sessions.models import SessionHeader, SessionRecord, SurfaceSnapshot, TitleSnapshot
+from core.sessions.models import SessionHeader, SessionRecord, StoredSession, SurfaceSnapshot, TitleSnapshot
 
 
 @runtime_checkable
@@ -72,19 +72,19 @@ class WatchableStore(Protocol):
         """A listing remembered from an earlier run, shown before the first real one (or ``None``)."""
         ...
 
-    def listed_revisions(self) -> Mapping[str, Any]:
+    def listed_revisions(self) -> Mapping[str, object]:
         """Session id -> revision as last listed; the same object while nothing changed."""
         ...
 
-    def listed_revision(self, header: SessionHeader) -> Any:
+    def listed_revision(self, header: SessionHeader) -> object:
         """The revision the last listing saw for one session (``None`` when unlisted)."""
         ...
 
-    def written_revision(self, session_id: str) -> Any:
+    def written_revision(self, session_id: str) -> object:
         """The revision of a session written here, as of its last append (``None`` if not written here)."""
         ...
 
-    def read_stored(self, header: SessionHeader) -> Any:
+    def read_stored(self, header: SessionHeader) -> StoredSession:
         """One listed session with its revision, surface and title, past any cache."""
         ...
 

@@ -319,6 +319,12 @@ class MemorySessionStore:
         """Forget a session (a missing id is not an error)."""
         self._sessions.pop(session_id, None)
 
+    def release(self, session_id: str) -> None:
+        """Nothing to let go of: a memory session is its own log."""
+
+    def close(self) -> None:
+        """Nothing to close: the sessions live as long as the store."""
+
     def _require(self, session_id: str) -> Session:
         session = self._sessions.get(session_id)
         if session is None:

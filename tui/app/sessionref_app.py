@@ -28,11 +28,11 @@ from core.agent.tool_steps import ToolSettings
 from core.sessions.query import Watcher
 from core.sessions.session import system_clock
 from core.sessions.sources.merged import ExternalSource
+from core.stores import SessionStore
 from tui.app.listing_keeper import ListingKeeper, StoreChanged
 from tui.screens.chat import ChatScreen
 from tui.screens.commands import SessionCommands
 from tui.services.indexing import MessageIndexer
-from tui.services.stores import Store
 from tui.services.text import visible, visible_lines
 from tui.services.workspace import Clock, Workspace, open_for_writing
 
@@ -48,7 +48,7 @@ class SessionRefApp(App[None]):
     def __init__(
         self,
         *,
-        store: Store,
+        store: SessionStore,
         model: ChatModel,
         session: Session,
         cwd: str | None,
@@ -280,7 +280,7 @@ class SessionRefApp(App[None]):
 
 
 def make_app(
-    store: Store,
+    store: SessionStore,
     model: ChatModel,
     *,
     cwd: str | None = None,

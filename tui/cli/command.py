@@ -23,7 +23,6 @@ from typing import Any
 from core import (
     ChatModel,
     EchoModel,
-    JsonlSessionStore,
     OpenAICompatibleModel,
     ReferenceConfig,
     SearchConfig,
@@ -35,6 +34,7 @@ from core.agent.loop import ContextSettings
 from core.agent.tokens import WindowMemory
 from core.agent.tool_steps import ToolSettings
 from core.sessions.doctor import diagnose, format_diagnosis
+from core.stores import SessionStore, open_store
 from tui.cli.options import (
     EXIT_ROOT,
     EXIT_SESSION,
@@ -266,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.demo and os.path.isdir(root) and os.listdir(root):
             return _fail(f"--demo needs an empty or new folder, and {root} is not empty", EXIT_ROOT)
-        store = JsonlSessionStore(root, compression=args.compression, pack_chunks=args.pack_chunks)
+        store: SessionStore = open_store(root=root, compression=args.compression, pack_chunks=args.pack_chunks)
         if not os.access(root, os.R_OK | os.W_OK | os.X_OK):
             return _fail(f"cannot read and write the store folder {root}", EXIT_ROOT)
         warning = loose_permissions(root)
@@ -278,12 +278,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _run_app(args, settings, store, cwd, config, search_config, root)
 
 
-def _database_store(url: str, pack_chunks: bool) -> Any:
+def _database_store(url: str, pack_chunks: bool) -> SessionStore | int:
     """The PostgreSQL store at ``url``, or the exit code after saying why it cannot be used."""
-    from core.database.store import PostgresSessionStore  # psycopg only when a database is named
-
     try:
-        return PostgresSessionStore(url, pack_chunks=pack_chunks)
+        return open_store(url=url, pack_chunks=pack_chunks)
     except SessionQueryError as error:
         return _fail(f"cannot use the session database: {error.message} ({error.code})", EXIT_ROOT)
 
@@ -291,7 +289,7 @@ def _database_store(url: str, pack_chunks: bool) -> Any:
 def _run_app(
     args: argparse.Namespace,
     settings: Effective,
-    store: Any,
+    store: SessionStore,
     cwd: str,
     config: ReferenceConfig,
     search_config: SearchConfig,

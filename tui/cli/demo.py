@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import JsonlSessionStore, MemorySessionStore, Session
+from core import Session
+from core.stores import SessionStore
 
 DEMO_PROJECT = "/home/demo/projects/sessionref"
 DEMO_OTHER = "/home/demo/projects/website"
 DEMO_START = 1_767_225_600_000  # 2026-01-01T00:00:00Z; the demo's clock starts here
-
-Store = JsonlSessionStore | MemorySessionStore
 
 
 def _text(value: str) -> list[dict[str, Any]]:
@@ -55,7 +54,7 @@ def _compact(session: Session, summary: str) -> None:
     )
 
 
-def seed_demo(store: Store, start: int = DEMO_START) -> dict[str, str]:
+def seed_demo(store: SessionStore, start: int = DEMO_START) -> dict[str, str]:
     """Write the demo sessions into ``store``; returns ``{role: session id}`` for the app to open.
 
     Sessions are created from ``start`` (epoch ms) on, a minute apart: the tests pin it to

@@ -26,6 +26,7 @@ from core.agent.tool_texts import tool_definitions
 from core.search.body_index import BodyIndex, index_path_beside
 from core.search.finder import SearchConfig, SessionSearch
 from core.search.index_keeper import BuilderTarget, IndexKeeper
+from core.stores import SessionStore, open_store
 from tui.cli.mcp_wire import Lines, Wire, claim_stdio
 from tui.services.catalog import SessionCatalog
 from tui.services.text import visible
@@ -273,15 +274,13 @@ def mcp_command(argv: Sequence[str]) -> int:
     url = args.store if args.store is not None else settings["store"] if args.root is None else None
     try:
         if url is not None:
-            from core.database.store import PostgresSessionStore
-
-            store: JsonlSessionStore | PostgresSessionStore = PostgresSessionStore(url)
+            store: SessionStore = open_store(url=url)
         else:
             root = args.root or default_root()
             if not os.path.isdir(root):
                 print(f"sessionref mcp: {visible(root)} is not a session store folder", file=sys.stderr)
                 return EXIT_STORE
-            store = JsonlSessionStore(root)
+            store = open_store(root=root)
     except SessionQueryError as error:
         print(visible(f"sessionref mcp: {error.message} ({error.code})"), file=sys.stderr)
         return EXIT_STORE

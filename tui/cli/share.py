@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from core.errors import SessionQueryError
+from core.stores import open_store
 from tui.services.settings import add_database_options, required_database_url
 from tui.services.text import visible
 
@@ -41,10 +42,8 @@ def share_command(kind: str, argv: Sequence[str]) -> int:
     url = required_database_url(
         parser, args, "sharing needs a database: give --store postgresql://... (or $SESSIONREF_STORE)"
     )
-    from core.database.store import PostgresSessionStore  # psycopg only for database commands
-
     try:
-        store = PostgresSessionStore(url)
+        store = open_store(url=url)
     except SessionQueryError as error:
         return _say(f"sessionref {kind}: {error.message} ({error.code})", EXIT_DATABASE)
     try:

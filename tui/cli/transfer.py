@@ -17,6 +17,7 @@ from rich.text import Text
 
 from core.display import visible
 from core.errors import SessionQueryError
+from core.stores import open_store
 
 EXIT_DATABASE = 3
 
@@ -47,12 +48,11 @@ def transfer_command(kind: str, argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     if into and not os.path.isdir(args.directory):
         parser.error(f"{visible(args.directory)} is not a folder store (no such folder)")
-    from core.database.store import PostgresSessionStore  # (psycopg only for these commands)
-    from core.database.transfer import export_jsonl, import_jsonl
+    from core.database.transfer import export_jsonl, import_jsonl  # (psycopg only for these commands)
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
-        store = PostgresSessionStore(args.store)
+        store = open_store(url=args.store)
     except SessionQueryError as error:
         console.print(Text(f"sessionref {kind}: {visible(str(error))} ({error.code})"))
         return EXIT_DATABASE

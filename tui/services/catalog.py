@@ -26,7 +26,7 @@ from core import (
 from core.sessions.models import SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
 from core.sessions.sources.merged import ExternalSource, source_of
-from tui.services.stores import Store, hosted, run_to_end
+from core.stores import SessionStore, hosted, run_to_end
 from tui.services.text import owner_badge, tool_badge
 from tui.services.titles import SessionTitles
 
@@ -40,7 +40,7 @@ class SessionCatalog:
             the store's sessions in one listing; their ids are namespaced (``claude:…``).
     """
 
-    def __init__(self, store: Store, external: tuple[ExternalSource, ...] = ()) -> None:
+    def __init__(self, store: SessionStore, external: tuple[ExternalSource, ...] = ()) -> None:
         self.store = store
         self.hosted = hosted(store)
         """What the store offers besides sessions (its problems, health, own index, listed titles)."""

@@ -37,8 +37,8 @@ from core.search.finder import FULL_BUDGET
 from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
 from core.sessions.sources.merged import ExternalSource
+from core.stores import OwnIndex, SessionStore, run_to_end
 from tui.services.catalog import SessionCatalog
-from tui.services.stores import OwnIndex, Store, run_to_end
 
 Clock = Callable[[], int]
 
@@ -53,7 +53,7 @@ class Workspace:
     def __init__(
         self,
         *,
-        store: Store,
+        store: SessionStore,
         model: ChatModel,
         session: Session,
         cwd: str | None,
@@ -211,7 +211,7 @@ class Workspace:
             self._own_index.close()
 
 
-def open_for_writing(store: Store, session_id: str) -> Session:
+def open_for_writing(store: SessionStore, session_id: str) -> Session:
     """The session ``session_id`` of ``store``, opened for writing.
 
     Raises:
