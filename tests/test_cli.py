@@ -188,3 +188,22 @@ def test_check_start_and_serve_do_not_go_together(capsys: pytest.CaptureFixture[
         main(["--serve", "--check-start"])
     assert exited.value.code == EXIT_USAGE
     assert "--check-start starts the app itself; leave out --serve" in capsys.readouterr().err
+
+
+def test_one_parser_names_every_command_in_usage_help_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    from tui.cli.command import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    said = capsys.readouterr().out
+    for command in ("config", "doctor", "db", "import", "export", "share", "unshare", "mcp"):
+        assert f"    {command} " in said, command  # listed with its one-line help
+    with pytest.raises(SystemExit) as exited:
+        main(["mpc"])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert "invalid choice: 'mpc'" in error and "'mcp'" in error
+    with pytest.raises(SystemExit) as exited:
+        main(["mcp", "--demo"])  # an app option is not mcp's
+    assert exited.value.code == 2 and "unrecognized arguments: --demo" in capsys.readouterr().err

@@ -17,7 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from core import (
@@ -39,6 +39,7 @@ from tui.cli.options import (
     EXIT_ROOT,
     EXIT_SESSION,
     EXIT_USAGE,
+    add_app_arguments,
     build_parser,
     default_root,
     external_sources,
@@ -155,21 +156,28 @@ def _context(settings: Effective) -> ContextSettings:
     )
 
 
-def config_command(argv: Sequence[str]) -> int:
+def _add_config_command(commands: Any) -> None:
+    parser = commands.add_parser(
+        "config",
+        help="print the effective settings and where each came from",
+        description="Print the settings sessionref would run with (the config file, the environment and these "
+        "options together) and where each came from.",
+    )
+    add_app_arguments(parser)
+    parser.set_defaults(run=config_command, parser=parser)
+
+
+def config_command(args: argparse.Namespace) -> int:
     """``sessionref config [options]``: print the effective settings and where each came from."""
-    parser = build_parser()
-    parser.prog = "sessionref config"
-    args = parser.parse_args(argv)
-    config, settings = _settings(parser, args)
+    config, settings = _settings(args.parser, args)
     print(format_effective(config, settings))
     return 0
 
 
-def doctor(argv: Sequence[str]) -> int:
-    """``sessionref doctor``: check a store read-only; exit 0 when healthy, 1 when something needs
-    attention, 3 when there is no store folder."""
-    parser = argparse.ArgumentParser(
-        prog="sessionref doctor",
+def _add_doctor_command(commands: Any) -> None:
+    parser = commands.add_parser(
+        "doctor",
+        help="check a store without changing it",
         description="Check a session store without changing it: damaged or misplaced files (with the byte "
         "offset), duplicate ids, torn tails, files other users can read, locks held by a stopped process, "
         "leftovers of an interrupted create. Exit 0 when healthy, 1 when something needs attention.",
@@ -190,7 +198,32 @@ def doctor(argv: Sequence[str]) -> int:
         "of the other one are noted with the flag that opens them, not reported as damage",
     )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON, for scripts")
-    args = parser.parse_args(argv)
+    parser.set_defaults(run=doctor, parser=parser)
+
+
+def command_parser() -> argparse.ArgumentParser:
+    """The whole command line: the app's options, and every subcommand with its own."""
+    from tui.cli.db import add_commands as add_db_commands
+    from tui.cli.mcp import add_commands as add_mcp_commands
+    from tui.cli.share import add_commands as add_share_commands
+    from tui.cli.transfer import add_commands as add_transfer_commands
+
+    parser = build_parser()
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    names = "config, doctor, db, import, export, share, unshare, mcp"
+    parser.usage = f"%(prog)s [options]            the app\n       %(prog)s COMMAND [options]    COMMAND: {names}"
+    _add_config_command(commands)
+    _add_doctor_command(commands)
+    add_db_commands(commands)
+    add_transfer_commands(commands)
+    add_share_commands(commands)
+    add_mcp_commands(commands)
+    return parser
+
+
+def doctor(args: argparse.Namespace) -> int:
+    """``sessionref doctor``: check a store read-only; exit 0 when healthy, 1 when something needs
+    attention, 3 when there is no store folder."""
     if args.store is not None:
         from core.database.health import diagnose_database  # psycopg only for a database
 
@@ -209,29 +242,11 @@ def doctor(argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sessionref`` console script; returns the exit code."""
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["doctor"]:
-        return doctor(arguments[1:])
-    if arguments[:1] == ["config"]:
-        return config_command(arguments[1:])
-    if arguments[:1] in (["import"], ["export"]):
-        from tui.cli.transfer import transfer_command
-
-        return transfer_command(arguments[0], arguments[1:])
-    if arguments[:1] == ["mcp"]:
-        from tui.cli.mcp import mcp_command
-
-        return mcp_command(arguments[1:])
-    if arguments[:1] == ["db"]:
-        from tui.cli.db import db_command
-
-        return db_command(arguments[1:])
-    if arguments[:1] in (["share"], ["unshare"]):
-        from tui.cli.share import share_command
-
-        return share_command(arguments[0], arguments[1:])
-    parser = build_parser()
+    parser = command_parser()
     args = parser.parse_args(argv)
+    if args.command is not None:
+        run: Callable[[argparse.Namespace], int] = args.run
+        return run(args)
     _, settings = _settings(parser, args)
     if settings["backend"] != "openai" and (args.base_url or args.model_name):
         parser.error("--base-url and --model-name only apply to --model openai")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from typing import Any
 
 from core.errors import SessionQueryError
 from tui.services.settings import add_database_options, required_database_url
@@ -18,14 +18,15 @@ from tui.services.text import visible
 EXIT_DATABASE = 3
 
 
-def db_command(argv: Sequence[str]) -> int:
-    """Run ``sessionref db SUBCOMMAND``."""
-    parser = argparse.ArgumentParser(
-        prog="sessionref db",
+def add_commands(commands: Any) -> None:
+    """``sessionref db`` (and its own commands) in the command line's parser."""
+    parser = commands.add_parser(
+        "db",
+        help="administer the PostgreSQL session database (db init, once, by an administrator)",
         description="Administer the PostgreSQL session database (run by an administrator, not by each user).",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    init = commands.add_parser(
+    actions = parser.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
+    init = actions.add_parser(
         "init",
         help="create the store's schema, its owner role and grants, or migrate an earlier schema",
         description="Create the sessionref schema in the database, owned by the NOLOGIN role sessionref_owner "
@@ -35,7 +36,12 @@ def db_command(argv: Sequence[str]) -> int:
         "own its tables). Safe to run again.",
     )
     add_database_options(init)
-    args = parser.parse_args(argv)
+    init.set_defaults(run=db_command, parser=init)
+
+
+def db_command(args: argparse.Namespace) -> int:
+    """Run ``sessionref db init``."""
+    init: argparse.ArgumentParser = args.parser
     url = required_database_url(init, args, "give the database: --store postgresql://... (or $SESSIONREF_STORE)")
     from core.database.schema import SCHEMA_VERSION
     from core.database.setup import initialize_database  # psycopg only for database commands

@@ -232,19 +232,14 @@ def _client_gone(error: BaseException) -> bool:
     return isinstance(error, BrokenPipeError | ConnectionResetError | KeyboardInterrupt)
 
 
-def mcp_command(argv: Sequence[str]) -> int:
-    """Run ``sessionref mcp``."""
-    from tui.cli.options import EXIT_USAGE, default_root, external_sources
-    from tui.services.settings import (
-        ConfigError,
-        default_config_path,
-        effective_settings,
-        load_config,
-        reference_config,
-    )
+def add_commands(commands: Any) -> None:
+    """``sessionref mcp`` in the command line's parser."""
+    from tui.cli.options import default_root
+    from tui.services.settings import default_config_path
 
-    parser = argparse.ArgumentParser(
-        prog="sessionref mcp",
+    parser = commands.add_parser(
+        "mcp",
+        help="serve the session tools to another agent (Claude Code, Codex, Cursor, Zed) over MCP",
         description="Serve the session tools (search_sessions, reference_session, read_session) to an agent over "
         "the Model Context Protocol on stdio. Read-only.",
     )
@@ -262,8 +257,15 @@ def mcp_command(argv: Sequence[str]) -> int:
         help=f"the config file (default: {default_config_path()}, used when it exists): its [store] url, "
         "[reference] limits, [search] and [tools] read_bytes apply; --root and --store override its store",
     )
-    args = parser.parse_args(argv)
-    args.demo = False
+    parser.set_defaults(run=mcp_command, parser=parser, demo=False)
+
+
+def mcp_command(args: argparse.Namespace) -> int:
+    """Run ``sessionref mcp``."""
+    from tui.cli.options import EXIT_USAGE, default_root, external_sources
+    from tui.services.settings import ConfigError, effective_settings, load_config, reference_config
+
+    parser: argparse.ArgumentParser = args.parser
     try:
         settings = effective_settings(load_config(args.config), {}, dict(os.environ))
         config = reference_config(settings)

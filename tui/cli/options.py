@@ -53,22 +53,22 @@ def external_sources(args: argparse.Namespace) -> tuple[ExternalSource, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (its ``--help`` is the reference for every option)."""
+    """The app's parser: its options (``tui.cli.command.command_parser`` adds the subcommands)."""
     parser = argparse.ArgumentParser(
         prog="sessionref",
-        epilog="sessionref doctor [--root DIR | --store URL] [--compression zstd|none] [--json] checks a store "
-        "without changing it (see its --help); sessionref db init --store URL (an administrator, once) gives a "
-        "database the store's schema; "
-        "sessionref config [options] prints the effective settings and where each came from; "
-        "sessionref import|export DIR --store URL moves a folder store into a database and back; "
-        "sessionref share|unshare ID --with TEAM shares a session of a database store with a team; "
-        "sessionref mcp serves the session tools to another agent (Claude Code, Codex, Cursor, Zed) over MCP.",
+        epilog="Each command has its own --help (sessionref mcp --help).",
         description=(
             "A terminal chat in which typing @ references another chat session: the model receives a bounded, "
             "read-only snapshot of it with your request, and the preview shows exactly what before you send."
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {sessionref_version()}")
+    add_app_arguments(parser)
+    return parser
+
+
+def add_app_arguments(parser: argparse.ArgumentParser) -> None:
+    """The app's options (also ``sessionref config``'s)."""
     parser.add_argument(
         "--root", metavar="DIR", help=f"the session store folder (default: {default_root()}); created when missing"
     )
@@ -211,7 +211,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="start the app without a terminal, wait for its first screen and its listing, print one line "
         "and exit (0 when it started): checks an install, with every other option as given",
     )
-    return parser
 
 
 def served_options(argv: list[str]) -> list[str]:

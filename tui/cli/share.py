@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from typing import Any
 
 from core.errors import SessionQueryError
 from core.stores import open_store
@@ -24,21 +24,32 @@ EXIT_REFUSED = 1
 EXIT_DATABASE = 3
 
 
-def share_command(kind: str, argv: Sequence[str]) -> int:
-    """Run ``sessionref share`` (``kind == "share"``) or ``sessionref unshare``."""
-    sharing = kind == "share"
-    parser = argparse.ArgumentParser(
-        prog=f"sessionref {kind}",
-        description=(
-            "Let the members of a team (a database role) read and reference one of your sessions."
+def add_commands(commands: Any) -> None:
+    """``sessionref share`` and ``sessionref unshare`` in the command line's parser."""
+    for kind in ("share", "unshare"):
+        sharing = kind == "share"
+        parser = commands.add_parser(
+            kind,
+            help="let a team read one of your sessions (a database store)"
             if sharing
-            else "Stop sharing one of your sessions with a team."
-        ),
-    )
-    parser.add_argument("session", metavar="ID", help="the session's id")
-    parser.add_argument("--with", dest="team", metavar="TEAM", required=True, help="the team's database role")
-    add_database_options(parser)
-    args = parser.parse_args(argv)
+            else "stop sharing a session with a team",
+            description=(
+                "Let the members of a team (a database role) read and reference one of your sessions."
+                if sharing
+                else "Stop sharing one of your sessions with a team."
+            ),
+        )
+        parser.add_argument("session", metavar="ID", help="the session's id")
+        parser.add_argument("--with", dest="team", metavar="TEAM", required=True, help="the team's database role")
+        add_database_options(parser)
+        parser.set_defaults(run=share_command, parser=parser)
+
+
+def share_command(args: argparse.Namespace) -> int:
+    """Run ``sessionref share`` or ``sessionref unshare`` (``args.command``)."""
+    kind = args.command
+    sharing = kind == "share"
+    parser: argparse.ArgumentParser = args.parser
     url = required_database_url(
         parser, args, "sharing needs a database: give --store postgresql://... (or $SESSIONREF_STORE)"
     )

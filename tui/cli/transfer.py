@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -22,30 +22,41 @@ from core.stores import open_store
 EXIT_DATABASE = 3
 
 
-def transfer_command(kind: str, argv: Sequence[str]) -> int:
-    """Run ``sessionref import`` (``kind == "import"``) or ``sessionref export``."""
-    into = kind == "import"
-    parser = argparse.ArgumentParser(
-        prog=f"sessionref {kind}",
-        description=(
-            "Copy every session of a JSONL store into a PostgreSQL database, whatever each file's encoding "
-            "(zstd or plain; a folder may mix them). Idempotent and resumable: a session already there gains "
-            "only what was added since; each session is one transaction."
+def add_commands(commands: Any) -> None:
+    """``sessionref import`` and ``sessionref export`` in the command line's parser."""
+    for kind in ("import", "export"):
+        into = kind == "import"
+        parser = commands.add_parser(
+            kind,
+            help="copy a folder store into a PostgreSQL database"
             if into
-            else "Write every session of a PostgreSQL database as a JSONL store dsh lists and loads. "
-            "Existing files are never overwritten: the same events are skipped, others reported."
-        ),
-    )
-    parser.add_argument("directory", metavar="DIR", help="the JSONL store folder")
-    parser.add_argument("--store", metavar="URL", required=True, help="the database (postgresql://...)")
-    if not into:
-        parser.add_argument(
-            "--compression",
-            choices=["zstd", "none"],
-            default="zstd",
-            help="how the files are written: zstd frames (default, as dsh writes) or plain JSONL",
+            else "write a database's sessions as a folder store dsh reads",
+            description=(
+                "Copy every session of a JSONL store into a PostgreSQL database, whatever each file's encoding "
+                "(zstd or plain; a folder may mix them). Idempotent and resumable: a session already there gains "
+                "only what was added since; each session is one transaction."
+                if into
+                else "Write every session of a PostgreSQL database as a JSONL store dsh lists and loads. "
+                "Existing files are never overwritten: the same events are skipped, others reported."
+            ),
         )
-    args = parser.parse_args(argv)
+        parser.add_argument("directory", metavar="DIR", help="the JSONL store folder")
+        parser.add_argument("--store", metavar="URL", required=True, help="the database (postgresql://...)")
+        if not into:
+            parser.add_argument(
+                "--compression",
+                choices=["zstd", "none"],
+                default="zstd",
+                help="how the files are written: zstd frames (default, as dsh writes) or plain JSONL",
+            )
+        parser.set_defaults(run=transfer_command, parser=parser)
+
+
+def transfer_command(args: argparse.Namespace) -> int:
+    """Run ``sessionref import`` or ``sessionref export`` (``args.command``)."""
+    kind = args.command
+    into = kind == "import"
+    parser: argparse.ArgumentParser = args.parser
     if into and not os.path.isdir(args.directory):
         parser.error(f"{visible(args.directory)} is not a folder store (no such folder)")
     from core.database.transfer import export_jsonl, import_jsonl  # (psycopg only for these commands)
