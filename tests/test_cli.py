@@ -52,8 +52,10 @@ def test_no_pack_reaches_the_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         (["--base-url", "http://x"], "only apply to --model openai"),
         (["--demo", "--session", "x"], "leave out --session"),
         (["--bogus"], "unrecognized arguments: --bogus"),
-        (["--max-references", "5"], "maxReferences must not exceed 3 (SESSION_REFERENCE_INVALID_CONFIG)"),
-        (["--max-reference-bytes", "0"], "maxReferenceBytes must be a positive safe integer"),
+        (["--max-references", "5"], "--max-references must be a number from 1 to 3, not 5 (SESSIONREF_CONFIG_INVALID)"),
+        (["--max-reference-bytes", "0"], "--max-reference-bytes must be a positive number of bytes, not 0"),
+        (["--context-window", "-5"], "--context-window must be a positive number of tokens, not -5"),
+        (["--compaction-threshold", "1.5"], "--compaction-threshold must be a ratio in (0, 1], not 1.5"),
         (["--candidate-limit", "many"], "invalid int value: 'many'"),
     ],
 )

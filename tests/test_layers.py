@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parent.parent / "core"
-ORDER = ["base", "sessions", "reference", "search", "database", "stores", "agent"]
+ORDER = ["base", "sessions", "reference", "search", "database", "stores", "agent", "settings"]
 ALLOWED = {
     "base": {"base"},
     "sessions": {"base", "sessions"},
@@ -17,6 +17,8 @@ ALLOWED = {
     "stores": {"base", "sessions", "reference", "search", "database", "stores"},
     # The session tools search as the picker searches (never the database layer: that stays optional).
     "agent": {"base", "sessions", "reference", "search", "agent"},
+    # Each setting's default is the engine's own.
+    "settings": {"base", "sessions", "reference", "search", "agent", "settings"},
 }
 
 

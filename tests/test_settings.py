@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from core.settings import ConfigError, effective_settings, load_config
 from tui.cli.command import main
-from tui.services.settings import ConfigError, effective_settings, load_config
 
 CONFIG = """default_profile = "local"
 
@@ -96,7 +96,7 @@ def test_the_bounds_on_what_a_model_writes_come_from_the_file_and_reach_the_mode
         + "max_summary_chars = 9000\n"
     )  # fmt: skip
     parser = build_parser()
-    _, settings = _settings(parser, parser.parse_args(["--config", str(path), "--reply-timeout", "45"]))
+    settings = _settings(parser, parser.parse_args(["--config", str(path), "--reply-timeout", "45"]))[1].settings
     model = _model(settings)
     assert (model.reply_seconds, model.max_reply_bytes) == (45.0, 1_000_000)  # type: ignore[attr-defined]
     context = _context(settings)
@@ -118,3 +118,37 @@ def test_a_reference_may_take_a_share_of_a_bigger_window_and_an_explicit_budget_
     (tmp_path / "empty.toml").write_text("")
     plain = effective_settings(load_config(str(tmp_path / "empty.toml")), {}, {})
     assert plain["max_reference_bytes"] == 65536
+
+
+def test_each_declared_setting_is_a_flag_a_file_key_and_a_line_of_sessionref_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Everything about a setting comes from its one declaration: the app's parser has its flag
+    (storing into its name), the file accepts its key (and a profile its profile key) within its
+    bounds and refuses one outside them, and ``sessionref config`` prints it."""
+    from core.settings.config_file import ConfigFile, Profile
+    from core.settings.declared import declarations
+    from tui.cli.options import build_parser
+
+    actions = {option: action for action in build_parser()._actions for option in action.option_strings}
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    for name, default, declared in declarations():
+        if declared.flag is not None:
+            assert actions[declared.flag].dest == name, name
+        if declared.file is not None:
+            table, key = declared.file
+            assert key in ConfigFile.model_fields[table].annotation.model_fields, name  # type: ignore[union-attr]
+            assert f"[{table}]" in docs and key in docs, f"docs/configuration.md does not name {table}.{key}"
+        if declared.profile is not None:
+            assert declared.profile in Profile.model_fields, name
+        if declared.gt is not None and declared.file is not None:
+            table, key = declared.file
+            path = tmp_path / f"{name}.toml"
+            path.write_text(f"[{table}]\n{key} = {type(default)(declared.gt) if default is not None else 0}\n")
+            with pytest.raises(ConfigError, match=f"line 2: {table}.{key}"):
+                load_config(str(path))
+    (tmp_path / "empty.toml").write_text("")
+    assert main(["config", "--config", str(tmp_path / "empty.toml")]) == 0
+    printed = capsys.readouterr().out
+    for name, _default, _declared in declarations():
+        assert f"  {name} " in printed, name

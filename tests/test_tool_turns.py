@@ -256,8 +256,8 @@ async def test_the_context_meter_counts_tool_results(tmp_path: Path) -> None:
 def test_tools_can_be_switched_off(tmp_path: Path) -> None:
     from core import EchoModel
     from core.agent.tool_steps import ToolSettings
+    from core.settings import effective_settings, load_config
     from tui.app.sessionref_app import make_app
-    from tui.services.settings import effective_settings, load_config
 
     path = tmp_path / "config.toml"
     path.write_text("[tools]\nenabled = false\n")

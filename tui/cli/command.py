@@ -34,6 +34,18 @@ from core.agent.loop import ContextSettings
 from core.agent.tokens import WindowMemory
 from core.agent.tool_steps import ToolSettings
 from core.sessions.doctor import diagnose, format_diagnosis
+from core.settings import (
+    ConfigError,
+    Effective,
+    LoadedConfig,
+    effective_settings,
+    format_effective,
+    given,
+    load_config,
+    reference_config,
+    window_memory_path,
+)
+from core.settings import Settings as RunSettings
 from core.stores import SessionStore, open_store
 from tui.cli.options import (
     EXIT_ROOT,
@@ -45,16 +57,6 @@ from tui.cli.options import (
     external_sources,
     served_options,
     sessionref_version,
-)
-from tui.services.settings import (
-    ConfigError,
-    Effective,
-    LoadedConfig,
-    effective_settings,
-    format_effective,
-    load_config,
-    reference_config,
-    window_memory_path,
 )
 from tui.services.text import visible
 
@@ -93,66 +95,40 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def _model(settings: Effective) -> ChatModel:
-    if settings["backend"] == "openai":
+def _model(settings: RunSettings) -> ChatModel:
+    if settings.backend == "openai":
         return OpenAICompatibleModel.from_environment(
-            base_url=settings["base_url"],
-            model=settings["model"],
-            key_env=settings["api_key_env"],
-            reply_seconds=settings["reply_timeout"],
-            max_reply_bytes=settings["max_reply_bytes"],
+            base_url=settings.base_url,
+            model=settings.model,
+            key_env=settings.api_key_env,
+            reply_seconds=settings.reply_timeout,
+            max_reply_bytes=settings.max_reply_bytes,
         )
     return EchoModel(delay=0.02)
-
-
-FLAG_NAMES = (
-    "profile",
-    "backend",
-    "model_name",
-    "base_url",
-    "context_window",
-    "compaction_threshold",
-    "reply_timeout",
-    "auto_compact",
-    "max_reference_bytes",
-    "max_references",
-    "candidate_limit",
-    "body_search",
-    "store",
-    "tools",
-)
 
 
 def _settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[LoadedConfig, Effective]:
     """The config file and the effective settings (flags > file > defaults); a bad one exits 2."""
     try:
         config = load_config(args.config)
-        flags = {name: getattr(args, name) for name in FLAG_NAMES if getattr(args, name) is not None}
-        settings = effective_settings(config, flags, dict(os.environ))
+        effective = effective_settings(config, given(args), dict(os.environ))
     except ConfigError as error:
         parser.exit(EXIT_USAGE, f"sessionref: {visible(str(error))}\n")
-    if settings["context_window"] is not None and settings["context_window"] <= 0:
-        parser.error(f"--context-window must be a positive number of tokens, not {settings['context_window']}")
-    if not settings["reply_timeout"] > 0:
-        parser.error(f"--reply-timeout must be a positive number of seconds, not {settings['reply_timeout']}")
-    threshold = settings["compaction_threshold"]
-    if not 0 < threshold <= 1:
-        parser.error(f"--compaction-threshold must be a ratio in (0, 1], not {threshold}")
-    return config, settings
+    return config, effective
 
 
-def _context(settings: Effective) -> ContextSettings:
+def _context(settings: RunSettings) -> ContextSettings:
     policy = CompactionPolicy(
-        threshold_ratio=settings["compaction_threshold"],
-        retain_ratio=min(settings["compaction_retain"], settings["compaction_threshold"] / 2),
-        auto=settings["auto_compact"],
-        summary_max_chars=settings["max_summary_chars"],
+        threshold_ratio=settings.compaction_threshold,
+        retain_ratio=min(settings.compaction_retain, settings.compaction_threshold / 2),
+        auto=settings.auto_compact,
+        summary_max_chars=settings.max_summary_chars,
     )
     return ContextSettings(
-        window=settings["context_window"],
+        window=settings.context_window,
         memory=WindowMemory(window_memory_path()),
         policy=policy,
-        max_reasoning_chars=settings["max_reasoning_chars"],
+        max_reasoning_chars=settings.max_reasoning_chars,
     )
 
 
@@ -169,8 +145,8 @@ def _add_config_command(commands: Any) -> None:
 
 def config_command(args: argparse.Namespace) -> int:
     """``sessionref config [options]``: print the effective settings and where each came from."""
-    config, settings = _settings(args.parser, args)
-    print(format_effective(config, settings))
+    config, effective = _settings(args.parser, args)
+    print(format_effective(config, effective))
     return 0
 
 
@@ -247,8 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is not None:
         run: Callable[[argparse.Namespace], int] = args.run
         return run(args)
-    _, settings = _settings(parser, args)
-    if settings["backend"] != "openai" and (args.base_url or args.model_name):
+    settings = _settings(parser, args)[1].settings
+    if settings.backend != "openai" and (args.base_url or args.model):
         parser.error("--base-url and --model-name only apply to --model openai")
     cwd = args.cwd if args.cwd is not None else os.getcwd()
     if not os.path.isabs(cwd):
@@ -264,13 +240,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = reference_config(settings)
     except SessionReferenceError as error:
         parser.error(f"{error.message} ({error.code})")
-    search_config = SearchConfig(body_search=settings["body_search"])
+    search_config = SearchConfig(body_search=settings.body_search)
 
     root = args.root
-    if settings["store"] is not None:
+    if settings.store is not None:
         if args.demo or root is not None:
             parser.error("--store names a database: leave out --root and --demo")
-        opened = _database_store(settings["store"], args.pack_chunks)
+        opened = _database_store(settings.store, args.pack_chunks)
         if isinstance(opened, int):
             return opened
         return _run_app(args, settings, opened, cwd, config, search_config, None)
@@ -303,7 +279,7 @@ def _database_store(url: str, pack_chunks: bool) -> SessionStore | int:
 
 def _run_app(
     args: argparse.Namespace,
-    settings: Effective,
+    settings: RunSettings,
     store: SessionStore,
     cwd: str,
     config: ReferenceConfig,
@@ -335,8 +311,8 @@ def _run_app(
             search_config=search_config,
             external=external_sources(args),
             context=_context(settings),
-            tools=ToolSettings(read_bytes=settings["tool_read_bytes"], max_steps=settings["max_steps"])
-            if settings["tools"]
+            tools=ToolSettings(read_bytes=settings.tool_read_bytes, max_steps=settings.max_steps)
+            if settings.tools
             else None,
         )
     except SessionQueryError as error:

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from core.errors import SessionQueryError
-from tui.services.settings import add_database_options, required_database_url
+from core.settings import add_database_options, required_database_url
 from tui.services.text import visible
 
 EXIT_DATABASE = 3

@@ -234,8 +234,8 @@ def _client_gone(error: BaseException) -> bool:
 
 def add_commands(commands: Any) -> None:
     """``sessionref mcp`` in the command line's parser."""
+    from core.settings import add_setting_flags, default_config_path
     from tui.cli.options import default_root
-    from tui.services.settings import default_config_path
 
     parser = commands.add_parser(
         "mcp",
@@ -245,7 +245,7 @@ def add_commands(commands: Any) -> None:
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
-    where.add_argument("--store", metavar="URL", help="a PostgreSQL store instead (postgresql://...)")
+    add_setting_flags(where, ["store"])
     parser.add_argument(
         "--claude-root", metavar="DIR", help="Claude Code's folder (default: $CLAUDE_CONFIG_DIR or ~/.claude)"
     )
@@ -262,18 +262,18 @@ def add_commands(commands: Any) -> None:
 
 def mcp_command(args: argparse.Namespace) -> int:
     """Run ``sessionref mcp``."""
+    from core.settings import ConfigError, effective_settings, given, load_config, reference_config
     from tui.cli.options import EXIT_USAGE, default_root, external_sources
-    from tui.services.settings import ConfigError, effective_settings, load_config, reference_config
 
     parser: argparse.ArgumentParser = args.parser
     try:
-        settings = effective_settings(load_config(args.config), {}, dict(os.environ))
+        settings = effective_settings(load_config(args.config), given(args), dict(os.environ)).settings
         config = reference_config(settings)
     except ConfigError as error:
         parser.exit(EXIT_USAGE, f"sessionref mcp: {visible(str(error))}\n")
     except SessionReferenceError as error:
         parser.exit(EXIT_USAGE, f"sessionref mcp: {visible(error.message)} ({error.code})\n")
-    url = args.store if args.store is not None else settings["store"] if args.root is None else None
+    url = settings.store if args.root is None else None
     try:
         if url is not None:
             store: SessionStore = open_store(url=url)
@@ -290,8 +290,8 @@ def mcp_command(args: argparse.Namespace) -> int:
         SessionCatalog(store, external_sources(args)),
         os.getcwd(),
         config=config,
-        read_bytes=settings["tool_read_bytes"],
-        body_search=settings["body_search"],
+        read_bytes=settings.tool_read_bytes,
+        body_search=settings.body_search,
     )
     try:
         server.start()

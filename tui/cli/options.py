@@ -9,22 +9,14 @@ from importlib.metadata import version as package_version
 
 import platformdirs
 
-from core import (
-    INDEX_FILE_NAME,
-)
-from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL
 from core.sessions.sources.claude import ClaudeCodeSource, claude_root
 from core.sessions.sources.codex import CodexSource, codex_root
 from core.sessions.sources.merged import ExternalSource
-from tui.services.settings import (
-    default_config_path,
-)
+from core.settings import add_setting_flags, default_config_path
 
 EXIT_USAGE = 2
 EXIT_ROOT = 3
 EXIT_SESSION = 4
-BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
-"""Environment switch for message search: 0/false/off/no turns it off, 1/true/on/yes on."""
 
 
 def sessionref_version() -> str:
@@ -73,12 +65,6 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
         "--root", metavar="DIR", help=f"the session store folder (default: {default_root()}); created when missing"
     )
     parser.add_argument(
-        "--store",
-        metavar="URL",
-        help="keep sessions in a PostgreSQL database instead of a folder (postgresql://user@host/db; also "
-        "$SESSIONREF_STORE or [store] url in the config file; the password comes from ~/.pgpass or $PGPASSWORD)",
-    )
-    parser.add_argument(
         "--cwd",
         metavar="DIR",
         help="the working directory new sessions belong to, absolute (default: the current directory)",
@@ -102,80 +88,7 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help=f"the config file (default: {default_config_path()}, used when it exists); flags override it",
     )
-    parser.add_argument("--profile", metavar="NAME", help="the model profile of the config file to use")
-    parser.add_argument(
-        "--model",
-        dest="backend",
-        choices=("echo", "openai"),
-        help="echo: offline model that describes what it received (default without a profile); "
-        "openai: any OpenAI-compatible chat API (key from the profile's api_key_env, else DEEPSEEK_API_KEY "
-        "or OPENAI_API_KEY)",
-    )
-    parser.add_argument(
-        "--base-url", metavar="URL", help=f"API base URL for --model openai (default: {DEEPSEEK_BASE_URL})"
-    )
-    parser.add_argument(
-        "--model-name", metavar="NAME", help=f"model name for --model openai (default: {DEEPSEEK_MODEL})"
-    )
-    parser.add_argument(
-        "--context-window",
-        type=int,
-        metavar="TOKENS",
-        help="the model's context window (default: built in for DeepSeek's models, else learned from the server)",
-    )
-    parser.add_argument(
-        "--reply-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="the longest one reply may take, first byte to last, before the turn ends with MODEL_TIMEOUT "
-        "keeping what arrived (default 600)",
-    )
-    parser.add_argument(
-        "--compaction-threshold",
-        type=float,
-        metavar="RATIO",
-        help="compact the history before a send whose request would pass this share of the window (default 0.8)",
-    )
-    parser.add_argument(
-        "--no-auto-compact",
-        dest="auto_compact",
-        action="store_false",
-        default=None,
-        help="compact only on demand (F8 or the command palette), not before sends or after a context error",
-    )
-    parser.add_argument(
-        "--max-reference-bytes",
-        type=int,
-        metavar="N",
-        help="UTF-8 bytes one referenced session may use in the prompt (maxReferenceBytes, default 65536)",
-    )
-    parser.add_argument(
-        "--max-references",
-        type=int,
-        metavar="N",
-        help="distinct sessions one message may reference (maxReferences, 1-3, default 3)",
-    )
-    parser.add_argument(
-        "--candidate-limit",
-        type=int,
-        metavar="N",
-        help="sessions the @ picker lists at most (candidateLimit, default 50)",
-    )
-    parser.add_argument(
-        "--no-body-search",
-        dest="body_search",
-        action="store_false",
-        default=None,
-        help="search only titles, ids and folders in the @ picker: no message index is built or read "
-        f"(also {BODY_SEARCH_ENV}=0; the index is {INDEX_FILE_NAME} in the store folder)",
-    )
-    parser.add_argument(
-        "--no-tools",
-        dest="tools",
-        action="store_false",
-        default=None,
-        help="do not offer the model the session tools (search_sessions, reference_session, read_session)",
-    )
+    add_setting_flags(parser)
     parser.add_argument(
         "--claude-root",
         metavar="DIR",

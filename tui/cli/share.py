@@ -16,8 +16,8 @@ import sys
 from typing import Any
 
 from core.errors import SessionQueryError
+from core.settings import add_database_options, required_database_url
 from core.stores import open_store
-from tui.services.settings import add_database_options, required_database_url
 from tui.services.text import visible
 
 EXIT_REFUSED = 1

@@ -1,0 +1,37 @@
+"""Settings: each declared once (``declared``), read from the config file (``config_file``), merged
+with the environment and the command line, each with its origin (``effective``), and the flags
+that give them (``flags``). The command line and ``sessionref mcp`` both read theirs here."""
+
+from __future__ import annotations
+
+from core.settings.config_file import (
+    CONFIG_INVALID,
+    ConfigError,
+    LoadedConfig,
+    default_config_path,
+    load_config,
+    redact_conninfo,
+    window_memory_path,
+)
+from core.settings.declared import Settings
+from core.settings.effective import Effective, effective_settings, format_effective, reference_config
+from core.settings.flags import add_database_options, add_setting_flags, given, required_database_url
+
+__all__ = [
+    "CONFIG_INVALID",
+    "ConfigError",
+    "Effective",
+    "LoadedConfig",
+    "Settings",
+    "add_database_options",
+    "add_setting_flags",
+    "default_config_path",
+    "effective_settings",
+    "format_effective",
+    "given",
+    "load_config",
+    "redact_conninfo",
+    "reference_config",
+    "required_database_url",
+    "window_memory_path",
+]

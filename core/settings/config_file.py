@@ -1,0 +1,218 @@
+"""``config.toml``: model profiles and the tables of settings, read and checked against the
+declarations (``core.settings.declared``), each key remembered with its line.
+
+The file lives in the platform's config folder (``~/.config/sessionref/config.toml`` on Linux) or
+at ``--config PATH``. It names the environment variable that holds a key (``api_key_env``), never a
+key: a key in it is refused, and so is a database password. A bad value is one ``ConfigError``
+naming the key, the file and the line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from core.settings.declared import Declared, declarations, value_type
+
+CONFIG_INVALID = "SESSIONREF_CONFIG_INVALID"
+
+
+def default_config_path() -> str:
+    """``config.toml`` in the platform's user config folder."""
+    return os.path.join(platformdirs.user_config_dir("sessionref", appauthor=False), "config.toml")
+
+
+def window_memory_path() -> str:
+    """Where learned context windows are kept (the platform's user state folder)."""
+    return os.path.join(platformdirs.user_state_dir("sessionref", appauthor=False), "context-windows.json")
+
+
+class ConfigError(Exception):
+    """Settings that cannot be used: ``str()`` is the one line to print; exit code 2."""
+
+    code = CONFIG_INVALID
+
+
+_URL_PASSWORD = re.compile(r"^(postgres(?:ql)?://[^:/@?#]*):[^@/?#]*@")
+_PARAM_PASSWORD = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]*)")
+
+
+def redact_conninfo(conninfo: str) -> str:
+    """A database connection string with its password (URL ``user:password@`` or ``password=``
+    parameter) replaced by ``***``: what may be shown or logged."""
+    conninfo = _URL_PASSWORD.sub(r"\1:***@", conninfo)
+    return _PARAM_PASSWORD.sub(r"\1***", conninfo)
+
+
+# -- the file's schema, from the declarations ----------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _bounded(name: str, declared: Declared) -> tuple[Any, Any]:
+    """A setting's type (optional: a key may be left out) and its bounds, for a pydantic model."""
+    bounds = {
+        key: getattr(declared, key)
+        for key in ("gt", "ge", "lt", "le", "min_length", "pattern")
+        if getattr(declared, key) is not None
+    }
+    return Optional[value_type(name)], Field(default=None, **bounds)  # noqa: UP045 - a runtime type
+
+
+def _models() -> tuple[type[BaseModel], type[BaseModel]]:
+    """The profile model and the whole file's model."""
+    profile_fields: dict[str, Any] = {}
+    tables: dict[str, dict[str, Any]] = {}
+    for name, _default, declared in declarations():
+        if declared.profile is not None:
+            profile_fields[declared.profile] = _bounded(name, declared)
+        if declared.file is not None:
+            table, key = declared.file
+            tables.setdefault(table, {})[key] = _bounded(name, declared)
+    profile = create_model("Profile", __base__=_Strict, **profile_fields)
+    file_fields: dict[str, Any] = {
+        "default_profile": (Optional[str], None),  # noqa: UP045
+        "profiles": (dict[str, profile], Field(default_factory=dict)),
+    }
+    for table, keys in tables.items():
+        model = create_model(table.title() + "Table", __base__=_Strict, **keys)
+        file_fields[table] = (model, Field(default_factory=model))
+    return profile, create_model("ConfigFile", __base__=_Strict, **file_fields)
+
+
+Profile, ConfigFile = _models()
+
+_SECRET_KEYS = re.compile(r"(^|_)(api_?key|key|token|secret|password)$", re.I)
+
+
+def _line_of(text: str, path: tuple[str, ...]) -> int | None:
+    """The line where dotted key ``path`` is set in ``text`` (best effort: tables and plain keys)."""
+    table: tuple[str, ...] = ()
+    header = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]\s*(#.*)?$")
+    assignment = re.compile(r"^\s*([A-Za-z0-9_.\-\"' ]+?)\s*=")
+    fallback = None
+    for number, line in enumerate(text.splitlines(), 1):
+        match = header.match(line)
+        if match:
+            table = tuple(part.strip().strip("\"'") for part in match.group(1).split("."))
+            if table == path[: len(table)] and fallback is None:
+                fallback = number
+            continue
+        match = assignment.match(line)
+        if match:
+            key = tuple(part.strip().strip("\"'") for part in match.group(1).split("."))
+            if (*table, *key) == path[: len(table) + len(key)] and len(table) + len(key) >= len(path) - 1:
+                if (*table, *key) == path:
+                    return number
+                fallback = fallback or number
+    return fallback
+
+
+@dataclass(slots=True)
+class LoadedConfig:
+    """A parsed config file (or none) and the line of each key it sets."""
+
+    path: str
+    exists: bool
+    data: Any = field(default_factory=ConfigFile)
+    """The file as its schema read it (``ConfigFile``)."""
+    text: str = ""
+
+    @property
+    def default_profile(self) -> str | None:
+        """The profile used without ``--profile``."""
+        value: str | None = self.data.default_profile
+        return value
+
+    @property
+    def profiles(self) -> dict[str, Any]:
+        """The file's profiles by name."""
+        value: dict[str, Any] = self.data.profiles
+        return value
+
+    def value(self, table: str, key: str) -> Any:
+        """What the file sets ``[table] key`` to (``None``: it does not)."""
+        return getattr(getattr(self.data, table), key)
+
+    def profile_value(self, profile: str, key: str) -> Any:
+        """What profile ``profile`` sets ``key`` to (``None``: it does not)."""
+        return getattr(self.data.profiles[profile], key)
+
+    def origin(self, *path: str) -> str:
+        """``config.toml:LINE`` for a key the file sets."""
+        line = _line_of(self.text, path)
+        return f"{self.path}:{line}" if line is not None else self.path
+
+
+def _error(path: str, line: int | None, key: str, message: str) -> ConfigError:
+    where = f"{path} line {line}" if line is not None else path
+    return ConfigError(f"{where}: {key}: {message} ({CONFIG_INVALID})")
+
+
+def load_config(path: str | None = None) -> LoadedConfig:
+    """Read ``path`` (default: the platform's ``config.toml``); a missing default file is no config.
+
+    Raises:
+        ConfigError: unreadable, not TOML, an unknown key, a bad value, or a secret stored in the file.
+    """
+    explicit = path is not None
+    path = os.path.abspath(path if path is not None else default_config_path())
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        if explicit:
+            raise ConfigError(f"{path}: no such config file ({CONFIG_INVALID})") from None
+        return LoadedConfig(path, False)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the config file: {error.strerror} ({CONFIG_INVALID})") from None
+    text = raw.decode("utf-8", "replace")
+    try:
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        line = re.search(r"at line (\d+)", str(error))
+        where = f"{path} line {line.group(1)}" if line else path
+        reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error))
+        raise ConfigError(f"{where}: not valid TOML: {reason} ({CONFIG_INVALID})") from None
+    for name, profile in (parsed.get("profiles") or {}).items() if isinstance(parsed.get("profiles"), dict) else ():
+        for key in profile if isinstance(profile, dict) else ():
+            if _SECRET_KEYS.search(key):
+                dotted = ("profiles", name, key)
+                raise _error(
+                    path,
+                    _line_of(text, dotted),
+                    ".".join(dotted),
+                    "keys are never stored here: put the key in an environment variable and name it with api_key_env",
+                )
+    try:
+        data = ConfigFile.model_validate(parsed)
+    except ValidationError as error:
+        first = error.errors()[0]
+        loc = tuple(str(part) for part in first["loc"])
+        message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        raise _error(path, _line_of(text, loc), ".".join(loc), message) from None
+    loaded = LoadedConfig(path, True, data, text)
+    url = loaded.value("store", "url")
+    if url is not None and redact_conninfo(url) != url:
+        raise _error(
+            path,
+            _line_of(text, ("store", "url")),
+            "store.url",
+            "a password does not belong in the config file: use ~/.pgpass or $PGPASSWORD (libpq reads both)",
+        )
+    if loaded.default_profile is not None and loaded.default_profile not in loaded.profiles:
+        raise _error(
+            path,
+            _line_of(text, ("default_profile",)),
+            "default_profile",
+            f"no profile named {loaded.default_profile!r} (profiles: {', '.join(sorted(loaded.profiles)) or 'none'})",
+        )
+    return loaded

@@ -1,0 +1,263 @@
+"""Every setting, declared once: its name and type (a field of ``Settings``), its default, its
+command-line flag, its key in the config file, the profile key that overrides it, its environment
+variable, its bounds and its help.
+
+Everything else is derived from these declarations: the command line's flags (``core.settings.flags``),
+the config file's schema and its checks (``core.settings.config_file``), the merge with the origin of
+each value that ``sessionref config`` prints (``core.settings.effective``), and the typed ``Settings``
+the app and ``sessionref mcp`` read as attributes. Adding a setting is one field here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from core.agent.compaction import SUMMARY_MAX_CHARS
+from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
+from core.agent.session_tools import READ_BYTES
+from core.agent.tool_steps import MAX_STEPS
+from core.agent.window_keeper import MAX_REASONING_CHARS
+from core.constants import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES
+
+BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
+STORE_ENV = "SESSIONREF_STORE"
+
+
+@dataclass(frozen=True)
+class Declared:
+    """How one setting is given and checked (see the module docstring).
+
+    ``flag`` is the command-line option: ``--no-…`` for a switch that turns an on-by-default setting
+    off. ``file`` is its ``(table, key)`` in the config file, ``profile`` its key in a profile (a
+    profile's value wins over the table's), ``env`` its environment variable (which wins over the
+    file). ``gt``/``ge``/``lt``/``le``, ``min_length`` and ``pattern`` bound a value from any source;
+    ``must`` says them in words.
+    """
+
+    help: str
+    flag: str | None = None
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    file: tuple[str, str] | None = None
+    profile: str | None = None
+    env: str | None = None
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+    min_length: int | None = None
+    pattern: str | None = None
+    must: str | None = None
+
+
+def setting(default: Any, help: str, **declared: Any) -> Any:
+    """A field of ``Settings`` with its declaration."""
+    return dataclasses.field(default=default, metadata={"declared": Declared(help, **declared)})
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The settings the app and ``sessionref mcp`` run with (each field declared with ``setting``)."""
+
+    profile: str | None = setting(
+        None,
+        "the model profile of the config file to use (default: its default_profile)",
+        flag="--profile",
+        metavar="NAME",
+    )
+    backend: Literal["echo", "openai"] = setting(
+        "echo",
+        "echo: offline model that describes what it received (default without a profile); openai: any "
+        "OpenAI-compatible chat API (key from the profile's api_key_env, else DEEPSEEK_API_KEY or OPENAI_API_KEY)",
+        flag="--model",
+        choices=("echo", "openai"),
+        profile="backend",
+    )
+    model: str = setting(
+        DEEPSEEK_MODEL,
+        f"model name for --model openai (default: {DEEPSEEK_MODEL})",
+        flag="--model-name",
+        metavar="NAME",
+        profile="model",
+        min_length=1,
+        must="a model's name",
+    )
+    base_url: str = setting(
+        DEEPSEEK_BASE_URL,
+        f"API base URL for --model openai (default: {DEEPSEEK_BASE_URL})",
+        flag="--base-url",
+        metavar="URL",
+        profile="base_url",
+        pattern=r"^https?://",
+        must="an http:// or https:// URL",
+    )
+    api_key_env: str | None = setting(
+        None,
+        "the environment variable that holds the API key (default: DEEPSEEK_API_KEY, else OPENAI_API_KEY)",
+        profile="api_key_env",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        must="an environment variable's name",
+    )
+    context_window: int | None = setting(
+        None,
+        "the model's context window (default: built in for DeepSeek's models, else learned from the server)",
+        flag="--context-window",
+        metavar="TOKENS",
+        profile="context_window",
+        gt=0,
+        must="a positive number of tokens",
+    )
+    compaction_threshold: float = setting(
+        0.8,
+        "compact the history before a send whose request would pass this share of the window (default 0.8)",
+        flag="--compaction-threshold",
+        metavar="RATIO",
+        file=("compaction", "threshold"),
+        profile="compaction_threshold",
+        gt=0,
+        le=1,
+        must="a ratio in (0, 1]",
+    )
+    compaction_retain: float = setting(
+        0.16,
+        "the share of the window the newest messages keep when the history is compacted (default 0.16)",
+        file=("compaction", "retain"),
+        ge=0,
+        lt=1,
+        must="a ratio in [0, 1)",
+    )
+    max_summary_chars: int = setting(
+        SUMMARY_MAX_CHARS,
+        f"the longest a compaction's summary may be, in characters (default {SUMMARY_MAX_CHARS:,})",
+        file=("compaction", "max_summary_chars"),
+        gt=0,
+        must="a positive number of characters",
+    )
+    reply_timeout: float = setting(
+        REPLY_SECONDS,
+        "the longest one reply may take, first byte to last, before the turn ends with MODEL_TIMEOUT "
+        f"keeping what arrived (default {REPLY_SECONDS:g})",
+        flag="--reply-timeout",
+        metavar="SECONDS",
+        profile="reply_timeout",
+        gt=0,
+        must="a positive number of seconds",
+    )
+    max_reply_bytes: int = setting(
+        MAX_REPLY_BYTES,
+        "the most a reply may send before the turn ends keeping what arrived, in bytes",
+        profile="max_reply_bytes",
+        gt=0,
+        must="a positive number of bytes",
+    )
+    max_reasoning_chars: int = setting(
+        MAX_REASONING_CHARS,
+        "the most of a reply's reasoning kept, in characters",
+        profile="max_reasoning_chars",
+        gt=0,
+        must="a positive number of characters",
+    )
+    auto_compact: bool = setting(
+        True,
+        "compact only on demand (F8 or the command palette), not before sends or after a context error",
+        flag="--no-auto-compact",
+        file=("compaction", "auto"),
+    )
+    max_reference_bytes: int = setting(
+        DEFAULT_MAX_REFERENCE_BYTES,
+        "UTF-8 bytes one referenced session may use in the prompt (maxReferenceBytes, default 65536)",
+        flag="--max-reference-bytes",
+        metavar="N",
+        file=("reference", "max_reference_bytes"),
+        gt=0,
+        must="a positive number of bytes",
+    )
+    context_fraction: float | None = setting(
+        None,
+        "instead of max_reference_bytes: the share of the model's window one referenced session may use "
+        "(never less than 64 KiB)",
+        file=("reference", "context_fraction"),
+        gt=0,
+        le=1,
+        must="a ratio in (0, 1]",
+    )
+    max_references: int = setting(
+        MAX_REFERENCES,
+        "distinct sessions one message may reference (maxReferences, 1-3, default 3)",
+        flag="--max-references",
+        metavar="N",
+        file=("reference", "max_references"),
+        ge=1,
+        le=MAX_REFERENCES,
+        must=f"a number from 1 to {MAX_REFERENCES}",
+    )
+    candidate_limit: int = setting(
+        DEFAULT_CANDIDATE_LIMIT,
+        "sessions the @ picker lists at most (candidateLimit, default 50)",
+        flag="--candidate-limit",
+        metavar="N",
+        file=("reference", "candidate_limit"),
+        gt=0,
+        must="a positive number of sessions",
+    )
+    body_search: bool = setting(
+        True,
+        "search only titles, ids and folders in the @ picker: no message index is built or read "
+        f"(also {BODY_SEARCH_ENV}=0; the index is .sessionref-index in the store folder)",
+        flag="--no-body-search",
+        file=("search", "body_search"),
+        env=BODY_SEARCH_ENV,
+    )
+    tools: bool = setting(
+        True,
+        "do not offer the model the session tools (search_sessions, reference_session, read_session)",
+        flag="--no-tools",
+        file=("tools", "enabled"),
+    )
+    tool_read_bytes: int = setting(
+        READ_BYTES,
+        "the most one read_session page holds, in bytes (at least 1024)",
+        file=("tools", "read_bytes"),
+        ge=1024,
+        must="a number of bytes of at least 1024",
+    )
+    max_steps: int = setting(
+        MAX_STEPS,
+        "the most model requests one turn may make while the model calls tools",
+        file=("tools", "max_steps"),
+        ge=1,
+        must="a positive number of steps",
+    )
+    store: str | None = setting(
+        None,
+        "keep sessions in a PostgreSQL database instead of a folder (postgresql://user@host/db; also "
+        f"${STORE_ENV} or [store] url in the config file; the password comes from ~/.pgpass or $PGPASSWORD)",
+        flag="--store",
+        metavar="URL",
+        file=("store", "url"),
+        env=STORE_ENV,
+        pattern=r"^postgres(ql)?://",
+        must="a postgresql:// URL",
+    )
+
+
+def declarations() -> list[tuple[str, Any, Declared]]:
+    """``(name, default, declaration)`` of every setting, in ``Settings``' order."""
+    return [(field.name, field.default, field.metadata["declared"]) for field in dataclasses.fields(Settings)]
+
+
+def declared(name: str) -> Declared:
+    """The declaration of one setting."""
+    for field in dataclasses.fields(Settings):
+        if field.name == name:
+            return field.metadata["declared"]  # type: ignore[no-any-return]
+    raise KeyError(name)
+
+
+def value_type(name: str) -> Any:
+    """The type a setting's value has (its field's annotation, resolved)."""
+    import typing
+
+    return typing.get_type_hints(Settings)[name]

@@ -1,0 +1,193 @@
+"""The settings a run uses: the declarations' defaults, under the config file's tables, under the
+chosen profile, under the environment, under the command line; with the origin of each value
+(``default``, ``--flag``, ``$VARIABLE``, ``FILE:LINE``), which ``sessionref config`` prints."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from core.agent.tokens import WindowMemory, reference_bytes_for, resolve_window
+from core.display import visible
+from core.sessions.models import ReferenceConfig
+from core.settings.config_file import (
+    CONFIG_INVALID,
+    ConfigError,
+    LoadedConfig,
+    load_config,
+    redact_conninfo,
+    window_memory_path,
+)
+from core.settings.declared import STORE_ENV, Declared, Settings, declarations, value_type
+
+Origin = str
+"""Where a setting came from: ``default``, ``--flag``, ``$VARIABLE`` or ``FILE:LINE``."""
+
+_TRUE = ("1", "true", "on", "yes")
+_FALSE = ("0", "false", "off", "no")
+
+
+@dataclass(frozen=True, slots=True)
+class Effective:
+    """The settings a run uses (``settings``, read as attributes) and the origin of each."""
+
+    settings: Settings
+    origins: dict[str, Origin]
+
+    def __getitem__(self, key: str) -> Any:
+        """A setting by name (for printing them all; code reads ``settings.<name>``)."""
+        return getattr(self.settings, key)
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every setting by name, in declaration order."""
+        return {field.name: getattr(self.settings, field.name) for field in dataclasses.fields(Settings)}
+
+
+def violation(name: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for setting ``name`` (its declaration's bounds), or ``None``."""
+    declared = _declared(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, str) and declared.pattern is not None and not re.search(declared.pattern, value):
+            return declared.must
+        if isinstance(value, str) and declared.min_length is not None and len(value) < declared.min_length:
+            return declared.must
+        return None
+    if declared.gt is not None and not value > declared.gt:
+        return declared.must
+    if declared.ge is not None and not value >= declared.ge:
+        return declared.must
+    if declared.lt is not None and not value < declared.lt:
+        return declared.must
+    if declared.le is not None and not value <= declared.le:
+        return declared.must
+    return None
+
+
+def _declared(name: str) -> Declared:
+    return next(declared for field, _default, declared in declarations() if field == name)
+
+
+def _from_environment(name: str, variable: str, raw: str) -> Any:
+    if value_type(name) is bool:
+        word = raw.lower()
+        if word not in _TRUE + _FALSE:
+            raise ConfigError(f"{variable} must be 0 or 1 (or true/false, on/off, yes/no), not {raw!r}")
+        return word in _TRUE
+    return raw
+
+
+def effective_settings(config: LoadedConfig, flags: Mapping[str, Any], environ: Mapping[str, str]) -> Effective:
+    """Merge defaults < file < profile < environment < flags (``flags``: setting name -> the value
+    given on the command line, as ``core.settings.flags.given`` reads them).
+
+    Raises:
+        ConfigError: ``--profile`` names no profile of the file, a value out of its bounds, or
+            compaction's retain at or above its threshold.
+    """
+    values: dict[str, Any] = {}
+    origins: dict[str, Origin] = {}
+    profile_name = flags.get("profile")
+    if profile_name is not None:
+        if profile_name not in config.profiles:
+            known = ", ".join(sorted(config.profiles)) or "none"
+            raise ConfigError(f"--profile {profile_name}: no such profile in {config.path} (profiles: {known})")
+        values["profile"], origins["profile"] = profile_name, "--profile"
+    elif config.default_profile is not None:
+        values["profile"], origins["profile"] = config.default_profile, config.origin("default_profile")
+    else:
+        values["profile"], origins["profile"] = None, "default"
+    profile = values["profile"]
+    for name, default, declared in declarations():
+        if name == "profile":
+            continue
+        raw_env = environ.get(declared.env, "").strip() if declared.env is not None else ""
+        if flags.get(name) is not None:
+            value, origin = flags[name], declared.flag or "--" + name
+            problem = violation(name, value)
+            if problem is not None:
+                raise ConfigError(f"{origin} must be {problem}, not {value} ({CONFIG_INVALID})")
+        elif declared.env is not None and raw_env:
+            value, origin = _from_environment(name, declared.env, raw_env), "$" + declared.env
+        elif (
+            declared.profile is not None
+            and profile is not None
+            and ((given := config.profile_value(profile, declared.profile)) is not None)
+        ):
+            value, origin = given, config.origin("profiles", profile, declared.profile)
+        elif declared.file is not None and (given := config.value(*declared.file)) is not None:
+            value, origin = given, config.origin(*declared.file)
+        else:
+            value, origin = default, "default"
+        values[name], origins[name] = value, origin
+    if profile is not None and origins["backend"] == "default":
+        values["backend"], origins["backend"] = "openai", f"profile {profile} (openai unless it says backend)"
+    if origins["max_reference_bytes"] == "default" and values["context_fraction"] is not None:
+        # Opt-in: each source gets a share of the model's window; an explicit max_reference_bytes wins.
+        window = resolve_window(
+            values["model"],
+            base_url=values["base_url"],
+            configured=values["context_window"],
+            memory=WindowMemory(window_memory_path()),
+        )
+        values["max_reference_bytes"] = reference_bytes_for(window.tokens, values["context_fraction"])
+        origins["max_reference_bytes"] = (
+            f"{origins['context_fraction']} × the {window.tokens:,}-token window ({window.source})"
+        )
+    if values["compaction_retain"] >= values["compaction_threshold"]:
+        raise ConfigError(
+            f"compaction retain ({values['compaction_retain']}) must be below the threshold "
+            f"({values['compaction_threshold']}, from {origins['compaction_threshold']}) ({CONFIG_INVALID})"
+        )
+    return Effective(Settings(**values), origins)
+
+
+def reference_config(settings: Settings) -> ReferenceConfig:
+    """The engine's reference limits from the settings.
+
+    Raises:
+        SessionReferenceError: a limit the engine refuses (its code says which).
+    """
+    return ReferenceConfig.model_validate(
+        {
+            "max_reference_bytes": settings.max_reference_bytes,
+            "max_references": settings.max_references,
+            "candidate_limit": settings.candidate_limit,
+        }
+    )
+
+
+def database_url(flag: str | None, config_path: str | None) -> str | None:
+    """The database a database command works on: ``--store``, else ``$SESSIONREF_STORE``, else
+    ``[store] url`` of the config file; ``None`` when none names one.
+
+    Raises:
+        ConfigError: the config file is there but cannot be used.
+    """
+    url = flag or os.environ.get(STORE_ENV, "").strip() or None
+    if url is not None:
+        return url
+    value: str | None = load_config(config_path).value("store", "url")
+    return value
+
+
+def format_effective(config: LoadedConfig, effective: Effective) -> str:
+    """The text ``sessionref config`` prints: every setting, its value and its origin."""
+    lines = [f"config file: {config.path}" + ("" if config.exists else " (none; defaults apply)")]
+    values = effective.values
+    width = max(len(key) for key in values)
+    for key, value in values.items():
+        shown = "-" if value is None else str(value)
+        if key == "api_key_env" and value is None:
+            shown = "DEEPSEEK_API_KEY, else OPENAI_API_KEY"
+        if key == "store":
+            shown = "the JSONL store folder (--root)" if value is None else redact_conninfo(value)
+        lines.append(f"  {key.ljust(width)}  {shown:<40}  {effective.origins[key]}")
+    lines.append(f"learned windows: {window_memory_path()}")
+    return "\n".join(map(visible, lines))
