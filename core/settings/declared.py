@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from core.agent.compaction import SUMMARY_MAX_CHARS
 from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
@@ -20,6 +20,8 @@ from core.agent.session_tools import READ_BYTES
 from core.agent.tool_steps import MAX_STEPS
 from core.agent.window_keeper import MAX_REASONING_CHARS
 from core.constants import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES
+
+Value = TypeVar("Value")
 
 BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
 STORE_ENV = "SESSIONREF_STORE"

@@ -38,12 +38,12 @@ class Effective:
     settings: Settings
     origins: dict[str, Origin]
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> object:
         """A setting by name (for printing them all; code reads ``settings.<name>``)."""
         return getattr(self.settings, key)
 
     @property
-    def values(self) -> dict[str, Any]:
+    def values(self) -> dict[str, object]:
         """Every setting by name, in declaration order."""
         return {field.name: getattr(self.settings, field.name) for field in dataclasses.fields(Settings)}
 
@@ -187,7 +187,7 @@ def format_effective(config: LoadedConfig, effective: Effective) -> str:
         if key == "api_key_env" and value is None:
             shown = "DEEPSEEK_API_KEY, else OPENAI_API_KEY"
         if key == "store":
-            shown = "the JSONL store folder (--root)" if value is None else redact_conninfo(value)
+            shown = "the JSONL store folder (--root)" if value is None else redact_conninfo(str(value))
         lines.append(f"  {key.ljust(width)}  {shown:<40}  {effective.origins[key]}")
     lines.append(f"learned windows: {window_memory_path()}")
     return "\n".join(map(visible, lines))
