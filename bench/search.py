@@ -22,12 +22,12 @@ from pathlib import Path
 import zstandard
 
 from core import JsonlSessionStore, SessionHeader
+from core.folder.jsonl_header import header_line
+from core.folder.jsonl_layout import encode_session_segment, project_key
 from core.search.body_index import BodyIndex, index_path_beside
 from core.search.finder import FIRST_BUDGET, SessionSearch
 from core.search.index_values import indexed_session, revision_key
 from core.serialization import js_json_stringify
-from core.sessions.jsonl_header import header_line
-from core.sessions.jsonl_layout import encode_session_segment, project_key
 
 SESSIONS = 10_000
 MESSAGES = 100

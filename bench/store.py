@@ -22,9 +22,9 @@ import zstandard
 from bench.workload import write_big_log
 from core import JsonlSessionStore, SessionEvent, SessionHeader, js_json_stringify
 from core.collector import collector_paused
-from core.sessions.jsonl_header import header_line
-from core.sessions.jsonl_layout import Compression, session_file
-from core.sessions.listing_cache import CACHE_NAME
+from core.folder.jsonl_header import header_line
+from core.folder.jsonl_layout import Compression, session_file
+from core.folder.listing_cache import CACHE_NAME
 
 # One loop for every measurement, as in the app; asyncio.run's per-call teardown would dominate.
 _LOOP = asyncio.new_event_loop()
@@ -134,7 +134,7 @@ def bench_listing(repeats: int) -> None:
 
 def bench_watching(count: int, repeats: int) -> None:
     """What noticing one new session costs: a re-listing every 2 s (polling) against the watcher."""
-    from core.sessions.watch import StoreWatcher
+    from core.folder.watch import StoreWatcher
 
     print(f"\n## Noticing a session written by another program, {count:,} sessions")
     root = listing_root(count)

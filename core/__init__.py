@@ -19,6 +19,7 @@ from core.constants import (
     SESSION_REFERENCE_SCHEME,
 )
 from core.errors import SessionQueryError, SessionReferenceError
+from core.folder.jsonl_store import JsonlSessionStore
 from core.reference.baking import bake_prompt_message
 from core.reference.projection import project_conversation
 from core.reference.retention import retain_head_tail, retain_referenced_session, truncate_with_notice
@@ -44,8 +45,6 @@ from core.search.index_values import (
 from core.search.matching import MIN_BODY_QUERY, Snippet
 from core.search.message_index import MessageIndex
 from core.serialization import js_json_stringify, stringify_tag_safe_json, utf8_length
-from core.sessions.jsonl_listing import StoreProblem
-from core.sessions.jsonl_store import JsonlSessionStore
 from core.sessions.models import (
     BakedPrompt,
     Candidate,
@@ -58,6 +57,7 @@ from core.sessions.models import (
     SessionHeader,
     SessionRecord,
     StoredSession,
+    StoreProblem,
     SurfaceSnapshot,
     TitleSnapshot,
 )

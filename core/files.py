@@ -155,3 +155,19 @@ def check_folders(root: str | os.PathLike[str], path: str | os.PathLike[str]) ->
         kind = kind_of(mode)
         if kind != "directory":
             raise UnsafeFile(folder, kind)
+
+
+Revision = tuple[int, int, int, int]
+"""A file's revision: device, inode, size, mtime (ns)."""
+
+
+def file_revision(path: str | os.PathLike[str], *, follow: bool = False) -> Revision:
+    """A file's revision (device, inode, size, mtime): another one means the file changed.
+
+    The store's own files are never symlinks (``lstat``); other tools' may be (``follow``).
+
+    Raises:
+        OSError: the file cannot be stat'ed (gone, say).
+    """
+    stat_ = os.stat(path) if follow else os.lstat(path)
+    return (stat_.st_dev, stat_.st_ino, stat_.st_size, stat_.st_mtime_ns)

@@ -13,8 +13,8 @@ from typing import Any
 from core import SessionQueryError, project_conversation
 from core.database.listing import DatabaseListing
 from core.database.reading import MAX_ROW_BYTES, session_from_rows
-from core.sessions.jsonl_codec import load_log
-from core.sessions.jsonl_header import HEADER_LIMIT
+from core.folder.jsonl_codec import load_log
+from core.folder.jsonl_header import HEADER_LIMIT
 from fuzz.kit import check, outcome_of, rng_of
 
 _SESSION_ID = "fuzzed"

@@ -25,9 +25,9 @@ from textual.content import Content
 
 from core import Candidate, SessionEvent, SessionHeader
 from core.display import visible, visible_lines
+from core.folder.doctor import Diagnosis, Finding, format_diagnosis
 from core.search.finder import SearchHit
 from core.search.matching import Snippet
-from core.sessions.doctor import Diagnosis, Finding, format_diagnosis
 from fuzz.kit import check
 from tui.services.preview_report import PreviewReport, Problem, ReferenceCard
 from tui.services.text import markup_escape

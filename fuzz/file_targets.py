@@ -17,8 +17,8 @@ from core import (
     SessionQueryError,
     project_conversation,
 )
-from core.sessions.jsonl_codec import load_log
-from core.sessions.jsonl_store import JsonlSessionStore
+from core.folder.jsonl_codec import load_log
+from core.folder.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionEvent
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource

@@ -23,8 +23,8 @@ from core.errors import (
     SESSION_QUERY_SESSION_NOT_FOUND,
     SessionReferenceErrorCode,
 )
-from core.sessions.jsonl_header import SESSION_QUERY_CORRUPT
-from core.sessions.jsonl_layout import SESSION_QUERY_INVALID_ID, SESSION_QUERY_WRONG_ENCODING
+from core.folder.jsonl_header import SESSION_QUERY_CORRUPT
+from core.folder.jsonl_layout import SESSION_QUERY_INVALID_ID, SESSION_QUERY_WRONG_ENCODING
 
 SESSION_QUERY_ROW_TOO_LARGE = "SESSION_QUERY_ROW_TOO_LARGE"
 """A database row over the size a row is read (``core.database.reading``; named here so the kit

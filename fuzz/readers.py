@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from core import JsonlSessionStore
-from core.sessions.jsonl_codec import load_log
+from core.folder.jsonl_codec import load_log
 
 Batch = list[tuple[str, dict[str, Any], str | None]]
 SESSION_BATCHES = 30

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from core import JsonlSessionStore
-from core.sessions.doctor import diagnose
+from core.folder.doctor import diagnose
 from tests.conftest import frame_offsets, say_assistant, say_user
 from tests.external_fixtures import tree_state
 from tui.cli.command import main

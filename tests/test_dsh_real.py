@@ -16,8 +16,8 @@ import pytest
 import zstandard
 
 from core import JsonlSessionStore, SessionReferenceService, fold_surface
+from core.folder.jsonl_layout import encode_session_segment, project_key
 from core.reference.projection import project_conversation
-from core.sessions.jsonl_layout import encode_session_segment, project_key
 from tests.shared_fixtures import shared_fixtures
 
 CWD = "/home/someone/project"

@@ -19,9 +19,9 @@ import zstandard
 
 from core import ClaudeCodeSource, CodexSource, JsonlSessionStore, SessionQueryError
 from core.files import UNSAFE_PATH
+from core.folder.doctor import diagnose, format_diagnosis
 from core.search.body_index import BodyIndex
 from core.search.index_values import INDEX_UNSAFE, IndexUnavailable
-from core.sessions.doctor import diagnose, format_diagnosis
 from tests.conftest import say_user
 
 

@@ -22,7 +22,7 @@ from core import (
     js_json_stringify,
     parse_session_reference_text,
 )
-from core.sessions.jsonl_codec import load_log
+from core.folder.jsonl_codec import load_log
 from fuzz.targets import HOSTILE
 from tests.conftest import text
 from tests.rc8 import NODE, dsh, rc8_snapshots

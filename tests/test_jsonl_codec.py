@@ -1,4 +1,4 @@
-"""Reading the JSONL store's bytes (``core.sessions.jsonl_codec``): frames, crash footprints,
+"""Reading the JSONL store's bytes (``core.folder.jsonl_codec``): frames, crash footprints,
 corruption reported with file and offset, packed chunk rows, bytes dsh reads as it reads them.
 """
 

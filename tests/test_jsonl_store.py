@@ -1,4 +1,4 @@
-"""The durable JSONL store (``core.sessions.jsonl_store``): layout, round trips, listing, revisions,
+"""The durable JSONL store (``core.folder.jsonl_store``): layout, round trips, listing, revisions,
 read-only reads, folders in either encoding (STORE.md).
 """
 
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core import JsonlSessionStore, MemorySessionStore, SessionQueryError
-from core.sessions.jsonl_layout import encode_session_segment, project_key
+from core.folder.jsonl_layout import encode_session_segment, project_key
 from tests.conftest import compact, say_assistant, say_user
 from tests.jsonl_harness import file_of, reopen, zstd_frames
 from tests.strategies import js_strings
@@ -221,7 +221,7 @@ def test_read_log_gives_every_event_without_taking_the_write_lock(tmp_path: Path
 
 
 def test_either_encoding_reads_a_mixed_folder_and_names_a_conflicting_twin(tmp_path: Path) -> None:
-    from core.sessions.either_encoding import SESSION_QUERY_ENCODING_CONFLICT, EitherEncoding
+    from core.folder.either_encoding import SESSION_QUERY_ENCODING_CONFLICT, EitherEncoding
 
     for compression, names in (("none", ["p0", "p1", "twin"]), ("zstd", ["z0", "twin"])):
         store = JsonlSessionStore(tmp_path / compression, compression=compression)

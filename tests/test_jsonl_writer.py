@@ -1,4 +1,4 @@
-"""Writing the JSONL store (``core.sessions.jsonl_writer``): failed writes leave the file as it was,
+"""Writing the JSONL store (``core.folder.jsonl_writer``): failed writes leave the file as it was,
 one creator, one writer per session across processes, SIGKILL at any moment, owner-only folders and
 files.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import core.sessions.jsonl_store as jsonl_store
+import core.folder.jsonl_store as jsonl_store
 from core import JsonlSessionStore, SessionQueryError
 from tests.conftest import say_assistant, say_user
 from tests.jsonl_harness import file_of, reopen

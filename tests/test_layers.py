@@ -6,15 +6,16 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parent.parent / "core"
-ORDER = ["base", "sessions", "reference", "search", "database", "stores", "agent", "settings"]
+ORDER = ["base", "sessions", "folder", "reference", "search", "database", "stores", "agent", "settings"]
 ALLOWED = {
     "base": {"base"},
     "sessions": {"base", "sessions"},
+    "folder": {"base", "sessions", "folder"},
     "reference": {"base", "sessions", "reference"},
-    "search": {"base", "sessions", "reference", "search"},
-    "database": {"base", "sessions", "reference", "search", "database"},
+    "search": {"base", "sessions", "folder", "reference", "search"},
+    "database": {"base", "sessions", "folder", "reference", "search", "database"},
     # Opening a store names the database store (imported only when a database is named).
-    "stores": {"base", "sessions", "reference", "search", "database", "stores"},
+    "stores": {"base", "sessions", "folder", "reference", "search", "database", "stores"},
     # The session tools search as the picker searches (never the database layer: that stays optional).
     "agent": {"base", "sessions", "reference", "search", "agent"},
     # Each setting's default is the engine's own.

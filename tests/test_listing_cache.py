@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import core.sessions.store_layout as store_layout
+import core.folder.store_layout as store_layout
 from core import JsonlSessionStore
-from core.sessions.listing_cache import CACHE_NAME
+from core.folder.listing_cache import CACHE_NAME
 from tests.conftest import say_user
 
 
@@ -223,7 +223,7 @@ def test_a_listing_that_only_misses_deleted_files_still_rewrites_the_cache(tmp_p
 def test_the_cache_is_written_in_listing_order(tmp_path: Path) -> None:
     """Newest first, whatever order the folders are walked in: the next start builds its records in
     the order it shows them (and its sort finds them sorted)."""
-    from core.sessions.listing_cache import _DECODER
+    from core.folder.listing_cache import _DECODER
 
     _seed(tmp_path, 30)
     listed, _ = _listing(tmp_path)

@@ -1,4 +1,4 @@
-"""The JSONL store's log cache (``core.sessions.log_cache``): a session's log is never parsed into
+"""The JSONL store's log cache (``core.folder.log_cache``): a session's log is never parsed into
 memory twice. A file that moved on lets go of its old parse before the new one is built, and a bulk
 reader (the message index) borrows a parse the cache keeps at the file's revision instead of making
 its own."""
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from core import JsonlSessionStore
-from core.sessions import log_cache
+from core.folder import log_cache
 from tests.conftest import say_assistant, say_user
 
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from core import JsonlSessionStore
 from core.errors import SessionQueryError
-from core.sessions import jsonl_codec
-from core.sessions.jsonl_codec import load_log
+from core.folder import jsonl_codec
+from core.folder.jsonl_codec import load_log
 
 HEADER = b'{"type":"session","version":0,"id":"x","createdAt":1,"delegationDepth":0}\n'
 
@@ -179,7 +179,7 @@ HEADER_CASES = {
 def test_a_listed_header_reads_as_json_reads_it(case: str, compression: str, tmp_path: Path) -> None:
     """A listing reads headers with msgspec first; whatever it refuses (or reads differently) is
     read by ``json`` as before, so the header a listing shows is the one a load parses."""
-    from core.sessions.jsonl_header import _read_header, header_from_row, json_line
+    from core.folder.jsonl_header import _read_header, header_from_row, json_line
 
     line = HEADER_CASES[case]
     path = tmp_path / "session.jsonl"

@@ -19,7 +19,7 @@ from core.database.legacy_schema import LEGACY_STEPS, LEGACY_VERSION
 from core.database.setup import initialize_database
 from core.database.store import SCHEMA_VERSION, PostgresSessionStore
 from core.errors import SessionQueryError
-from core.sessions.doctor import format_diagnosis
+from core.folder.doctor import format_diagnosis
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import Team, cluster, database, fresh_database, team
 

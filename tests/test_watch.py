@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-import core.sessions.watch as watch
+import core.folder.watch as watch
 from core import EchoModel, JsonlSessionStore
-from core.sessions.store_listing import StoreListing
-from core.sessions.watch import StoreWatcher
+from core.folder.store_listing import StoreListing
+from core.folder.watch import StoreWatcher
 from tests.conftest import say_user
 from tui.app.sessionref_app import make_app
 

@@ -4,7 +4,7 @@ Read-only. It says who owns the schema and everything in it, whether row-level s
 on every table and whether every function keeps a fixed ``search_path``; and it warns when the
 connecting role can read around row-level security: a superuser, a role with ``BYPASSRLS``, or a
 member of the owner role (who could switch the security off). Findings are the folder doctor's
-(``core.sessions.doctor``), so the report reads the same.
+(``core.folder.doctor``), so the report reads the same.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import psycopg
 from core.database.connect import OWNER_ROLE, SCHEMA, connect
 from core.database.errors import server_words
 from core.database.schema import INIT_COMMAND, SCHEMA_VERSION, TABLES, ownership_problems, schema_state
-from core.sessions.doctor import Diagnosis, Finding
+from core.folder.doctor import Diagnosis, Finding
 
 _WHERE = f"schema {SCHEMA}"
 

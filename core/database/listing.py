@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import SessionQueryError
+from core.folder.jsonl_header import HEADER_LIMIT, SESSION_QUERY_CORRUPT, header_from_line
 from core.serialization import js_json_stringify
-from core.sessions.jsonl_header import HEADER_LIMIT, SESSION_QUERY_CORRUPT, header_from_line
-from core.sessions.jsonl_listing import StoreProblem
-from core.sessions.models import SessionHeader, SessionRecord, trusted_record
+from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, trusted_record
 from core.sessions.query import listing_order_key
 
 Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]

@@ -20,21 +20,21 @@ from core.database.search import PgMessageIndex
 from core.database.watch import NotifyWatcher
 from core.database.writers import PgWriters
 from core.errors import SessionQueryError
+from core.folder.jsonl_codec import load_log
+from core.folder.jsonl_header import HEADER_LIMIT, SESSION_QUERY_CORRUPT
+from core.folder.watch import ChangeCallback
 from core.serialization import js_json_stringify
-from core.sessions.jsonl_codec import load_log
-from core.sessions.jsonl_header import HEADER_LIMIT, SESSION_QUERY_CORRUPT
-from core.sessions.jsonl_listing import StoreProblem
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
     SessionRecord,
     StoredSession,
+    StoreProblem,
     SurfaceSnapshot,
     TitleSnapshot,
 )
 from core.sessions.session import not_found
 from core.sessions.surface import events_at
-from core.sessions.watch import ChangeCallback
 
 StoredRevision = int
 """A session's revision in the database: a number from one sequence, new with every change."""

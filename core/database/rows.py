@@ -17,10 +17,10 @@ from core.database.connect import connect
 from core.database.errors import server_words
 from core.database.search import Message, SearchDelta, storable, write_search_delta
 from core.errors import SessionQueryError
+from core.folder.jsonl_header import header_line
+from core.folder.jsonl_writer import SESSION_QUERY_LOCKED, SESSION_QUERY_WRITE_FAILED
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
-from core.sessions.jsonl_header import header_line
-from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED, SESSION_QUERY_WRITE_FAILED
 from core.sessions.models import SessionEvent, SessionHeader
 from core.sessions.session import already_exists
 

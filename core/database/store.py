@@ -49,14 +49,15 @@ from core.database.search import PgMessageIndex, searchable
 from core.database.teams import SESSION_QUERY_NOT_OWNER, SESSION_QUERY_UNKNOWN_TEAM, TeamSharing, not_owner
 from core.database.watch import NotifyWatcher
 from core.database.writers import PgWriters
+from core.folder.watch import ChangeCallback
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
-from core.sessions.jsonl_listing import StoreProblem
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
     SessionRecord,
     StoredSession,
+    StoreProblem,
     SurfaceSnapshot,
     TitleSnapshot,
 )
@@ -71,7 +72,6 @@ from core.sessions.session import (
     system_clock,
 )
 from core.sessions.surface import fold_surface
-from core.sessions.watch import ChangeCallback
 
 __all__ = [
     "SCHEMA_VERSION",

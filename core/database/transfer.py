@@ -22,12 +22,12 @@ import zstandard
 
 from core.database.store import PostgresSessionStore
 from core.errors import SessionQueryError
+from core.folder import jsonl_writer
+from core.folder.either_encoding import EitherEncoding
+from core.folder.jsonl_header import header_line
+from core.folder.jsonl_layout import Compression, session_file
 from core.serialization import js_json_stringify
-from core.sessions import jsonl_writer
 from core.sessions.chunk_rows import pack_chunk_runs
-from core.sessions.either_encoding import EitherEncoding
-from core.sessions.jsonl_header import header_line
-from core.sessions.jsonl_layout import Compression, session_file
 from core.sessions.models import SessionEvent, SessionHeader, SessionRecord
 
 Progress = Callable[[int, int], None]

@@ -20,7 +20,7 @@ import psycopg
 
 from core.database.connect import connect
 from core.database.errors import server_words
-from core.sessions.watch import LONGEST_BURST, QUIET, ChangeCallback
+from core.folder.watch import LONGEST_BURST, QUIET, ChangeCallback
 
 CHANNEL = "sessionref_changed"
 RETRY_FIRST = 0.25

@@ -28,7 +28,7 @@ from core.database.errors import server_words
 from core.database.rows import append_rows, lock_session, seqs_of, unlock_and_close, write_failed
 from core.database.search import Message, SearchDelta, search_delta
 from core.errors import SessionQueryError
-from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
+from core.folder.jsonl_writer import SESSION_QUERY_LOCKED
 from core.sessions.models import SessionHeader
 from core.sessions.session import Session, already_exists
 

@@ -19,9 +19,9 @@ import sys
 from collections.abc import Sequence
 
 from core.errors import SessionQueryError
+from core.folder.jsonl_store import JsonlSessionStore
 from core.search.body_index import BodyIndex, index_path_beside
 from core.search.index_values import INDEX_READ_ONLY, IndexUnavailable, indexed_session, revision_key
-from core.sessions.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionHeader
 
 EXIT_STORE = 3

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from core.files import describe, kind_of
+from core.folder.jsonl_writer import PRIVATE_FILE, make_private_dirs
 from core.search.index_chunks import (
     CHUNK_BYTES,
 )
@@ -27,7 +28,6 @@ from core.search.index_values import (
     IndexStatus,
     IndexUnavailable,
 )
-from core.sessions.jsonl_writer import PRIVATE_FILE, make_private_dirs
 
 INDEX_SCHEMA = 4
 """Bumped whenever the tables or the indexed text change: an older file is rebuilt."""

@@ -7,6 +7,7 @@ keys in contract order and absent optionals omitted; ``Model.model_validate(wire
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -345,3 +346,13 @@ class StoredSession:
     """A file's revision (a folder store); a database store's revision number there."""
     surface: SurfaceSnapshot
     title: TitleSnapshot | None
+
+
+@dataclass
+class StoreProblem:
+    """A session file that could not be listed or read, with the reason."""
+
+    path: Path
+    message: str
+    code: str | None = None
+    """``SESSION_QUERY_WRONG_ENCODING`` for a readable file of the other encoding; else ``None``."""

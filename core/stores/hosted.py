@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from core.folder.jsonl_store import JsonlSessionStore
 from core.search.message_index import MessageIndex
-from core.sessions.jsonl_listing import StoreProblem
-from core.sessions.jsonl_store import JsonlSessionStore
+from core.sessions.models import StoreProblem
 from core.stores.session_store import SessionStore
 
 

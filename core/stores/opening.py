@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Literal, overload
 
-from core.sessions.jsonl_layout import Compression
-from core.sessions.jsonl_store import JsonlSessionStore
+from core.folder.jsonl_layout import Compression
+from core.folder.jsonl_store import JsonlSessionStore
 from core.sessions.session import Clock, system_clock
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ Result = TypeVar("Result")
 
 if TYPE_CHECKING:
     from core.database.store import PostgresSessionStore
-    from core.sessions.jsonl_store import JsonlSessionStore
+    from core.folder.jsonl_store import JsonlSessionStore
     from core.sessions.session import MemorySessionStore
 
 

@@ -33,7 +33,7 @@ from core.agent.compaction import CompactionPolicy
 from core.agent.loop import ContextSettings
 from core.agent.tokens import WindowMemory
 from core.agent.tool_steps import ToolSettings
-from core.sessions.doctor import diagnose, format_diagnosis
+from core.folder.doctor import diagnose, format_diagnosis
 from core.settings import (
     ConfigError,
     Effective,

@@ -198,7 +198,14 @@ class Sender:
             self._repaint = None
 
     def _news(self, _what: object) -> None:
-        if self._following is not None and self._repaint is None:
+        if self._following is None:
+            return
+        if self._workspace.agent.status == "idle":
+            # The reply is over: its last events are painted now, not a tick later.
+            if self._repaint is not None:
+                self._repaint.stop()
+            self._stream_tick()
+        elif self._repaint is None:
             self._repaint = self._host.set_timer(STREAM_TICK, self._stream_tick)
 
     def _stream_tick(self) -> None:

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from core.collector import collector_paused
-from core.files import open_regular
-from core.sessions.jsonl_listing import Revision, StoreProblem
-from core.sessions.log_cache import file_revision
+from core.files import Revision, file_revision, open_regular
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
     SessionRecord,
+    StoreProblem,
     SurfaceSnapshot,
     TitleSnapshot,
     trusted_event,

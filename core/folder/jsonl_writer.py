@@ -15,8 +15,8 @@ from pathlib import Path
 
 from core.errors import SessionQueryError
 from core.files import open_regular
+from core.folder.jsonl_codec import LoadedLog
 from core.serialization import js_json_stringify
-from core.sessions.jsonl_codec import LoadedLog
 from core.sessions.session import already_exists
 
 SESSION_QUERY_LOCKED = "SESSION_QUERY_SESSION_LOCKED"

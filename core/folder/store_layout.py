@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 from core.errors import SessionQueryError
-from core.sessions.jsonl_header import SESSION_QUERY_CORRUPT, _read_header
-from core.sessions.jsonl_layout import (
+from core.folder.jsonl_header import SESSION_QUERY_CORRUPT, _read_header
+from core.folder.jsonl_layout import (
     _FILE_NAMES,
     SESSION_QUERY_WRONG_ENCODING,
     Compression,

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import SessionQueryError
+from core.folder.jsonl_layout import ENCODINGS, SESSION_QUERY_WRONG_ENCODING, Compression
+from core.folder.jsonl_store import JsonlSessionStore
 from core.serialization import js_json_stringify
-from core.sessions.jsonl_layout import ENCODINGS, SESSION_QUERY_WRONG_ENCODING, Compression
-from core.sessions.jsonl_listing import StoreProblem
-from core.sessions.jsonl_store import JsonlSessionStore
-from core.sessions.models import SessionEvent, SessionHeader, SessionRecord
+from core.sessions.models import SessionEvent, SessionHeader, SessionRecord, StoreProblem
 from core.sessions.session import not_found
 
 SESSION_QUERY_ENCODING_CONFLICT = "SESSION_QUERY_ENCODING_CONFLICT"

@@ -4,15 +4,13 @@ or special file is followed out of the store)."""
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from pathlib import Path
 
 from core.errors import SessionQueryError
-from core.files import UNSAFE_PATH, UnsafeFile, check_folders, read_regular
-from core.sessions.jsonl_codec import LoadedLog, load_log
-from core.sessions.jsonl_layout import Compression
-from core.sessions.jsonl_listing import Revision
+from core.files import UNSAFE_PATH, Revision, UnsafeFile, check_folders, file_revision, read_regular
+from core.folder.jsonl_codec import LoadedLog, load_log
+from core.folder.jsonl_layout import Compression
 from core.sessions.models import StoredSession, SurfaceSnapshot
 from core.sessions.surface import events_at
 
@@ -20,18 +18,6 @@ LOG_CACHE_SIZE = 32
 """Parsed logs a store keeps for re-reads (most recently read first out last). A host that reads
 every session once (a preview walk, a reader beside a writer) must not keep them all: the memory
 grows with the store, and every full collection walks it."""
-
-
-def file_revision(path: str | os.PathLike[str], *, follow: bool = False) -> Revision:
-    """A file's revision (device, inode, size, mtime): another one means the file changed.
-
-    The store's own files are never symlinks (``lstat``); other tools' may be (``follow``).
-
-    Raises:
-        OSError: the file cannot be stat'ed (gone, say).
-    """
-    stat = os.stat(path) if follow else os.lstat(path)
-    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def unsafe(error: UnsafeFile) -> SessionQueryError:

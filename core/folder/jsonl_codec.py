@@ -18,9 +18,9 @@ import zstandard
 
 from core.collector import collector_paused
 from core.errors import SessionQueryError
+from core.folder.jsonl_header import SESSION_QUERY_CORRUPT, corrupt_session, header_from_row, json_line
+from core.folder.jsonl_layout import Compression
 from core.sessions.chunk_rows import ROW_TYPES, MalformedRowError, expand_chunk_row
-from core.sessions.jsonl_header import SESSION_QUERY_CORRUPT, corrupt_session, header_from_row, json_line
-from core.sessions.jsonl_layout import Compression
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,

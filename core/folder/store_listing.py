@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import SessionQueryError
+from core.files import Revision
+from core.folder.jsonl_listing import Changes, SessionFiles
+from core.folder.listing_cache import load_listing, save_listing
 from core.serialization import js_json_stringify
-from core.sessions.jsonl_listing import Changes, Revision, SessionFiles, StoreProblem
-from core.sessions.listing_cache import load_listing, save_listing
-from core.sessions.models import SessionHeader, SessionRecord
+from core.sessions.models import SessionHeader, SessionRecord, StoreProblem
 from core.sessions.query import listing_order_key
 
 LISTING_SAVE_EVERY = 30.0

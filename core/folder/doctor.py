@@ -18,9 +18,8 @@ from typing import Any, Literal
 from core.display import visible
 from core.errors import SessionQueryError
 from core.files import UNSAFE_PATH, UnsafeFile, describe, kind_of, read_regular
-from core.serialization import js_json_stringify
-from core.sessions.jsonl_codec import load_log
-from core.sessions.jsonl_layout import (
+from core.folder.jsonl_codec import load_log
+from core.folder.jsonl_layout import (
     _FILE_NAMES,
     ENCODING_NAMES,
     SESSION_QUERY_WRONG_ENCODING,
@@ -28,6 +27,7 @@ from core.sessions.jsonl_layout import (
     other_encoding,
     session_file,
 )
+from core.serialization import js_json_stringify
 
 Severity = Literal["error", "warning", "info"]
 """``error`` and ``warning`` need attention (``doctor`` exits 1); ``info`` is only reported."""

@@ -14,8 +14,8 @@ import zstandard
 
 from core.errors import SessionQueryError
 from core.files import open_regular_sized, read_head
+from core.folder.jsonl_layout import Compression
 from core.serialization import js_json_stringify
-from core.sessions.jsonl_layout import Compression
 from core.sessions.models import SessionHeader
 
 SESSION_QUERY_CORRUPT = "SESSION_QUERY_CORRUPT_SESSION"

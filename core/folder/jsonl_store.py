@@ -12,24 +12,28 @@ import zstandard
 
 from core.collector import collector_paused
 from core.errors import SessionQueryError
-from core.files import UnsafeFile, check_folders
-from core.serialization import js_json_stringify
-from core.sessions import jsonl_writer as writer
-from core.sessions.chunk_rows import pack_chunk_runs
-from core.sessions.jsonl_codec import LoadedLog, load_log
-from core.sessions.jsonl_header import header_line
-from core.sessions.jsonl_layout import (
+from core.files import Revision, UnsafeFile, check_folders
+from core.folder import jsonl_writer as writer
+from core.folder.jsonl_codec import LoadedLog, load_log
+from core.folder.jsonl_header import header_line
+from core.folder.jsonl_layout import (
     _FILE_NAMES,
     Compression,
 )
-from core.sessions.jsonl_listing import Revision, SessionFiles, StoreProblem
-from core.sessions.jsonl_writer import SESSION_QUERY_LOCKED
-from core.sessions.log_cache import LogCache, unsafe
+from core.folder.jsonl_listing import SessionFiles
+from core.folder.jsonl_writer import SESSION_QUERY_LOCKED
+from core.folder.log_cache import LogCache, unsafe
+from core.folder.store_layout import StoreLayout
+from core.folder.store_listing import StoreListing
+from core.folder.watch import ChangeCallback, StoreWatcher
+from core.serialization import js_json_stringify
+from core.sessions.chunk_rows import pack_chunk_runs
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
     SessionRecord,
     StoredSession,
+    StoreProblem,
     SurfaceSnapshot,
     TitleSnapshot,
 )
@@ -42,10 +46,7 @@ from core.sessions.session import (
     not_found,
     system_clock,
 )
-from core.sessions.store_layout import StoreLayout
-from core.sessions.store_listing import StoreListing
 from core.sessions.surface import events_at
-from core.sessions.watch import ChangeCallback, StoreWatcher
 
 SESSION_QUERY_READ_FAILED = "SESSION_QUERY_READ_FAILED"
 """A session file exists but cannot be opened (permissions, or a folder where the file belongs)."""

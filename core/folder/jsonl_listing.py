@@ -13,20 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.files import UNSAFE_PATH, describe, kind_of
-from core.sessions.jsonl_layout import SESSION_QUERY_WRONG_ENCODING
-
-Revision = tuple[int, int, int, int]
-
-
-@dataclass
-class StoreProblem:
-    """A session file that could not be listed or read, with the reason."""
-
-    path: Path
-    message: str
-    code: str | None = None
-    """``SESSION_QUERY_WRONG_ENCODING`` for a readable file of the other encoding; else ``None``."""
+from core.files import UNSAFE_PATH, Revision, describe, kind_of
+from core.folder.jsonl_layout import SESSION_QUERY_WRONG_ENCODING
+from core.sessions.models import StoreProblem
 
 
 def unsafe_problem(path: str, kind: str) -> StoreProblem:
