@@ -18,7 +18,7 @@ from core.constants import (
     PROMPT_REQUEST_DELIMITER,
     SESSION_REFERENCE_SCHEME,
 )
-from core.errors import SessionQueryError, SessionReferenceError
+from core.errors import ReferenceCancelled, SessionQueryError, SessionReferenceError, SessionrefError
 from core.folder.jsonl_store import JsonlSessionStore
 from core.reference.baking import bake_prompt_message
 from core.reference.projection import project_conversation
@@ -100,6 +100,7 @@ __all__ = [
     "ParsedReferenceText",
     "PreparedMessage",
     "ProjectedItem",
+    "ReferenceCancelled",
     "ReferenceConfig",
     "ReferenceInput",
     "RetainedSource",
@@ -115,6 +116,7 @@ __all__ = [
     "SessionReferenceError",
     "SessionReferenceService",
     "SessionSearch",
+    "SessionrefError",
     "Snippet",
     "StoreProblem",
     "StoredSession",

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from typing import Any, Callable
 
-from core.errors import CANCELLED, SessionReferenceError
+from core.errors import ReferenceCancelled
 
 
 class AbortSignal:
@@ -43,7 +43,7 @@ class AbortSignal:
         return remove
 
     def throw_if_aborted(self) -> None:
-        """Raise ``SessionReferenceError(CANCELLED)`` if aborted."""
+        """Raise ``ReferenceCancelled`` (``SESSION_REFERENCE_CANCELLED``) if aborted."""
         if self._aborted:
             raise cancelled_error(self)
 
@@ -70,9 +70,9 @@ class AbortController:
         self.signal._fire(reason)
 
 
-def cancelled_error(signal: AbortSignal | None) -> SessionReferenceError:
+def cancelled_error(signal: AbortSignal | None) -> ReferenceCancelled:
     """The ``SESSION_REFERENCE_CANCELLED`` error, chained to the abort reason when it is an exception."""
-    error = SessionReferenceError("session reference operation was cancelled", CANCELLED)
+    error = ReferenceCancelled("session reference operation was cancelled")
     if signal is not None and isinstance(signal.reason, BaseException):
         error.__cause__ = signal.reason
     return error
@@ -91,7 +91,7 @@ async def race_abort(awaitable: Any, signal: AbortSignal | None) -> Any:
     is raised immediately. Cancelling the calling task cancels the work too.
 
     Raises:
-        SessionReferenceError: ``CANCELLED`` when the signal aborts first.
+        ReferenceCancelled: when the signal aborts first.
         Exception: whatever the awaitable raised.
     """
     task = asyncio.ensure_future(awaitable)

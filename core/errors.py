@@ -1,4 +1,11 @@
-"""The two exception types of the engine, each carrying a stable ``code``."""
+"""The engine's errors: one base, ``SessionrefError(message, code)``, whose ``code`` is stable.
+
+Its kinds: ``SessionReferenceError`` (referencing, CONTRACT §9; ``ReferenceCancelled`` when an
+abort stopped it), ``SessionQueryError`` (a store), and, where they are raised, ``ModelError``
+(``core.agent.chat_models``), ``CompactionError`` (``core.agent.compaction``), ``IndexUnavailable``
+(``core.search.index_values``) and ``ConfigError`` (``core.settings``). A host catches
+``SessionrefError`` to show any of them as one line: the message and its code.
+"""
 
 from __future__ import annotations
 
@@ -28,28 +35,44 @@ SESSION_QUERY_INVALID_EVENT: Final = "SESSION_QUERY_INVALID_EVENT"
 SESSION_QUERY_SESSION_EXISTS: Final = "SESSION_QUERY_SESSION_EXISTS"
 
 
-class SessionReferenceError(Exception):
+class SessionrefError(Exception):
+    """Any error of the engine: ``message`` (also ``str()``) and a stable ``code``."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class SessionReferenceError(SessionrefError):
     """A session-reference operation failed; ``code`` says why (CONTRACT §9).
 
     ``str(error)`` is the human-readable message. A wrapped failure is chained as ``__cause__``.
     """
 
     def __init__(self, message: str, code: SessionReferenceErrorCode) -> None:
-        super().__init__(message)
+        super().__init__(message, code)
         self.code: SessionReferenceErrorCode = code
-        self.message = message
 
     def __repr__(self) -> str:
         return f"SessionReferenceError({self.message!r}, code={self.code!r})"
 
 
-class SessionQueryError(Exception):
+class ReferenceCancelled(SessionReferenceError):
+    """An abort stopped a lookup or a preparation (code ``SESSION_REFERENCE_CANCELLED``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, CANCELLED)
+
+    def __repr__(self) -> str:
+        return f"ReferenceCancelled({self.message!r})"
+
+
+class SessionQueryError(SessionrefError):
     """A session store or query operation failed; ``code`` is stable, e.g. ``SESSION_QUERY_SESSION_NOT_FOUND``."""
 
     def __init__(self, message: str, code: str, *, offset: int | None = None, detail: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(message, code)
         self.offset = offset
         """For a damaged file: the byte offset of the damage (else ``None``)."""
         self.detail = detail

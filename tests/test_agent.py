@@ -156,7 +156,7 @@ async def test_cancel_mid_stream_keeps_what_arrived_and_ends_aborted(store) -> N
 
 async def test_model_error_ends_the_turn_with_code_and_message(store) -> None:
     session = store.create("chat")
-    loop = AgentLoop(session, ScriptedModel(["so far"], fail=ModelError("MODEL_SERVER_ERROR", "boom (HTTP 500)")))
+    loop = AgentLoop(session, ScriptedModel(["so far"], fail=ModelError("boom (HTTP 500)", "MODEL_SERVER_ERROR")))
     await loop.followup([text("go")])
     await loop.when_idle()
     end = session.events[-1]
@@ -497,7 +497,7 @@ async def test_the_loop_and_its_session_tell_their_news_instead_of_being_polled(
 def test_a_failed_compaction_is_taken_once(store) -> None:
     session = store.create("chat")
     loop = AgentLoop(session, ScriptedModel(["x"]))
-    failure = CompactionError("COMPACTION_FAILED", "the summary request failed")
+    failure = CompactionError("the summary request failed", "COMPACTION_FAILED")
     loop.keeper.compaction_error = failure
     assert loop.compaction_error is failure
     assert loop.take_compaction_error() is failure

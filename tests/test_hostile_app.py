@@ -73,7 +73,7 @@ async def test_a_server_error_with_markup_is_shown_as_text(demo_template: Path, 
         provider = "test"
 
         async def stream(self, messages: Any, *, signal: Any, max_tokens: int | None = None) -> Any:
-            raise ModelError("MODEL_SERVER_ERROR", "the model API failed (HTTP 500): overloaded [/] \x1b[2J")
+            raise ModelError("the model API failed (HTTP 500): overloaded [/] \x1b[2J", "MODEL_SERVER_ERROR")
             yield {}
 
     app, _ = open_app(demo_template, tmp_path / "store", model=Overloaded())

@@ -183,7 +183,7 @@ class FailingModel:
     provider = "test"
 
     async def stream(self, messages: list[dict[str, Any]], *, signal: Any) -> Any:
-        raise ModelError("MODEL_UNAUTHORIZED", "the model API refused the key (HTTP 401)")
+        raise ModelError("the model API refused the key (HTTP 401)", "MODEL_UNAUTHORIZED")
         yield {}
 
 

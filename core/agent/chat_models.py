@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 from core.abort import AbortSignal, race_abort
 from core.agent.wire import wire_messages
 from core.constants import PROMPT_REQUEST_DELIMITER
-from core.errors import SessionReferenceError
+from core.errors import SessionReferenceError, SessionrefError
 from core.reference.retention import OMISSION_NOTICE_HEAD
 from core.serialization import stringify_tag_safe_json, utf8_length
 
@@ -24,18 +24,16 @@ MODEL_REPLY_TOO_LARGE = "MODEL_REPLY_TOO_LARGE"
 """A reply passed its size cap: the stream is closed, what arrived is kept."""
 
 
-class ModelError(Exception):
+class ModelError(SessionrefError):
     """A model call failed; ``code`` is stable (``MODEL_*``) and the message says what to do.
 
     ``context_limit`` is the window a ``MODEL_CONTEXT_LENGTH`` error stated, when it stated one.
     """
 
     def __init__(
-        self, code: str, message: str, *, retry_after: float | None = None, context_limit: int | None = None
+        self, message: str, code: str, *, retry_after: float | None = None, context_limit: int | None = None
     ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(message, code)
         self.retry_after = retry_after
         self.context_limit = context_limit
 
@@ -66,7 +64,7 @@ class ChatModel(Protocol):
 
 
 def _backend_failure(model: ChatModel, error: Exception) -> ModelError:
-    return ModelError("MODEL_FAILED", f"the model {model.name!r} failed: {type(error).__name__}: {error}")
+    return ModelError(f"the model {model.name!r} failed: {type(error).__name__}: {error}", "MODEL_FAILED")
 
 
 async def model_chunks(
@@ -107,8 +105,8 @@ async def model_chunks(
                 if deadline is None or asyncio.get_running_loop().time() < deadline:
                     raise _backend_failure(model, error) from error  # the backend's own, not the limit
                 raise ModelError(
-                    MODEL_TIMEOUT,
                     f"the reply did not finish within {seconds:g} s (its time limit); what arrived is kept",
+                    MODEL_TIMEOUT,
                 ) from None
             except (ModelError, SessionReferenceError):
                 raise

@@ -33,7 +33,7 @@ from core.agent.chat_models import SUMMARY_REQUEST_MARK, ChatModel, ModelError, 
 from core.agent.context import ContextReading, estimate_event
 from core.agent.tokens import estimate_history, estimate_text
 from core.constants import COMPACT_CHECKPOINT_SOURCE
-from core.errors import SessionReferenceError
+from core.errors import SessionReferenceError, SessionrefError
 from core.reference.projection import is_compact_checkpoint_source
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
@@ -100,16 +100,14 @@ CONTEXT_PROMPT_TOO_LARGE = "CONTEXT_PROMPT_TOO_LARGE"
 """A prompt cannot fit the model's window even with the whole history compacted."""
 
 
-class CompactionError(Exception):
+class CompactionError(SessionrefError):
     """Compaction or a context check failed; ``code`` is stable and the message says what to do.
 
     ``context_limit`` is the window a summary request's context-length error stated, if any.
     """
 
-    def __init__(self, code: str, message: str, *, context_limit: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+    def __init__(self, message: str, code: str, *, context_limit: int | None = None) -> None:
+        super().__init__(message, code)
         self.context_limit = context_limit
 
 
@@ -389,7 +387,7 @@ async def compact(
         room_tokens=room,
     )
     if not shadowed:
-        raise CompactionError(COMPACTION_NOTHING, "there is no older history to compact yet")
+        raise CompactionError("there is no older history to compact yet", COMPACTION_NOTHING)
     messages: list[dict[str, Any]] = []
     sizes: list[float] = []
     for event in shadowed:
@@ -402,7 +400,7 @@ async def compact(
     budget = ((window - reading.reserve - cap) / ratio - instruction - allowance) * SPLIT_MARGIN
     if budget < 256:
         raise CompactionError(
-            COMPACTION_FAILED, f"the model's window ({window:,} tokens) is too small to summarize anything in"
+            f"the model's window ({window:,} tokens) is too small to summarize anything in", COMPACTION_FAILED
         )
     parts = plan_parts(messages, budget, sizes)
     summary: str | None = None
@@ -417,29 +415,29 @@ async def compact(
             )
             usage = _add_usage(usage, part_usage)
             if not text.strip():
-                raise CompactionError(COMPACTION_FAILED, "the model wrote an empty summary")
+                raise CompactionError("the model wrote an empty summary", COMPACTION_FAILED)
             summary = text
     except SessionReferenceError as error:
-        raise CompactionError(COMPACTION_CANCELLED, "compaction was cancelled; nothing changed") from error
+        raise CompactionError("compaction was cancelled; nothing changed", COMPACTION_CANCELLED) from error
     except ModelError as error:
         if signal.aborted:
-            raise CompactionError(COMPACTION_CANCELLED, "compaction was cancelled; nothing changed") from error
+            raise CompactionError("compaction was cancelled; nothing changed", COMPACTION_CANCELLED) from error
         raise CompactionError(
-            COMPACTION_FAILED,
             f"the summary request failed: {error.message} ({error.code}); nothing changed",
+            COMPACTION_FAILED,
             context_limit=error.context_limit,
         ) from error
     if signal.aborted:
-        raise CompactionError(COMPACTION_CANCELLED, "compaction was cancelled; nothing changed")
+        raise CompactionError("compaction was cancelled; nothing changed", COMPACTION_CANCELLED)
     assert summary is not None
     blocks = [{"type": "text", "text": summary}]
     content = frame_summary(blocks)
     framed = estimate_history([{"role": "user", "content": content}])
     if framed >= shadowed_tokens:
         raise CompactionError(
-            COMPACTION_FAILED,
             f"the summary ({math.ceil(framed):,} tokens) is not smaller than what it replaces "
             f"({math.ceil(shadowed_tokens):,}); nothing changed",
+            COMPACTION_FAILED,
         )
     return _write(session, model, shadowed, shadowed_tokens, blocks, raw, usage, cap, turn, len(parts))
 

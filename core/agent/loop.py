@@ -177,7 +177,7 @@ class AgentLoop:
                 failed or cancelled (``cancel()``).
         """
         if self.status != "idle":
-            raise CompactionError("COMPACTION_BUSY", "wait for the reply to finish, then compact")
+            raise CompactionError("wait for the reply to finish, then compact", "COMPACTION_BUSY")
         controller = AbortController()
         self._abort = controller
         self._compaction_task = self._watched(self.keeper.compact(controller, turn=None, keep_from_seq=None))
@@ -303,9 +303,9 @@ class AgentLoop:
                 if outcome == "tool-calls":
                     if step > self.max_steps:
                         raise ModelError(
-                            TURN_STEP_LIMIT,
                             f"the turn reached its step limit ({self.max_steps} steps) while the model was still "
                             "calling tools; what it found is kept",
+                            TURN_STEP_LIMIT,
                         )
                     continue  # the next step sends the results
                 if outcome != "completed":

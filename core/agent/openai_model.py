@@ -35,27 +35,27 @@ def _error_for_status(response: httpx.Response, body: str) -> ModelError:
         detail = str(json.loads(body)["error"]["message"])
     if status in (401, 403):
         return ModelError(
-            "MODEL_UNAUTHORIZED",
             f"the model API refused the key (HTTP {status}): {detail}. Check DEEPSEEK_API_KEY / OPENAI_API_KEY.",
+            "MODEL_UNAUTHORIZED",
         )
     if status == 429:
         retry = response.headers.get("retry-after")
         after = float(retry) if retry and retry.replace(".", "", 1).isdigit() else None
         wait = f" Retry after {retry} s." if after is not None else " Wait a moment and retry."
         return ModelError(
-            "MODEL_RATE_LIMITED", f"the model API is rate limiting requests (HTTP 429).{wait}", retry_after=after
+            f"the model API is rate limiting requests (HTTP 429).{wait}", "MODEL_RATE_LIMITED", retry_after=after
         )
     if status in (400, 413, 422) and is_context_overflow(detail):
         limit = context_limit_in(detail)
         stated = f" The server's window is {limit:,} tokens." if limit is not None else ""
         return ModelError(
-            MODEL_CONTEXT_LENGTH,
             f"the request is larger than the model's context window (HTTP {status}): {detail}.{stated}",
+            MODEL_CONTEXT_LENGTH,
             context_limit=limit,
         )
     if status >= 500:
-        return ModelError("MODEL_SERVER_ERROR", f"the model API failed (HTTP {status}): {detail}. Try again later.")
-    return ModelError("MODEL_HTTP_ERROR", f"the model API rejected the request (HTTP {status}): {detail}")
+        return ModelError(f"the model API failed (HTTP {status}): {detail}. Try again later.", "MODEL_SERVER_ERROR")
+    return ModelError(f"the model API rejected the request (HTTP {status}): {detail}", "MODEL_HTTP_ERROR")
 
 
 MODEL_INVALID_API_KEY = "MODEL_INVALID_API_KEY"
@@ -179,15 +179,15 @@ class OpenAICompatibleModel:
         """
         if not self.api_key:
             raise ModelError(
-                "MODEL_MISSING_API_KEY",
                 f"no API key: set {self.key_source or 'DEEPSEEK_API_KEY (or OPENAI_API_KEY)'}, "
                 "or run with --model echo",
+                "MODEL_MISSING_API_KEY",
             )
         problem = key_problem(self.api_key)
         if problem is not None:
             where = self.key_source or "the key variable"
             raise ModelError(
-                MODEL_INVALID_API_KEY, f"the API key in {where} cannot be sent: {problem}. Fix the variable's value."
+                f"the API key in {where} cannot be sent: {problem}. Fix the variable's value.", MODEL_INVALID_API_KEY
             )
         body = {
             "model": self.name,
@@ -220,13 +220,13 @@ class OpenAICompatibleModel:
                     for chunk in _parse_chunk(payload, calls):
                         yield chunk
         except httpx.TimeoutException as error:
-            raise ModelError("MODEL_TIMEOUT", f"the model API did not answer within {self.timeout:g} s") from error
+            raise ModelError(f"the model API did not answer within {self.timeout:g} s", "MODEL_TIMEOUT") from error
         except httpx.ConnectError as error:
             raise ModelError(
-                "MODEL_CONNECTION_FAILED", f"could not connect to {self.base_url}: {error}. Check the base URL."
+                f"could not connect to {self.base_url}: {error}. Check the base URL.", "MODEL_CONNECTION_FAILED"
             ) from error
         except httpx.HTTPError as error:
-            raise ModelError("MODEL_MALFORMED_STREAM", f"the model stream broke off: {error}") from error
+            raise ModelError(f"the model stream broke off: {error}", "MODEL_MALFORMED_STREAM") from error
 
     async def stream(
         self,
@@ -255,15 +255,15 @@ class OpenAICompatibleModel:
             cause_is_clean = cause is None or mask_secret(str(cause), key) == str(cause)
             if message == error.message and cause_is_clean:
                 raise
-            clean = ModelError(error.code, message, retry_after=error.retry_after, context_limit=error.context_limit)
+            clean = ModelError(message, error.code, retry_after=error.retry_after, context_limit=error.context_limit)
             # The cause is kept only when it does not spell the key; the context never is.
             clean.__cause__ = cause if cause_is_clean else None
             clean.__suppress_context__ = True
             raise clean  # noqa: B904 - chained by hand above
         except Exception as error:
             failure = ModelError(
-                "MODEL_REQUEST_FAILED",
                 f"the request to the model API failed: {type(error).__name__}: {mask_secret(str(error), key)}",
+                "MODEL_REQUEST_FAILED",
             )
             failure.__suppress_context__ = True
             raise failure from None
@@ -283,8 +283,8 @@ async def _bounded_lines(response: httpx.Response, cap: int) -> AsyncIterator[st
         received += len(piece)
         if received > cap:
             raise ModelError(
-                MODEL_REPLY_TOO_LARGE,
                 f"the reply passed its size cap ({cap:,} bytes); the stream was closed, what arrived is kept",
+                MODEL_REPLY_TOO_LARGE,
             )
         pending += decoder.decode(piece)
         *lines, pending = pending.split("\n")  # only line ends: JSON may hold a raw U+2028
@@ -381,5 +381,5 @@ def _parse_chunk(payload: str, calls: dict[int, str] | None = None) -> list[dict
         return chunks
     except (ValueError, TypeError, AttributeError) as error:
         raise ModelError(
-            "MODEL_MALFORMED_STREAM", f"the model sent a malformed stream event: {payload[:120]!r}"
+            f"the model sent a malformed stream event: {payload[:120]!r}", "MODEL_MALFORMED_STREAM"
         ) from error

@@ -44,7 +44,7 @@ from core.agent.tool_texts import (
     tool_definitions,
 )
 from core.display import visible
-from core.errors import SessionQueryError, SessionReferenceError
+from core.errors import SessionQueryError, SessionReferenceError, SessionrefError
 from core.reference.projection import project_conversation
 from core.reference.retention import truncate_with_notice
 from core.reference.service import SessionReferenceService, build_context
@@ -78,11 +78,8 @@ class ToolResult:
     """One line for the transcript: what was looked at, and how much came back."""
 
 
-class _ToolError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class _ToolError(SessionrefError):
+    """A refused tool call (turned into an error result, never raised to the caller)."""
 
 
 DEFINITIONS: list[dict[str, Any]] = tool_definitions(READ_BYTES)
@@ -136,7 +133,7 @@ class SessionTools:
                 return _escaped(await self._reference(parsed))
             if name == "read_session":
                 return _escaped(await self._read(parsed))
-            raise _ToolError(TOOL_UNKNOWN, f"there is no tool named {json.dumps(name)}")
+            raise _ToolError(f"there is no tool named {json.dumps(name)}", TOOL_UNKNOWN)
         except _ToolError as error:
             message = escape_unsafe(f"{error.message} ({error.code})")
             return ToolResult(message, is_error=True, code=error.code, summary=error.code)
@@ -160,7 +157,7 @@ class SessionTools:
             else:
                 result = await asyncio.get_running_loop().run_in_executor(self._executor, search)
         except SessionReferenceError as error:
-            raise _ToolError(TOOL_READ_FAILED, f"the search failed: {visible(error.message)}") from None
+            raise _ToolError(f"the search failed: {visible(error.message)}", TOOL_READ_FAILED) from None
         hits = []
         for hit in result.hits:
             candidate = hit.candidate
@@ -205,9 +202,9 @@ class SessionTools:
             snapshot = await self.service.query.read_surface(session_id)
         except SessionQueryError as error:
             if error.code == "SESSION_QUERY_SESSION_NOT_FOUND":
-                raise _ToolError(TOOL_SESSION_NOT_FOUND, f"there is no session {json.dumps(session_id)}") from None
+                raise _ToolError(f"there is no session {json.dumps(session_id)}", TOOL_SESSION_NOT_FOUND) from None
             what = f"session {json.dumps(session_id)} cannot be read: {visible(error.message)}"
-            raise _ToolError(TOOL_READ_FAILED, what) from None
+            raise _ToolError(what, TOOL_READ_FAILED) from None
         items = project_conversation(snapshot)
         total = len(items)
         start = _integer(arguments, "from_message", 0, low=0, high=max(total - 1, 0))
@@ -232,11 +229,11 @@ class SessionTools:
             try:
                 session_id = decode_session_reference_uri(named)
             except SessionReferenceError:
-                raise _ToolError(TOOL_INVALID_ARGUMENTS, "session: not a valid dsh-session: URI") from None
+                raise _ToolError("session: not a valid dsh-session: URI", TOOL_INVALID_ARGUMENTS) from None
         elif _OTHER_URI.match(named):  # (ids may hold a colon: claude:<uuid>, codex:<uuid>)
-            raise _ToolError(TOOL_INVALID_ARGUMENTS, "session: a session's id or its dsh-session: URI, not another URI")
+            raise _ToolError("session: a session's id or its dsh-session: URI, not another URI", TOOL_INVALID_ARGUMENTS)
         if session_id == self.target.id:
-            raise _ToolError(TOOL_SELF_REFERENCE, "that is this session itself: it is already in the conversation")
+            raise _ToolError("that is this session itself: it is already in the conversation", TOOL_SELF_REFERENCE)
         return session_id
 
     async def _records(self) -> tuple[Sequence[SessionRecord], Mapping[str, str | None]]:
@@ -245,7 +242,7 @@ class SessionTools:
         try:
             records = await self.service.query.list_sessions()
         except SessionQueryError as error:
-            raise _ToolError(TOOL_READ_FAILED, f"the sessions cannot be listed: {visible(error.message)}") from None
+            raise _ToolError(f"the sessions cannot be listed: {visible(error.message)}", TOOL_READ_FAILED) from None
         return records, {}
 
 
@@ -316,12 +313,12 @@ class _Page:
 
 def _refusal(session_id: str, error: SessionReferenceError) -> _ToolError:
     if error.code == "SESSION_REFERENCE_SELF_REFERENCE":
-        return _ToolError(TOOL_SELF_REFERENCE, "that is this session itself: it is already in the conversation")
+        return _ToolError("that is this session itself: it is already in the conversation", TOOL_SELF_REFERENCE)
     cause = error.__cause__
     if isinstance(cause, SessionQueryError) and cause.code == "SESSION_QUERY_SESSION_NOT_FOUND":
-        return _ToolError(TOOL_SESSION_NOT_FOUND, f"there is no session {json.dumps(session_id)}")
+        return _ToolError(f"there is no session {json.dumps(session_id)}", TOOL_SESSION_NOT_FOUND)
     what = f"session {json.dumps(session_id)} cannot be referenced: {visible(error.message)}"
-    return _ToolError(TOOL_READ_FAILED, what)
+    return _ToolError(what, TOOL_READ_FAILED)
 
 
 def _escaped(result: ToolResult) -> ToolResult:
@@ -336,22 +333,22 @@ def _size(text: str) -> str:
 def _arguments(arguments: str | Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(arguments, str):
         if len(arguments) > 65536:
-            raise _ToolError(TOOL_INVALID_ARGUMENTS, "the arguments are longer than any call needs")
+            raise _ToolError("the arguments are longer than any call needs", TOOL_INVALID_ARGUMENTS)
         try:
             parsed = json.loads(arguments or "{}")
         except ValueError:
-            raise _ToolError(TOOL_INVALID_ARGUMENTS, "the arguments are not a JSON object") from None
+            raise _ToolError("the arguments are not a JSON object", TOOL_INVALID_ARGUMENTS) from None
     else:
         parsed = arguments
     if not isinstance(parsed, Mapping):
-        raise _ToolError(TOOL_INVALID_ARGUMENTS, "the arguments are not a JSON object")
+        raise _ToolError("the arguments are not a JSON object", TOOL_INVALID_ARGUMENTS)
     return parsed
 
 
 def _only(arguments: Mapping[str, Any], allowed: set[str]) -> None:
     unknown = sorted(str(key) for key in arguments if key not in allowed)
     if unknown:
-        raise _ToolError(TOOL_INVALID_ARGUMENTS, f"unknown argument {json.dumps(unknown[0])}")
+        raise _ToolError(f"unknown argument {json.dumps(unknown[0])}", TOOL_INVALID_ARGUMENTS)
 
 
 def _string(arguments: Mapping[str, Any], name: str, *, required: bool = False) -> str:
@@ -359,14 +356,14 @@ def _string(arguments: Mapping[str, Any], name: str, *, required: bool = False) 
     if value is None and not required:
         return ""
     if not isinstance(value, str) or not value or len(value) > 4096:
-        raise _ToolError(TOOL_INVALID_ARGUMENTS, f"{name}: a non-empty string is required")
+        raise _ToolError(f"{name}: a non-empty string is required", TOOL_INVALID_ARGUMENTS)
     return value
 
 
 def _integer(arguments: Mapping[str, Any], name: str, default: int, *, low: int, high: int) -> int:
     value = arguments.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _ToolError(TOOL_INVALID_ARGUMENTS, f"{name}: an integer is required")
+        raise _ToolError(f"{name}: an integer is required", TOOL_INVALID_ARGUMENTS)
     if not low <= value <= high:
-        raise _ToolError(TOOL_OUT_OF_RANGE, f"{name}: {value} is outside {low}–{high}")
+        raise _ToolError(f"{name}: {value} is outside {low}–{high}", TOOL_OUT_OF_RANGE)
     return value

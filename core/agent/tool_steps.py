@@ -23,7 +23,7 @@ from typing import Any
 
 from core.abort import AbortSignal, race_abort
 from core.agent.session_tools import READ_BYTES, SessionTools, ToolResult
-from core.errors import SessionReferenceError
+from core.errors import ReferenceCancelled, SessionReferenceError
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
 
@@ -123,7 +123,7 @@ async def run_calls(
         )
         try:
             if signal.aborted:
-                raise SessionReferenceError("aborted", "SESSION_REFERENCE_CANCELLED")
+                raise ReferenceCancelled("aborted")
             if tools is None:
                 result = ToolResult("tools are off in this session (TOOL_UNKNOWN)", is_error=True, code="TOOL_UNKNOWN")
             else:

@@ -25,7 +25,7 @@ from core.agent.compaction import (
 )
 from core.agent.context import ContextMeter, ContextReading
 from core.agent.tokens import ContextWindow, WindowMemory, estimate_history, resolve_window
-from core.errors import SessionReferenceError
+from core.errors import ReferenceCancelled
 from core.listeners import Listeners
 from core.reference.baking import bake_prompt_message
 from core.sessions.models import HookContext, SessionEvent
@@ -124,11 +124,11 @@ class WindowKeeper:
         window = self.window
         if floor > window.tokens:
             raise CompactionError(
-                CONTEXT_PROMPT_TOO_LARGE,
                 f"this message needs about {floor:,} tokens (with room for the reply), more than "
                 f"{self.model.name}'s window of {window.tokens:,} tokens ({window.source}), even with the "
                 "history compacted: reference fewer sessions, lower the reference budget "
                 "(--max-reference-bytes), or use a model with a larger window",
+                CONTEXT_PROMPT_TOO_LARGE,
             )
 
     def _progress(self, progress: CompactionProgress) -> None:
@@ -192,7 +192,7 @@ class WindowKeeper:
             await self.compact(controller, turn=turn, keep_from_seq=prompt.seq)
         except CompactionError as error:
             if error.code == COMPACTION_CANCELLED:
-                raise SessionReferenceError(error.message, "SESSION_REFERENCE_CANCELLED") from error
+                raise ReferenceCancelled(error.message) from error
             self.compaction_error = error
 
     def learn(self, error: ModelError) -> None:

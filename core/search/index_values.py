@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from core.errors import SessionrefError
 from core.reference.projection import project_conversation
 from core.sessions.models import ProjectedItem, SurfaceSnapshot, TitleSnapshot
 
@@ -81,10 +82,5 @@ class Reader(Protocol):
     def __call__(self, session_id: str) -> IndexedSession | None: ...
 
 
-class IndexUnavailable(Exception):
+class IndexUnavailable(SessionrefError):
     """The index cannot be used right now; ``code`` is one of the ``SEARCH_INDEX_*`` codes."""
-
-    def __init__(self, message: str, code: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message

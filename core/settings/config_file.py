@@ -18,6 +18,7 @@ from typing import Any, Optional
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from core.errors import SessionrefError
 from core.settings.declared import Declared, declarations, value_type
 
 CONFIG_INVALID = "SESSIONREF_CONFIG_INVALID"
@@ -33,10 +34,11 @@ def window_memory_path() -> str:
     return os.path.join(platformdirs.user_state_dir("sessionref", appauthor=False), "context-windows.json")
 
 
-class ConfigError(Exception):
+class ConfigError(SessionrefError):
     """Settings that cannot be used: ``str()`` is the one line to print; exit code 2."""
 
-    code = CONFIG_INVALID
+    def __init__(self, message: str, code: str = CONFIG_INVALID) -> None:
+        super().__init__(message, code)
 
 
 _URL_PASSWORD = re.compile(r"^(postgres(?:ql)?://[^:/@?#]*):[^@/?#]*@")
