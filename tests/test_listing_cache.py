@@ -35,13 +35,13 @@ def _listing(root: Path, compression: str = "zstd") -> tuple[list[dict[str, obje
 def header_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every session file whose header a listing opens."""
     reads: list[str] = []
-    real = store_layout._read_header
+    real = store_layout.read_header
 
     def counting(path: str, compression: str) -> object:
         reads.append(path)
         return real(path, compression)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(store_layout, "_read_header", counting)
+    monkeypatch.setattr(store_layout, "read_header", counting)
     return reads
 
 

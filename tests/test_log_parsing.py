@@ -179,7 +179,7 @@ HEADER_CASES = {
 def test_a_listed_header_reads_as_json_reads_it(case: str, compression: str, tmp_path: Path) -> None:
     """A listing reads headers with msgspec first; whatever it refuses (or reads differently) is
     read by ``json`` as before, so the header a listing shows is the one a load parses."""
-    from core.folder.jsonl_header import _read_header, header_from_row, json_line
+    from core.folder.jsonl_header import header_from_row, json_line, read_header
 
     line = HEADER_CASES[case]
     path = tmp_path / "session.jsonl"
@@ -194,7 +194,7 @@ def test_a_listed_header_reads_as_json_reads_it(case: str, compression: str, tmp
     except SessionQueryError as refused:
         expected = (refused.code, refused.message)
     try:
-        read: Any = _read_header(str(path), compression)  # type: ignore[arg-type]
+        read: Any = read_header(str(path), compression)  # type: ignore[arg-type]
     except SessionQueryError as error:
         read = (error.code, error.message)
     assert read == expected

@@ -63,6 +63,27 @@ class ChatModel(Protocol):
         ...
 
 
+@runtime_checkable
+class ToolCallingModel(Protocol):
+    """A model's optional ability: it takes ``tools`` and may call them (``supports_tools`` true)."""
+
+    supports_tools: bool
+
+
+@runtime_checkable
+class TimedModel(Protocol):
+    """A model's optional bound: the longest one reply may take, in seconds (``None``: none)."""
+
+    reply_seconds: float | None
+
+
+@runtime_checkable
+class ServedModel(Protocol):
+    """A model behind an API at ``base_url`` (whose window may be learned and remembered by it)."""
+
+    base_url: str
+
+
 def _backend_failure(model: ChatModel, error: Exception) -> ModelError:
     return ModelError(f"the model {model.name!r} failed: {type(error).__name__}: {error}", "MODEL_FAILED")
 
@@ -83,14 +104,14 @@ async def model_chunks(
         ModelError: the model's failure.
     """
     options: dict[str, Any] = {} if max_tokens is None else {"max_tokens": max_tokens}
-    if tools and getattr(model, "supports_tools", False):
+    if tools and isinstance(model, ToolCallingModel) and model.supports_tools:
         options["tools"] = tools  # (only then: a model that calls no tools need not take the argument)
     try:
         stream = model.stream(messages, signal=signal, **options).__aiter__()
     except Exception as error:
         raise _backend_failure(model, error) from error
     # The model's overall time limit for a reply (``reply_seconds``; none for a model without one).
-    seconds = getattr(model, "reply_seconds", None)
+    seconds = model.reply_seconds if isinstance(model, TimedModel) else None
     deadline = None if seconds is None else asyncio.get_running_loop().time() + seconds
     try:
         while True:

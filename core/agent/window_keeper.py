@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.abort import AbortController
-from core.agent.chat_models import ChatModel, ModelError
+from core.agent.chat_models import ChatModel, ModelError, ServedModel
 from core.agent.compaction import (
     COMPACTION_CANCELLED,
     CONTEXT_PROMPT_TOO_LARGE,
@@ -92,7 +92,7 @@ class WindowKeeper:
         said it is smaller, else learned, else built in, else assumed)."""
         return resolve_window(
             self.model.name,
-            base_url=getattr(self.model, "base_url", None),
+            base_url=self.model.base_url if isinstance(self.model, ServedModel) else None,
             configured=self.settings.window,
             memory=self.settings.memory,
         )
@@ -201,6 +201,6 @@ class WindowKeeper:
             self._learn_limit(error.context_limit)
 
     def _learn_limit(self, limit: int) -> None:
-        base_url = getattr(self.model, "base_url", None)
+        base_url = self.model.base_url if isinstance(self.model, ServedModel) else None
         if self.settings.memory is not None and isinstance(base_url, str):
             self.settings.memory.learn(base_url, self.model.name, limit)

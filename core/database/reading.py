@@ -65,8 +65,8 @@ class PgReader:
         try:
             if connection is None:
                 with self._pool.connection() as pooled:
-                    return _read_session(pooled, session_id)
-            return _read_session(connection, session_id)
+                    return read_session_rows(pooled, session_id)
+            return read_session_rows(connection, session_id)
         except (psycopg.Error, PoolTimeout) as error:
             raise database_error(error, f"cannot read session {js_json_stringify(session_id)}") from None
 
@@ -196,7 +196,7 @@ _READ = (
 )
 
 
-def _read_session(connection: psycopg.Connection[Any], session_id: str) -> LoadedSession | None:
+def read_session_rows(connection: psycopg.Connection[Any], session_id: str) -> LoadedSession | None:
     """A session as this role may see it, in one statement (header, rows and revision one
     consistent snapshot); ``None`` when it may not see it or it is absent.
 

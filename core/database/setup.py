@@ -13,7 +13,7 @@ import psycopg
 
 from core.database.connect import connect
 from core.database.errors import database_error
-from core.database.reading import _read_session
+from core.database.reading import read_session_rows
 from core.database.schema import InitReport, initialize
 from core.database.search import SearchDelta, searchable, write_search_delta
 from core.errors import SessionQueryError
@@ -47,7 +47,7 @@ def _backfill_search(connection: psycopg.Connection[Any]) -> None:
     ).fetchall()
     for (session_id,) in rows:
         try:
-            loaded = _read_session(connection, session_id)
+            loaded = read_session_rows(connection, session_id)
         except SessionQueryError:
             continue  # a damaged session stays unsearchable, and readable as far as it goes
         if loaded is None:

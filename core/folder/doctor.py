@@ -20,8 +20,8 @@ from core.errors import SessionQueryError
 from core.files import UNSAFE_PATH, UnsafeFile, describe, kind_of, read_regular
 from core.folder.jsonl_codec import load_log
 from core.folder.jsonl_layout import (
-    _FILE_NAMES,
     ENCODING_NAMES,
+    FILE_NAMES,
     SESSION_QUERY_WRONG_ENCODING,
     Compression,
     other_encoding,
@@ -265,7 +265,7 @@ def _misnamed(path: str, compression: Compression, raw: bytes) -> Finding | None
         load_log(raw, Path(path), other)
     except SessionQueryError:
         return None
-    right = os.path.join(os.path.dirname(path), _FILE_NAMES[other])
+    right = os.path.join(os.path.dirname(path), FILE_NAMES[other])
     return Finding(
         "error",
         "misnamed",
@@ -297,8 +297,8 @@ def diagnose(root: str | os.PathLike[str], compression: Compression = "zstd") ->
     if (finding := _loose(root, root_stat.st_mode, "folder")) is not None:
         add(finding)
     owners: dict[str, str] = {}
-    names = set(_FILE_NAMES.values())
-    by_name: dict[str, Compression] = {_FILE_NAMES["zstd"]: "zstd", _FILE_NAMES["none"]: "none"}
+    names = set(FILE_NAMES.values())
+    by_name: dict[str, Compression] = {FILE_NAMES["zstd"]: "zstd", FILE_NAMES["none"]: "none"}
     for folder, dirs, files in os.walk(root, onerror=lambda error: add(_unreadable(error))):
         dirs.sort()
         depth = 0 if folder == root else os.path.relpath(folder, root).count(os.sep) + 1

@@ -120,7 +120,7 @@ def _header_bytes(probe: bytes, path: str, compression: Compression) -> bytes | 
     return line if newline else None
 
 
-def _read_header(path: str, compression: Compression) -> SessionHeader:
+def read_header(path: str, compression: Compression) -> SessionHeader:
     """Read only the header frame/line of a session file, growing the read while the header is
     longer, up to ``HEADER_LIMIT`` (a header is a few hundred bytes; a file whose first line runs on
     for megabytes is damaged, and reading it whole to find out would be the attack).

@@ -15,7 +15,7 @@ SESSION_QUERY_INVALID_ID = "SESSION_QUERY_INVALID_ID"
 SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 """A session file of the other encoding than the store was opened with (readable by a store of that one)."""
 
-_FILE_NAMES: dict[str, str] = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}
+FILE_NAMES: dict[str, str] = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}
 ENCODINGS: tuple[Compression, ...] = ("zstd", "none")
 """Every encoding a session file can have; its name says which (``session.jsonl.zstd``, ``session.jsonl``)."""
 ENCODING_NAMES: dict[str, str] = {"zstd": "zstd frames", "none": "plain JSONL"}
@@ -88,4 +88,4 @@ def session_file(root: str | os.PathLike[str], session_id: str, cwd: str | None,
     Raises:
         SessionQueryError: ``SESSION_QUERY_INVALID_ID`` (from ``encode_session_segment``).
     """
-    return os.path.join(root, project_key(cwd), encode_session_segment(session_id), _FILE_NAMES[compression])
+    return os.path.join(root, project_key(cwd), encode_session_segment(session_id), FILE_NAMES[compression])

@@ -17,7 +17,7 @@ from core.folder import jsonl_writer as writer
 from core.folder.jsonl_codec import LoadedLog, load_log
 from core.folder.jsonl_header import header_line
 from core.folder.jsonl_layout import (
-    _FILE_NAMES,
+    FILE_NAMES,
     Compression,
 )
 from core.folder.jsonl_listing import SessionFiles
@@ -80,7 +80,7 @@ class JsonlSessionStore:
         clock: Clock = system_clock,
         pack_chunks: bool = True,
     ) -> None:
-        if compression not in _FILE_NAMES:
+        if compression not in FILE_NAMES:
             raise ValueError(f"compression must be 'zstd' or 'none', not {compression!r}")
         self.root = Path(root)
         self.compression: Compression = compression

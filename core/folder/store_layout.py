@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 from core.errors import SessionQueryError
-from core.folder.jsonl_header import SESSION_QUERY_CORRUPT, _read_header
+from core.folder.jsonl_header import SESSION_QUERY_CORRUPT, read_header
 from core.folder.jsonl_layout import (
-    _FILE_NAMES,
+    FILE_NAMES,
     SESSION_QUERY_WRONG_ENCODING,
     Compression,
     encode_session_segment,
@@ -33,8 +33,8 @@ class StoreLayout:
     def __init__(self, root: Path, compression: Compression) -> None:
         self.root = root
         self.compression = compression
-        self.file_name = _FILE_NAMES[compression]
-        self.other_name = _FILE_NAMES[other_encoding(compression)]
+        self.file_name = FILE_NAMES[compression]
+        self.other_name = FILE_NAMES[other_encoding(compression)]
 
     def session_path(self, session_id: str, cwd: str | None) -> Path:
         """Where a session's file lives."""
@@ -85,7 +85,7 @@ class StoreLayout:
         Raises:
             SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` (and the header reader's codes).
         """
-        header = _read_header(path, self.compression)
+        header = read_header(path, self.compression)
         expected = session_file(self.root, header.id, header.cwd, self.compression)
         if expected != path:
             raise SessionQueryError(f"{path}: its header (id and cwd) belongs at {expected}", SESSION_QUERY_CORRUPT)
