@@ -33,9 +33,9 @@ def main(argv: list[str]) -> None:
         print({**TARGETS, **SELF_CHECKS}[name].run(Path(argv[4]).read_bytes()))
         return
     with atheris.instrument_imports(include=["core", "tui"]):
-        import core  # noqa: F401  (instrumented for coverage feedback)
+        import core
+        import core.mcp.wire  # noqa: F401  (the MCP server's line reader)
         import fuzz.display  # noqa: F401  (the app's renderers it drives, instrumented too)
-        import tui.cli.mcp_wire  # noqa: F401  (the MCP server's line reader)
     from fuzz.targets import SELF_CHECKS, TARGETS
 
     target = {**TARGETS, **SELF_CHECKS}[name]

@@ -316,12 +316,12 @@ def _display_seeds() -> list[bytes]:
 
 
 def mcp_frame(data: bytes) -> str:
-    """A line a client sends ``sessionref mcp`` (``tui.cli.mcp_wire.screen``): forwarded as a frame the
+    """A line a client sends ``sessionref mcp`` (``core.mcp.wire.screen``): forwarded as a frame the
     SDK takes, or answered with one JSON-RPC error (or tool error) carrying its id, or dropped only when
     no request id can be read; a request that parses is never dropped."""
     from mcp_types import jsonrpc_message_adapter
 
-    from tui.cli.mcp_wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, screen
+    from core.mcp.wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, screen
 
     def validate(frame: str) -> object:
         return jsonrpc_message_adapter.validate_json(frame, by_name=False)

@@ -6,7 +6,19 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parent.parent / "core"
-ORDER = ["base", "sessions", "folder", "reference", "search", "database", "stores", "agent", "settings"]
+ORDER = [
+    "base",
+    "sessions",
+    "folder",
+    "reference",
+    "search",
+    "database",
+    "stores",
+    "catalog",
+    "agent",
+    "mcp",
+    "settings",
+]
 ALLOWED = {
     "base": {"base"},
     "sessions": {"base", "sessions"},
@@ -18,6 +30,10 @@ ALLOWED = {
     "stores": {"base", "sessions", "folder", "reference", "search", "database", "stores"},
     # The session tools search as the picker searches (never the database layer: that stays optional).
     "agent": {"base", "sessions", "reference", "search", "agent"},
+    # The listing the app and the MCP server keep in memory, over any store and other tools' sources.
+    "catalog": {"base", "sessions", "folder", "reference", "search", "stores", "catalog"},
+    # The session tools served over MCP, over a catalog.
+    "mcp": {"base", "sessions", "folder", "reference", "search", "stores", "catalog", "agent", "mcp"},
     # Each setting's default is the engine's own.
     "settings": {"base", "sessions", "reference", "search", "agent", "settings"},
 }

@@ -16,11 +16,11 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from core import JsonlSessionStore, ReferenceInput, SessionQueryError, SessionReferenceService
+from core.catalog.catalog import SessionCatalog
 from tests.conftest import say_assistant, say_user
 from tests.pg_cluster import cluster, database, team
 from tests.rc8 import INTEROP, NODE
 from tests.test_session_tools import frame_text, split_result
-from tui.services.catalog import SessionCatalog
 
 __all__ = ["cluster", "database", "team"]  # the fixtures
 
@@ -165,7 +165,7 @@ class _Failing(JsonlSessionStore):
 def test_a_failing_or_hanging_store_is_a_coded_tool_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the server adds to the tools: a read that fails is ``TOOL_READ_FAILED``, one that hangs
     answers ``TOOL_TIMEOUT`` after the bound (here 0.5 s instead of 20) and the next call is served."""
-    import tui.cli.mcp as mcp_cli
+    import core.mcp.server as mcp_cli
 
     root = tmp_path / "store"
     _store(root)

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from core.mcp.wire import MAX_DEPTH, MAX_LINE_BYTES, screen
 from tests.test_mcp import _store
 from tests.test_session_tools import frame_text
-from tui.cli.mcp_wire import MAX_DEPTH, MAX_LINE_BYTES, screen
 
 REPO = Path(__file__).resolve().parent.parent
 INITIALIZE = {

@@ -330,7 +330,7 @@ async def test_the_app_says_it_polls_when_it_cannot_watch(tmp_path: Path, monkey
 def test_a_session_growing_elsewhere_keeps_the_catalog_listing_and_a_new_one_changes_it(tmp_path: Path) -> None:
     """Another program streaming into a session changes its revision (titles may change), not the
     listing the sidebar and the picker hold: the catalog keeps the same records object."""
-    from tui.services.catalog import SessionCatalog
+    from core.catalog.catalog import SessionCatalog
 
     writer = JsonlSessionStore(tmp_path)
     for index in range(5):

@@ -4,7 +4,7 @@ on a timer that waits while the user types; titles the sidebar or the picker ask
 when the store cannot be reached and when it is back.
 
 ``tui.app.sessionref_app.SessionRefApp`` has one ``ListingKeeper``; the listing itself is
-``tui.services.catalog.SessionCatalog``'s.
+``core.catalog.catalog.SessionCatalog``'s.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from textual.message import Message
 
+from core.catalog.catalog import SessionCatalog
 from core.sessions.query import Watcher
-from tui.services.catalog import SessionCatalog
 from tui.services.host import Host
 from tui.services.indexing import TYPING_PAUSE
 

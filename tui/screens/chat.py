@@ -32,7 +32,7 @@ from tui.screens.session_control import SessionControl
 from tui.screens.sessions_view import SessionsView
 from tui.services.context_view import context_summary, draft_context, model_view_figures
 from tui.services.indexing import MessageIndexer
-from tui.services.text import short_cwd, visible
+from tui.services.text import session_badge, short_cwd, visible
 from tui.services.workspace import Workspace
 from tui.widgets.picker import MentionPicker
 from tui.widgets.preview import PreviewBody, PreviewPane
@@ -151,7 +151,10 @@ class ChatScreen(Screen[None]):
         self.prompt.focus()
         sidebar = self._sidebar
         sidebar.border_subtitle = "loading…"
-        sidebar.badge_of = self.picker.badge_of = self.prompt.badge_of = self.workspace.catalog.badge_of
+        catalog = self.workspace.catalog
+        sidebar.badge_of = self.picker.badge_of = self.prompt.badge_of = lambda session_id: session_badge(
+            session_id, catalog.owner_of(session_id)
+        )
         self._show_target()
         self.post_message(self.Ready())
         self.schedule_preview(0)  # the context meter shows before anything is typed

@@ -115,3 +115,11 @@ def tool_badge(session_id: str) -> str | None:
         if session_id.startswith(prefix):
             return badge
     return None
+
+
+def session_badge(session_id: str, owner: str | None) -> str | None:
+    """The badge a row shows before a session's title: another tool's, a teammate's name, or none."""
+    badge = tool_badge(session_id)
+    if badge is None and owner is not None:
+        badge = owner_badge(owner)
+    return badge

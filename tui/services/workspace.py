@@ -32,13 +32,13 @@ from core import (
 from core.agent.loop import ContextSettings
 from core.agent.session_tools import READ_BYTES, SessionTools
 from core.agent.tool_steps import MAX_STEPS, ToolSettings
+from core.catalog.catalog import SessionCatalog
 from core.reference.staleness import moved_on_words, newer_messages
 from core.search.finder import FULL_BUDGET
 from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
 from core.sessions.sources.merged import ExternalSource
 from core.stores import OwnIndex, SessionStore, run_to_end
-from tui.services.catalog import SessionCatalog
 
 Clock = Callable[[], int]
 

@@ -1,7 +1,7 @@
 """Every session's title for the app, read lazily and off the UI thread: the likely picker candidates
 at start, then whatever the sidebar or the picker shows (``request_titles``), each cached at the
 session's revision; titles the body index (or a database's listing) already read are taken as they
-are. ``tui.services.catalog.SessionCatalog`` has one; it holds the listing these titles belong to.
+are. ``core.catalog.catalog.SessionCatalog`` has one; it holds the listing these titles belong to.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import time
 from collections.abc import Mapping
 from typing import Protocol
 
-from core import SessionQueryError, SessionRecord, revision_key
-from core.sessions.models import TitleSnapshot
+from core.errors import SessionQueryError
+from core.search.index_values import revision_key
+from core.sessions.models import SessionRecord, TitleSnapshot
 
 WORK_SLICE = 0.004
 """Seconds of background title reading between two pauses."""

@@ -14,21 +14,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from core import (
-    IndexedSession,
-    MemorySessionStore,
-    SessionQueryError,
-    SessionRecord,
-    StoreProblem,
-    indexed_session,
-    revision_key,
-)
-from core.sessions.models import SurfaceSnapshot, TitleSnapshot
+from core.catalog.titles import SessionTitles
+from core.errors import SessionQueryError
+from core.search.index_values import IndexedSession, indexed_session, revision_key
+from core.sessions.models import SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
+from core.sessions.session import MemorySessionStore
 from core.sessions.sources.merged import ExternalSource, source_of
 from core.stores import SessionStore, hosted, run_to_end
-from tui.services.text import owner_badge, tool_badge
-from tui.services.titles import SessionTitles
 
 
 class SessionCatalog:
@@ -161,13 +154,6 @@ class SessionCatalog:
         """Whose session it is when it is not the user's (a teammate's, in a shared database)."""
         record = self._by_id.get(session_id)
         return record.owner if record is not None else None
-
-    def badge_of(self, session_id: str) -> str | None:
-        """The badge a row shows before the title: another tool's, a teammate's name, or none."""
-        badge = tool_badge(session_id)
-        if badge is None and (owner := self.owner_of(session_id)) is not None:
-            badge = owner_badge(owner)
-        return badge
 
     def has(self, session_id: str) -> bool:
         """Whether the last listing holds ``session_id``."""
