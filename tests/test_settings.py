@@ -152,3 +152,15 @@ def test_each_declared_setting_is_a_flag_a_file_key_and_a_line_of_sessionref_con
     printed = capsys.readouterr().out
     for name, _default, _declared in declarations():
         assert f"  {name} " in printed, name
+
+
+def test_a_store_is_a_url_or_a_libpq_connection_string_from_any_source(tmp_path: Path) -> None:
+    conninfo = "host=/tmp/socket user=bob dbname=team"
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    assert effective_settings(load_config(str(empty)), {"store": conninfo}, {}).settings.store == conninfo
+    path = tmp_path / "config.toml"
+    path.write_text(f'[store]\nurl = "{conninfo}"\n')
+    assert effective_settings(load_config(str(path)), {}, {}).settings.store == conninfo
+    with pytest.raises(ConfigError, match="--store must be a postgresql:// URL or a libpq connection string"):
+        effective_settings(load_config(str(empty)), {"store": "mysql://db"}, {})

@@ -240,8 +240,8 @@ class Settings:
         metavar="URL",
         file=("store", "url"),
         env=STORE_ENV,
-        pattern=r"^postgres(ql)?://",
-        must="a postgresql:// URL",
+        pattern=r"^(postgres(ql)?://|[A-Za-z_]+\s*=)",
+        must="a postgresql:// URL or a libpq connection string (host=... dbname=...)",
     )
 
 
