@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from core.errors import SessionQueryError
+from core.listeners import Listeners
 from core.search.index_values import revision_key
 from core.sessions.models import SessionRecord, TitleSnapshot
 
@@ -68,6 +69,9 @@ class SessionTitles:
         """Titles the body index read (session id -> (revision key, title))."""
         self._version = 0
         self._title_map: tuple[int, dict[str, str | None]] | None = None
+        self.wanted_news: Listeners[None] = Listeners()
+        """Told when a title is wanted and none was (from the thread that wants it): a host reads them
+        (``load_wanted``) instead of looking for them on a timer."""
 
     def cached(self, session_id: str, revision: object) -> tuple[object, TitleSnapshot | None] | None:
         """The title read at ``revision`` as ``(revision, title)``, or ``None`` when it was not."""
@@ -142,7 +146,10 @@ class SessionTitles:
         """Queue one title for the background loader."""
         # The UI thread queues, the loader thread drains: one lock keeps a request from being lost.
         with self._wanted_lock:
+            first = not self._wanted
             self._wanted[session_id] = None
+        if first:
+            self.wanted_news.emit(None)
 
     @property
     def wanted(self) -> bool:

@@ -25,12 +25,14 @@ from tui.services.indexing import TYPING_PAUSE
 
 FIRST_PAINT_WAIT = 1.0
 """Seconds the first listing waits for the remembered one to be painted (a closing app never paints)."""
-TITLE_TICK = 0.1
-"""How often the app looks for titles the sidebar or the picker asked for."""
 
 
 class StoreChanged(Message):
     """The watcher saw something change under the store root (posted from its thread)."""
+
+
+class TitlesWanted(Message):
+    """The sidebar or the picker showed sessions whose titles are not read yet (posted from any thread)."""
 
 
 class AppHost(Host, Protocol):
@@ -132,7 +134,8 @@ class ListingKeeper:
         gc.freeze()
         self.catalog_loaded.set()
         self._changed()
-        self._host.set_interval(TITLE_TICK, self._load_wanted_titles)
+        self.catalog.titles.wanted_news.subscribe(lambda _news: self._host.post_message(TitlesWanted()))
+        self.load_wanted_titles()  # (what was wanted before)
         self._start_index()
         self._start_watching()
 
@@ -173,8 +176,8 @@ class ListingKeeper:
             )
         self.refresh()
 
-    def _load_wanted_titles(self) -> None:
-        # Titles the sidebar or the picker showed without knowing them: read them off the UI thread.
+    def load_wanted_titles(self) -> None:
+        """Read the titles the sidebar or the picker showed without knowing them, off the UI thread."""
         if self.catalog.titles.wanted and not self._titles_loading:
             self._titles_loading = True
             self._host.run_worker(self._read_wanted_titles, group="titles", thread=True)
@@ -186,6 +189,8 @@ class ListingKeeper:
             self._titles_loading = False
         if read:
             self._host.call_from_thread(self._changed)
+        if self.catalog.titles.wanted:  # wanted while the last ones were read
+            self._host.post_message(TitlesWanted())
 
     def refresh(self, force: bool = False) -> None:
         """The cheap periodic revision check: pick up sessions other programs wrote.

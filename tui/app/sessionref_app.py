@@ -29,7 +29,7 @@ from core.sessions.query import Watcher
 from core.sessions.session import system_clock
 from core.sessions.sources.merged import ExternalSource
 from core.stores import SessionStore
-from tui.app.listing_keeper import ListingKeeper, StoreChanged
+from tui.app.listing_keeper import ListingKeeper, StoreChanged, TitlesWanted
 from tui.screens.chat import ChatScreen
 from tui.screens.commands import SessionCommands
 from tui.services.indexing import MessageIndexer
@@ -118,6 +118,9 @@ class SessionRefApp(App[None]):
 
     def on_store_changed(self, _message: StoreChanged) -> None:
         self.listing.store_changed()
+
+    def on_titles_wanted(self, _message: TitlesWanted) -> None:
+        self.listing.load_wanted_titles()
 
     def chat_is_live(self) -> bool:
         """Whether the chat screen can be repainted: composed and mounted (it paints what is there
