@@ -38,7 +38,7 @@ def painted():
     print("painted", flush=True)
 
 def listed():
-    print("listed", len(app.catalog.records), flush=True)
+    print("listed", len(app.workspace.catalog.records), flush=True)
     os._exit(0)  # measured: no need to wait for the test driver to wind down
 
 async def watch(pilot):
@@ -97,18 +97,18 @@ async def type_mentions(app: Any, pilot: Any, words: list[str]) -> int:
     """Type ``@word`` for each of ``words`` key by key, each key after the last one's rows painted.
 
     Returns how many keystrokes were typed. The prompt stamps each key on arrival; the screen
-    stamps the first refresh after the picker was filled (``app.picker_latencies``). Pilot's own
+    stamps the first refresh after the picker was filled (``app.trace.picker_latencies``). Pilot's own
     waiting between keys is not part of the figure.
     """
     typed = 0
     loop = asyncio.get_running_loop()
     for word in words:
         for key in ["@", *word]:
-            before = app.picker_updates
+            before = app.trace.picker_updates
             await pilot.press(key)
             typed += 1
             deadline = loop.time() + 30
-            while app.picker_updates == before:
+            while app.trace.picker_updates == before:
                 if loop.time() > deadline or not app.is_running:
                     raise RuntimeError(f"no picker paint after {key!r} of @{word}: {app.chat.prompt.text!r}")
                 await asyncio.sleep(0.001)
@@ -124,10 +124,10 @@ async def _keystrokes(root: Path, rounds: int) -> list[float]:
     store = JsonlSessionStore(root)
     app = make_app(store, EchoModel(), cwd=PROJECT, refresh_interval=3600, cursor_blink=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await asyncio.wait_for(app.catalog_loaded.wait(), 120)
+        await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 120)
         await type_mentions(app, pilot, ["session-001"] * rounds)
     store.close()
-    return app.picker_latencies
+    return app.trace.picker_latencies
 
 
 def print_latencies(samples: list[float], indent: str = "  ") -> None:
@@ -175,20 +175,20 @@ async def _preview(root: Path, ids: list[str], rounds: int) -> tuple[list[float]
     direct: list[float] = []
     in_app: list[float] = []
     async with app.run_test(size=(120, 40)):
-        await asyncio.wait_for(app.catalog_loaded.wait(), 60)
-        report: Any = await build_preview(app.service, app.session, draft)  # fills the log cache
+        await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 60)
+        report: Any = await build_preview(app.workspace.service, app.workspace.session, draft)  # fills the log cache
         assert report.problem is None and len(report.cards) == 3
         assert all(card.truncated and card.size > 60_000 for card in report.cards)
         for _ in range(rounds):
             started = time.perf_counter()
-            await build_preview(app.service, app.session, draft)
+            await build_preview(app.workspace.service, app.workspace.session, draft)
             direct.append(time.perf_counter() - started)
         for round_index in range(rounds):
-            before = app.preview_updates
+            before = app.trace.preview_updates
             app.chat.prompt.load_text(draft + " " * (round_index + 1))
-            while app.preview_updates == before:  # noqa: ASYNC110 - polling the app's counter is the point
+            while app.trace.preview_updates == before:  # noqa: ASYNC110 - polling the app's counter is the point
                 await asyncio.sleep(0.001)
-            in_app.append(app.last_preview_seconds)
+            in_app.append(app.trace.last_preview_seconds)
     store.close()
     return direct, in_app
 

@@ -60,13 +60,13 @@ async def _picker(store: Any, rounds: int) -> list[float]:
 
     app = make_app(store, EchoModel(), cwd=_CWD, refresh_interval=3600, cursor_blink=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await asyncio.wait_for(app.catalog_loaded.wait(), 300)
-        index = app.message_index
+        await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 300)
+        index = app.workspace.message_index
         while index is not None and not (index.status.complete and not app.indexing):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         for _ in range(rounds):
             await type_mentions(app, pilot, PICKER_WORDS)
-        return list(app.picker_latencies)
+        return list(app.trace.picker_latencies)
 
 
 def side_by_side(conninfo: str, root: Path, repeats: int) -> None:

@@ -54,9 +54,9 @@ app = make_app(JsonlSessionStore(root), EchoModel(), cwd=cwd, refresh_interval=3
 async def main():
     out = {}
     async with app.run_test(size=(120, 40)) as pilot:
-        await asyncio.wait_for(app.catalog_loaded.wait(), 120)
+        await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 120)
         await pilot.pause(0.5)
-        out["sessions"] = len(app.catalog.records)
+        out["sessions"] = len(app.workspace.catalog.records)
         out["idle"] = figures()
         service, target = app.workspace.service, app.workspace.session
         content = [{"type": "text", "text": "what did we decide?"}]

@@ -213,7 +213,7 @@ async def _idle_build(root: Path) -> float:
     store = JsonlSessionStore(root)
     app = make_app(store, EchoModel(), cwd=_Target.cwd, refresh_interval=3600, cursor_blink=False)
     async with app.run_test(size=(120, 40)):
-        await asyncio.wait_for(app.catalog_loaded.wait(), 120)
+        await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 120)
         while app.indexer.builder is None:  # noqa: ASYNC110 - the app starts its builder for the first build
             await asyncio.sleep(0.01)
         builder, began = app.indexer.builder, time.perf_counter()
@@ -232,8 +232,8 @@ async def _picker(root: Path, rounds: int, *, during_build: bool) -> tuple[list[
     app = make_app(store, EchoModel(), cwd=_Target.cwd, refresh_interval=3600, cursor_blink=False)
     typed = 0
     async with app.run_test(size=(120, 40)) as pilot:
-        await asyncio.wait_for(app.catalog_loaded.wait(), 120)
-        index = app.body_index
+        await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 120)
+        index = app.workspace.body_index
         assert index is not None
         if during_build:
             while app.indexer.builder is None:  # noqa: ASYNC110 - the app starts its builder for the first build
@@ -252,7 +252,7 @@ async def _picker(root: Path, rounds: int, *, during_build: bool) -> tuple[list[
             for _ in range(rounds):
                 typed += await type_mentions(app, pilot, PICKER_WORDS)
             state = f"index ready ({index.status.indexed:,} sessions)"
-        latencies = list(app.picker_latencies)
+        latencies = list(app.trace.picker_latencies)
         if during_build and app.indexer.builder is not None:
             began = time.perf_counter()
             await asyncio.get_running_loop().run_in_executor(None, app.indexer.builder.wait)  # leave it built

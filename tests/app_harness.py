@@ -95,14 +95,14 @@ async def settle(pilot: Pilot[Any]) -> None:
     has caught up with the draft."""
     app = pilot.app
     assert isinstance(app, SessionRefApp)
-    await until(pilot, app.catalog_loaded.is_set)
+    await until(pilot, app.workspace.catalog_loaded.is_set)
     await until(pilot, lambda: index_settled(app))
     await pilot.pause()
 
 
 def index_settled(app: SessionRefApp) -> bool:
     """Whether the body index (if any) is current with the catalog and no indexing run is going."""
-    index = app.body_index
+    index = app.workspace.body_index
     return index is None or (index.status.complete and not app.indexing)
 
 
@@ -117,10 +117,11 @@ async def type_text(pilot: Any, text: str) -> None:
 
 async def open_picker(pilot: Any, query: str = "") -> None:
     app = pilot.app
-    before = app.picker_updates
+    before = app.trace.picker_updates
     await pilot.press("@", *query)
     await until(
-        pilot, lambda: app.chat.picker.is_open and app.picker_updates > before and app.chat.picker.query_text == query
+        pilot,
+        lambda: app.chat.picker.is_open and app.trace.picker_updates > before and app.chat.picker.query_text == query,
     )
 
 

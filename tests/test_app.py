@@ -49,7 +49,7 @@ async def test_choosing_a_session_in_the_sidebar_switches_the_target(app: Sessio
         sidebar.focus()
         sidebar.highlight_id("load-test-log")
         await pilot.press("up", "up", "enter")  # from the load test up past the retention work
-        await until(pilot, lambda: app.session.id == "design-notes")
+        await until(pilot, lambda: app.workspace.session.id == "design-notes")
         assert "Storage design" in app.sub_title
         assert len(app.chat.query(UserBlock)) == 2
         await settle(pilot)
@@ -61,14 +61,14 @@ async def test_new_session_and_rename(app: SessionRefApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("f3")
-        await until(pilot, lambda: app.session.id != "today")
-        assert app.session.cwd == DEMO_PROJECT and not app.chat.query(UserBlock)
+        await until(pilot, lambda: app.workspace.session.id != "today")
+        assert app.workspace.session.cwd == DEMO_PROJECT and not app.chat.query(UserBlock)
         await pilot.press("f4")
         await until(pilot, lambda: isinstance(app.screen, RenameScreen))
         await type_text(pilot, "Fresh start")
         await pilot.press("enter")
-        await until(pilot, lambda: app.session.title is not None)
-        assert app.session.title.title == "Fresh start"
+        await until(pilot, lambda: app.workspace.session.title is not None)
+        assert app.workspace.session.title.title == "Fresh start"
         assert "Fresh start" in app.sub_title
 
 
@@ -122,5 +122,5 @@ async def test_the_command_palette_switches_to_a_session_by_title(app: SessionRe
         await type_text(pilot, "website")
         await pilot.pause(0.5)
         await pilot.press("enter")
-        await until(pilot, lambda: app.session.id == "website-redesign")
+        await until(pilot, lambda: app.workspace.session.id == "website-redesign")
         assert "Website redesign" in app.sub_title

@@ -44,7 +44,11 @@ async def send(pilot: Any, app: SessionRefApp, text: str) -> None:
     prompt.load_text(text)
     prompt.move_cursor(prompt.document.end)
     await pilot.press("enter")
-    await until(pilot, lambda: app.sent > 0 and app.agent.status == "idle" and not app.chat.preparing, timeout=30)
+    await until(
+        pilot,
+        lambda: app.trace.sent > 0 and app.workspace.agent.status == "idle" and not app.chat.preparing,
+        timeout=30,
+    )
 
 
 async def chat_for(
@@ -52,17 +56,17 @@ async def chat_for(
 ) -> None:  # the whole conversation, turn by turn
     await settle(pilot)
     for turn in range(turns):
-        sent = app.sent
+        sent = app.trace.sent
         await send(pilot, app, draft(turn))
-        assert app.sent == sent + 1, f"turn {turn} was not sent"
-        assert app.agent.last_error is None, app.agent.last_error
-    ends = [event for event in app.session.events if event.type == "turn/end"]
+        assert app.trace.sent == sent + 1, f"turn {turn} was not sent"
+        assert app.workspace.agent.last_error is None, app.workspace.agent.last_error
+    ends = [event for event in app.workspace.session.events if event.type == "turn/end"]
     assert len(ends) == turns and all(event.data["reason"] == {"kind": "completed"} for event in ends)
     assert len(server.answered) >= turns
 
 
 def checkpoints(app: SessionRefApp) -> list[Any]:
-    return [event for event in app.session.events if event.type == "compaction/summary"]
+    return [event for event in app.workspace.session.events if event.type == "compaction/summary"]
 
 
 @pytest.fixture
@@ -70,9 +74,9 @@ def app_on(demo_template: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
     def build(server: FakeDeepSeek, context: ContextSettings, name: str = "deepseek-chat") -> SessionRefApp:
         model = OpenAICompatibleModel(base_url=server.base_url, api_key="sk-long-chat", model=name, timeout=30)
         app, _ = open_app(demo_template, tmp_path / "store", model=model, setup=write_big_sources)
-        app.context_settings = context
-        app.agents.clear()
-        app.agent = app._agent_for(app.session)
+        app.workspace.context_settings = context
+        app.workspace.agents.clear()
+        app.workspace.agent = app.workspace.agent_for(app.workspace.session)
         return app
 
     return build
@@ -84,26 +88,28 @@ async def test_fifty_turns_with_three_64_kib_references_each_in_a_128k_window(ap
         app = app_on(server, ContextSettings(memory=WindowMemory(tmp_path / "windows.json")))
         async with app.run_test(size=SIZE) as pilot:
             await chat_for(pilot, app, server, 50)
-            assert app.agent.window.tokens == 131_072 and app.agent.window.source == "built-in"
+            assert app.workspace.agent.window.tokens == 131_072 and app.workspace.agent.window.source == "built-in"
             # Every turn answered, no request over the window, never a refusal.
             assert not [request for request in server.requests if request.refused]
             assert max(request.prompt_tokens for request in server.requests) <= 131_072
             assert checkpoints(app)
             assert any(note.title == "Compacted" for note in app._notifications)  # said, not silent
             # Each referenced source really was ~64 KiB (the point of the test).
-            last = next(e for e in reversed(app.session.events) if e.type == "user/message" and "envelope" in e.data)
+            last = next(
+                e for e in reversed(app.workspace.session.events) if e.type == "user/message" and "envelope" in e.data
+            )
             stats = last.data["envelope"]["prefixContexts"][0]["meta"]["references"]
             assert [entry["truncated"] for entry in stats] == [True, True, True]
             await until(pilot, lambda: app.chat.query(CheckpointBlock))
             assert "messages compacted" in str(app.chat.query(CheckpointBlock).last().border_title)
             # Usage is shown under the replies.
             assert app.chat.query(AssistantBlock).last().usage is not None
-            surface = [event.seq for event in app.session.surface()]
+            surface = [event.seq for event in app.workspace.session.surface()]
             history = [
                 (message["role"], "".join(b["text"] for b in message["content"] if b["type"] == "text"))
-                for message in app.session.derive_messages()
+                for message in app.workspace.session.derive_messages()
             ]
-        app.store.close()
+        app.workspace.store.close()
     # dsh rc.8 loads the log of those 50 turns: its session layer accepts it and folds the same surface.
     if NODE is not None:
         root = str(tmp_path / "store")
@@ -125,11 +131,11 @@ async def test_the_same_when_the_app_learns_the_window_only_from_the_400(app_on:
         context = ContextSettings(memory=memory, policy=CompactionPolicy(threshold_ratio=0.95))
         app = app_on(server, context, name="local-model")
         async with app.run_test(size=SIZE) as pilot:
-            assert app.agent.window.source == "assumed"
+            assert app.workspace.agent.window.source == "assumed"
             await chat_for(pilot, app, server, 50)
             refused = [request for request in server.requests if request.refused]
             assert len(refused) == 1
-            assert app.agent.window.tokens == 100_000 and app.agent.window.source == "learned"
+            assert app.workspace.agent.window.tokens == 100_000 and app.workspace.agent.window.source == "learned"
             accepted = [request for request in server.requests if not request.refused]
             assert max(request.prompt_tokens for request in accepted) <= 100_000
             assert checkpoints(app)
@@ -148,11 +154,11 @@ async def test_a_draft_that_cannot_fit_is_explained_and_enter_refuses(app_on: An
             await until(pilot, lambda: pane.report.context is not None)
             context = pane.report.context
             assert not context.fits and "CONTEXT_PROMPT_TOO_LARGE" in context.refusal()
-            count = len(app.session.events)
+            count = len(app.workspace.session.events)
             await pilot.press("enter")
             await until(pilot, lambda: not app.chat.preparing and list(app._notifications), timeout=10)
             await pilot.pause(0.2)
-            assert len(app.session.events) == count and not server.requests
+            assert len(app.workspace.session.events) == count and not server.requests
             assert prompt.text == draft(0)  # the draft is kept
             assert any("CONTEXT_PROMPT_TOO_LARGE" in str(note.message) for note in app._notifications)
 
@@ -164,12 +170,12 @@ async def test_compact_on_demand_from_the_key_with_progress_and_escape(app_on: A
             await settle(pilot)
             for turn in range(2):
                 await send(pilot, app, f"plain question {turn} " + "words " * 400)
-            before = len(app.session.events)
+            before = len(app.workspace.session.events)
             await pilot.press("f8")
             await until(pilot, lambda: "Compacting" in str(app.chat.prompt.border_title), timeout=10)
             await pilot.press("escape")
-            await until(pilot, lambda: app.agent.status == "idle", timeout=10)
-            assert len(app.session.events) == before  # cancelled: nothing written
+            await until(pilot, lambda: app.workspace.agent.status == "idle", timeout=10)
+            assert len(app.workspace.session.events) == before  # cancelled: nothing written
             await pilot.press("f8")
             await until(pilot, lambda: checkpoints(app), timeout=10)
             await until(pilot, lambda: app.chat.query(CheckpointBlock))

@@ -61,7 +61,7 @@ async def test_referencing_a_claude_code_session_bakes_its_conversation_without_
         await open_picker(pilot, "wombat")  # said only in the Claude Code session's answer
         await until(pilot, lambda: picker_ids(app) == [CLAUDE_ID])
         await pilot.press("tab", "enter")
-        await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
+        await until(pilot, lambda: app.trace.sent == 1 and app.workspace.agent.status == "idle")
     store.close()
     events = JsonlSessionStore(tmp_path / "store").get("today").events
     prompt = next(event for event in events if event.type == "user/message")
@@ -84,7 +84,7 @@ async def test_another_tools_session_cannot_become_the_target(
         app.notify = lambda message, **kwargs: notes.append(message) or original(message, **kwargs)  # type: ignore[method-assign]
         app.chat.switch_to(CODEX_ID)
         await pilot.pause()
-        assert app.session.id == "today"
+        assert app.workspace.session.id == "today"
         assert notes and "Codex sessions are read-only here" in notes[-1]
 
 

@@ -80,13 +80,13 @@ async def test_a_teammates_shared_session_is_listed_found_and_referenced_an_unsh
         app.notify = lambda message, **kwargs: notes.append(message) or original(message, **kwargs)  # type: ignore[method-assign]
         app.chat.switch_to("shared-plan")
         await pilot.pause()
-        assert app.session.id == "bob-today" and "read-only here" in notes[-1]
+        assert app.workspace.session.id == "bob-today" and "read-only here" in notes[-1]
 
         await type_text(pilot, "summarise ")
         await open_picker(pilot, "wombat")  # said only in alice's shared session
         await until(pilot, lambda: picker_ids(app) == ["shared-plan"])
         await pilot.press("tab", "enter")
-        await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
+        await until(pilot, lambda: app.trace.sent == 1 and app.workspace.agent.status == "idle")
     store.close()
     with PostgresSessionStore(team.bob) as reader:
         _header, events = reader.read_log("bob-today")
@@ -137,12 +137,12 @@ async def test_the_app_keeps_chatting_through_a_database_restart_and_says_so() -
             server.stop("immediate")
             await type_text(pilot, "while it is down")
             await pilot.press("enter")
-            await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle", timeout=20)
+            await until(pilot, lambda: app.trace.sent == 1 and app.workspace.agent.status == "idle", timeout=20)
             await until(pilot, lambda: any(title == "Session database unreachable" for title, _ in notes), timeout=20)
             assert "wait to be written" in next(m for t, m in notes if t == "Session database unreachable")
             server.start()
             await until(pilot, lambda: any(title == "Session database back" for title, _ in notes), timeout=30)
-            expected = [event.to_wire() for event in app.session.events]
+            expected = [event.to_wire() for event in app.workspace.session.events]
         store.close()
         reader = PostgresSessionStore(server.conninfo)
         _header, events = reader.read_log("first")

@@ -56,7 +56,7 @@ async def search_settled(pilot: Any, query: str, *, fresh: bool = True) -> None:
     try:
         await until(pilot, lambda: app.chat.picker.note != "Searching more messages…")
     except AssertionError as error:
-        status = app.body_index.status if app.body_index else None
+        status = app.workspace.body_index.status if app.workspace.body_index else None
         raise AssertionError(f"@{query}: {app.chat.picker.note!r}, index {status}") from error
 
 
@@ -119,7 +119,7 @@ async def test_a_body_only_word_is_referenced_and_baked_into_the_prompt(demo_tem
         await type_text(pilot, "what did we say about ")
         await search_settled(pilot, "fsync", fresh=False)
         await pilot.press("tab", "enter")
-        await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
+        await until(pilot, lambda: app.trace.sent == 1 and app.workspace.agent.status == "idle")
     store.close()
     surface = (await JsonlSessionStore(tmp_path / "store").read_surface("today")).events
     prompt = next(event for event in surface if event.type == "user/message")
@@ -140,7 +140,7 @@ async def test_without_body_search_only_titles_ids_and_cwds_match(demo_template:
     )  # fmt: skip
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.body_index is None
+        assert app.workspace.body_index is None
         await search_settled(pilot, "fsync")
         assert picker_ids(app) == []
         await search_settled(pilot, "sto")
@@ -158,17 +158,17 @@ async def test_while_indexing_the_picker_says_so_and_keeps_matching_titles(
     monkeypatch.setattr(shard_writes, "COMMIT_INTERVAL", 0.0)  # every session's progress shows
     app, _store = open_app(demo_template, tmp_path / "store")
     gate = threading.Event()
-    read = app.catalog.read_indexed
+    read = app.workspace.catalog.read_indexed
 
     def slow_read(session_id: str) -> Any:
         if session_id == "website-redesign":  # the last one (elsewhere) waits for the test
             gate.wait(10)
         return read(session_id)
 
-    monkeypatch.setattr(app.catalog, "read_indexed", slow_read)
+    monkeypatch.setattr(app.workspace.catalog, "read_indexed", slow_read)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, app.catalog_loaded.is_set)
-        index = app.body_index
+        await until(pilot, app.workspace.catalog_loaded.is_set)
+        index = app.workspace.body_index
         assert index is not None
         await until(pilot, lambda: index.status.state == "building" and index.status.indexed > 0)
         sidebar = app.chat.query_one(SessionSidebar)
@@ -198,7 +198,9 @@ async def test_a_first_build_runs_in_the_builder_process_and_the_app_follows_it(
         await until(pilot, lambda: app.indexer.builder is not None, timeout=10)
         await until(pilot, lambda: app.indexer.builder is None, timeout=30)  # it finished
         await settle(pilot)
-        assert app.body_index is not None and app.body_index.writable  # and the app took the index over
+        assert (
+            app.workspace.body_index is not None and app.workspace.body_index.writable
+        )  # and the app took the index over
         await search_settled(pilot, "fsync")
         assert picker_ids(app) == ["design-notes"]
 
@@ -212,7 +214,7 @@ async def test_a_message_another_process_appends_is_found_within_the_refresh_int
     app, _store = open_app(demo_template, tmp_path / "store", refresh_interval=0.2)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        index = app.body_index
+        index = app.workspace.body_index
         assert index is not None
         other = JsonlSessionStore(tmp_path / "store", clock=fixed_clock)
         say_user(other.get("website-redesign"), "Add a narwhal to the hero image.")
@@ -243,7 +245,7 @@ async def test_a_second_instance_searches_the_index_the_first_keeps(demo_templat
         )  # fmt: skip
         async with second.run_test(size=SIZE) as other:
             await settle(other)
-            assert second.body_index is not None and not second.body_index.writable
+            assert second.workspace.body_index is not None and not second.workspace.body_index.writable
             await search_settled(other, "fsync")
             assert picker_ids(second) == ["design-notes"]
             assert second.chat.picker.note is None
@@ -256,7 +258,7 @@ async def test_a_second_instance_searches_the_index_the_first_keeps(demo_templat
 
 
 def _index_folder(app: SessionRefApp) -> Path:
-    index = app.body_index
+    index = app.workspace.body_index
     assert index is not None and index.path is not None
     return Path(index.path)
 
@@ -314,8 +316,8 @@ async def test_a_full_disk_turns_message_search_off_and_it_comes_back(
     monkeypatch.setattr(index_keeper, "INDEX_RETRY", 3600.0)
     app, _store = open_app(demo_template, tmp_path / "store")
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, app.catalog_loaded.is_set)
-        index = app.body_index
+        await until(pilot, app.workspace.catalog_loaded.is_set)
+        index = app.workspace.body_index
         assert index is not None
         await until(pilot, lambda: index.status.state == "failed" and not app.indexing)
         assert index.status.code == INDEX_DISK_FULL
@@ -341,11 +343,11 @@ async def test_a_session_removed_from_disk_is_never_offered_again(app: SessionRe
         shutil.rmtree(store.session_path("website-redesign", "/home/demo/projects/website").parent)
         store.close()
         app.refresh_catalog(force=True)
-        await until(pilot, lambda: not app.catalog.has("website-redesign"))
+        await until(pilot, lambda: not app.workspace.catalog.has("website-redesign"))
         await settle(pilot)
         await search_settled(pilot, "landing")
         assert picker_ids(app) == []
-        index = app.body_index
+        index = app.workspace.body_index
         assert index is not None and "website-redesign" not in index.titles()
         await pilot.press("escape")
         await search_settled(pilot, "web")

@@ -174,8 +174,8 @@ async def test_sending_a_draft_with_chips_stores_the_same_bytes_as_the_canonical
             else:  # as the prompt held it before chips: the canonical text itself
                 TextArea.load_text(app.chat.prompt, f"compare {DESIGN} please")
             await pilot.press("enter")
-            await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle", timeout=20)  # noqa: B023
-            prompt_event = next(event for event in app.session.events if event.type == "user/message")
+            await until(pilot, lambda: app.trace.sent == 1 and app.workspace.agent.status == "idle", timeout=20)  # noqa: B023
+            prompt_event = next(event for event in app.workspace.session.events if event.type == "user/message")
             stored.append(js_json_stringify(prompt_event.data))
     assert stored[0] == stored[1]
     assert '"sessionId":"design-notes"' in stored[0] and strip_marks(stored[0]) == stored[0]

@@ -31,7 +31,7 @@ async def test_the_palette_shows_hostile_titles_as_text_and_never_runs_them(
     app, _ = open_app(demo_template, tmp_path / "store", setup=hostile)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await until(pilot, lambda: app.catalog.titles.title("evil") == CLICK)
+        await until(pilot, lambda: app.workspace.catalog.titles.title("evil") == CLICK)
         await pilot.press("ctrl+p")
         await until(pilot, lambda: isinstance(app.screen, CommandPalette))
         await pilot.pause(0.3)  # the palette alone lists its discovery hits: the hostile titles among them
@@ -62,7 +62,9 @@ async def test_renaming_prefills_the_title_escaped_and_keeps_it_when_unchanged(
         assert not RAW & set(field.value) and "\\x1b[2J" in field.value
         await pilot.press("enter")
         await pilot.pause()
-        assert app.session.title is not None and app.session.title.title == ESCAPES  # unchanged, not escaped
+        assert (
+            app.workspace.session.title is not None and app.workspace.session.title.title == ESCAPES
+        )  # unchanged, not escaped
 
 
 async def test_a_server_error_with_markup_is_shown_as_text(demo_template: Path, tmp_path: Path) -> None:

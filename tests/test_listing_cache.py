@@ -199,7 +199,7 @@ async def test_the_app_shows_what_the_files_say_after_what_the_cache_remembers(t
     changer.release("later")
     app = make_app(JsonlSessionStore(tmp_path), EchoModel(), cwd="/w/p1", refresh_interval=3600)
     async with app.run_test(size=(120, 40)) as pilot:
-        while not app.catalog_loaded.is_set():
+        while not app.workspace.catalog_loaded.is_set():
             await pilot.pause(0.02)
         await pilot.pause(0.1)
         shown = {row.header.id for row in app.screen.query_one("#sidebar").rows if row.header is not None}

@@ -106,7 +106,7 @@ async def test_the_app_and_the_server_keep_one_index_at_once(tmp_path: Path) -> 
     app = make_app(store, EchoModel(), session_id="s0000", cursor_blink=False, refresh_interval=0.5)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            index = app.body_index
+            index = app.workspace.body_index
             assert index is not None
             await until(pilot, lambda: index.status.complete and index.status.total >= count, timeout=90)
             for number in (1, 120, count - 1):

@@ -96,7 +96,7 @@ async def test_enter_accepts_the_highlighted_row_and_does_not_send(app: SessionR
         await pilot.press("down", "enter")
         parsed = parse_session_reference_text(app.chat.prompt.text)
         assert [r.session_id for r in parsed.references] == ["retention-work"]
-        assert app.sent == 0
+        assert app.trace.sent == 0
 
 
 async def test_arrows_and_ctrl_n_ctrl_p_move_the_highlight_over_headings(app: SessionRefApp) -> None:
@@ -167,7 +167,7 @@ async def test_control_characters_are_escaped_in_rows_and_label_but_the_id_stays
 async def test_superseded_lookups_are_aborted_and_dropped(app: SessionRefApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        index = app.body_index
+        index = app.workspace.body_index
         assert index is not None
         original = index.candidates
         signals: list[Any] = []

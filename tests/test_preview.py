@@ -142,8 +142,8 @@ async def test_what_the_preview_shows_is_exactly_what_is_sent(demo_template: Pat
         report = await preview_of(pilot)
         expected = report.model_visible_text()
         await pilot.press("enter")
-        await until(pilot, lambda: app.sent == 1)
-        prompt = next(e for e in app.session.events if e.type == "user/message")
+        await until(pilot, lambda: app.trace.sent == 1)
+        prompt = next(e for e in app.workspace.session.events if e.type == "user/message")
         sent = "".join(block["text"] for block in prompt.data["content"])
         assert sent == expected
 
@@ -159,7 +159,7 @@ async def test_a_referenced_session_that_moved_on_is_marked_in_the_transcript_an
         await type_text(pilot, "summarise ")
         await open_picker(pilot, "design")
         await pilot.press("tab", "enter")
-        await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
+        await until(pilot, lambda: app.trace.sent == 1 and app.workspace.agent.status == "idle")
         sent = app.chat.query(UserBlock).last()
         assert "newer" not in str(sent.render())
         other = JsonlSessionStore(tmp_path / "store", clock=fixed_clock)  # another process writes on

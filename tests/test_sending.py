@@ -36,7 +36,7 @@ async def test_send_writes_the_baked_event_and_streams_the_reply(demo_template: 
         await type_text(pilot, "what did we decide in ")
         await open_picker(pilot, "design")
         await pilot.press("tab", "enter")
-        await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
+        await until(pilot, lambda: app.trace.sent == 1 and app.workspace.agent.status == "idle")
         await until(pilot, lambda: app.chat.query(AssistantBlock))
         assert app.chat.prompt.text == ""
         (line,) = app.chat.query(ToolLine)  # the echo model read past the reference's first message
@@ -68,11 +68,11 @@ async def test_send_failure_keeps_the_draft_writes_nothing_and_notifies_the_code
         await settle(pilot)
         draft = "use " + mention("gone")
         app.chat.prompt.load_text(draft)
-        events_before = len(app.session.events)
+        events_before = len(app.workspace.session.events)
         await pilot.press("enter")
         await until(pilot, lambda: app._notifications)
         assert app.chat.prompt.text == draft
-        assert len(app.session.events) == events_before
+        assert len(app.workspace.session.events) == events_before
         message = list(app._notifications)[-1].message
         assert "SESSION_REFERENCE_READ_FAILED" in message and "draft is kept" in message
 
@@ -81,16 +81,16 @@ async def test_escape_cancels_preparing_and_keeps_the_draft(app: SessionRefApp) 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         release = asyncio.Event()
-        original = app.catalog.read_surface
+        original = app.workspace.catalog.read_surface
 
         async def stalled(session_id: str) -> Any:
             await release.wait()
             return await original(session_id)
 
-        app.catalog.read_surface = stalled  # type: ignore[method-assign]
+        app.workspace.catalog.read_surface = stalled  # type: ignore[method-assign]
         draft = "slow " + mention("design-notes")
         app.chat.prompt.load_text(draft)
-        events_before = len(app.session.events)
+        events_before = len(app.workspace.session.events)
         await pilot.press("enter")
         await until(pilot, lambda: app.chat.preparing)
         assert app.chat.prompt.has_class("-preparing")
@@ -100,7 +100,7 @@ async def test_escape_cancels_preparing_and_keeps_the_draft(app: SessionRefApp) 
         release.set()
         await pilot.pause(0.05)
         assert app.chat.prompt.text == draft
-        assert len(app.session.events) == events_before
+        assert len(app.workspace.session.events) == events_before
         messages = [n.message for n in app._notifications]
         assert any("SESSION_REFERENCE_CANCELLED" in m for m in messages)
         assert any("Still preparing" in m for m in messages)
@@ -115,7 +115,7 @@ async def test_a_failed_send_restores_the_draft_when_the_prompt_was_emptied(app:
             await release.wait()
             raise OSError("disk went away")
 
-        app.catalog.read_surface = broken  # type: ignore[method-assign]
+        app.workspace.catalog.read_surface = broken  # type: ignore[method-assign]
         draft = "x " + mention("design-notes")
         app.chat.prompt.load_text(draft)
         await pilot.press("enter")
@@ -148,16 +148,16 @@ async def test_sending_while_a_reply_streams_writes_a_steering_message(demo_temp
         await settle(pilot)
         await type_text(pilot, "first")
         await pilot.press("enter")
-        await until(pilot, lambda: app.agent.status == "running")
+        await until(pilot, lambda: app.workspace.agent.status == "running")
         await type_text(pilot, "also ")
         await open_picker(pilot, "web")
         await pilot.press("tab", "enter")
-        await until(pilot, lambda: app.sent == 2)
-        assert app.agent.status == "running"
+        await until(pilot, lambda: app.trace.sent == 2)
+        assert app.workspace.agent.status == "running"
         await until(pilot, lambda: "Thinking" in app.chat.query(AssistantBlock).last().text)
         model.gate.set()
-        await until(pilot, lambda: app.agent.status == "idle")
-        steering = [e for e in app.session.events if e.type == "steering/message"]
+        await until(pilot, lambda: app.workspace.agent.status == "idle")
+        steering = [e for e in app.workspace.session.events if e.type == "steering/message"]
         assert len(steering) == 1
         assert steering[0].data["envelope"]["displayContent"][0]["text"].startswith("also @")
         await until(pilot, lambda: any("steering" in str(b.render()) for b in app.chat.query(UserBlock)))
@@ -169,10 +169,10 @@ async def test_escape_stops_a_streaming_reply(demo_template: Path, tmp_path: Pat
         await settle(pilot)
         await type_text(pilot, "long")
         await pilot.press("enter")
-        await until(pilot, lambda: app.agent.status == "running")
+        await until(pilot, lambda: app.workspace.agent.status == "running")
         await pilot.press("escape")
-        await until(pilot, lambda: app.agent.status == "idle")
-        end = [e for e in app.session.events if e.type == "turn/end"][-1]
+        await until(pilot, lambda: app.workspace.agent.status == "idle")
+        end = [e for e in app.workspace.session.events if e.type == "turn/end"][-1]
         assert end.data["reason"] == {"kind": "aborted"}
 
 
@@ -194,6 +194,6 @@ async def test_a_model_failure_is_notified_with_its_code(demo_template: Path, tm
         await type_text(pilot, "hello")
         await pilot.press("enter")
         await until(pilot, lambda: any("MODEL_UNAUTHORIZED" in n.message for n in app._notifications))
-        end = [e for e in app.session.events if e.type == "turn/end"][-1]
+        end = [e for e in app.workspace.session.events if e.type == "turn/end"][-1]
         assert end.data["reason"]["code"] == "MODEL_UNAUTHORIZED"
         assert app.chat.prompt.text == ""  # the prompt itself was sent and recorded

@@ -166,7 +166,7 @@ def test_transcript_with_referenced_sessions_line(snap_compare: Any, app: Sessio
         mention = format_session_reference_mention("retention-work", "Retention (compacted)")
         pilot.app.chat.prompt.load_text(f"what changed in {mention}")
         await pilot.press("enter")
-        await until(pilot, lambda: pilot.app.sent == 1 and pilot.app.agent.status == "idle")
+        await until(pilot, lambda: pilot.app.trace.sent == 1 and pilot.app.workspace.agent.status == "idle")
         await until(pilot, lambda: pilot.app.chat.query(AssistantBlock) and not pilot.app.chat.sender.streaming)
         await _preview_ready(pilot)
 
@@ -233,10 +233,10 @@ async def _two_turns(pilot: Any) -> None:
     app = pilot.app
     background = " The release notes list the parser rewrite, the new store and the picker." * 12
     for words in ["when do we release?" + background, "and the notes?" + background]:
-        sent = app.sent
+        sent = app.trace.sent
         app.chat.prompt.load_text(words)
         await pilot.press("enter")
-        await until(pilot, lambda sent=sent: app.sent == sent + 1 and app.agent.status == "idle")
+        await until(pilot, lambda sent=sent: app.trace.sent == sent + 1 and app.workspace.agent.status == "idle")
         await until(pilot, lambda: not app.chat.sender.streaming)
     await _preview_ready(pilot)
 
@@ -284,7 +284,7 @@ def test_a_checkpoint_in_the_transcript(snap_compare: Any, demo_template: Path, 
         await _two_turns(pilot)
         await pilot.press("f8")
         await until(pilot, lambda: pilot.app.chat.query(CheckpointBlock))
-        await until(pilot, lambda: pilot.app.agent.status == "idle")
+        await until(pilot, lambda: pilot.app.workspace.agent.status == "idle")
         await pilot.pause()
 
     assert snap_compare(_thinking_app(demo_template, tmp_path), terminal_size=SIZE, run_before=run_before)

@@ -36,7 +36,7 @@ async def test_a_theme_switch_repaints_every_coloured_part(demo_template: Path, 
         mention = format_session_reference_mention("retention-work", "Retention (compacted)")
         app.chat.prompt.load_text(f"what changed in {mention}")
         await pilot.press("enter")
-        await until(pilot, lambda: app.sent == 1 and app.agent.status == "idle")
+        await until(pilot, lambda: app.trace.sent == 1 and app.workspace.agent.status == "idle")
         await until(pilot, lambda: app.chat.query(AssistantBlock) and not app.chat.sender.streaming)
         for key in ["@", "l", "o", "a", "d"]:
             await pilot.press(key)

@@ -265,9 +265,10 @@ def test_tools_can_be_switched_off(tmp_path: Path) -> None:
     assert effective_settings(load_config(str(path)), {"tools": True}, {})["tools"] is True
     store = JsonlSessionStore(tmp_path / "store")
     app = make_app(store, EchoModel(), cwd="/w", tools=None)
-    assert app.agent.tools is None
+    assert app.workspace.agent.tools is None
     on = make_app(store, EchoModel(), cwd="/w", tools=ToolSettings(read_bytes=4096, max_steps=2))
-    assert on.agent.tools is not None and on.agent.tools.read_bytes == 4096 and on.agent.max_steps == 2
+    agent = on.workspace.agent
+    assert agent.tools is not None and agent.tools.read_bytes == 4096 and agent.max_steps == 2
     path.write_text("[tools]\nread_bytes = 8192\nmax_steps = 3\n")
     settings = effective_settings(load_config(str(path)), {}, {})
     assert (settings["tools"], settings["tool_read_bytes"], settings["max_steps"]) == (True, 8192, 3)

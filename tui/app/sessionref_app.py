@@ -6,9 +6,7 @@ same factory. All session logic lives in ``core``; this module wires widgets to 
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,7 +15,6 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from core import (
-    AgentLoop,
     ChatModel,
     ReferenceConfig,
     SearchConfig,
@@ -30,6 +27,7 @@ from core.sessions.session import system_clock
 from core.sessions.sources.merged import ExternalSource
 from core.stores import SessionStore
 from tui.app.listing_keeper import ListingKeeper, StoreChanged, TitlesWanted
+from tui.app.trace import AppTrace
 from tui.screens.chat import ChatScreen
 from tui.screens.commands import SessionCommands
 from tui.services.indexing import MessageIndexer
@@ -79,10 +77,6 @@ class SessionRefApp(App[None]):
             context=context,
             tools=tools,
         )
-        # The services, by the names the benchmarks and tests use.
-        self.store, self.model, self.catalog, self.service = store, model, workspace.catalog, workspace.service
-        self.body_index, self.message_index = workspace.body_index, workspace.message_index
-        self.catalog_loaded = workspace.catalog_loaded
         self.cursor_blink = cursor_blink
         self.indexer = MessageIndexer(workspace, post=self.post_message, last_key=self._last_key)
         self.listing = ListingKeeper(
@@ -91,20 +85,15 @@ class SessionRefApp(App[None]):
             workspace.catalog_loaded,
             refresh_interval=refresh_interval,
             watch_store=watch_store,
-            target_cwd=lambda: self.session.cwd,
+            target_cwd=lambda: workspace.session.cwd,
             last_key=self._last_key,
             start_index=self.start_index,
             changed=self._catalog_changed,
             live=lambda: bool(self.screen_stack),
         )
         """Keeps the listing current (first listing, watcher or re-listing, store health)."""
-        # Figures the benchmarks and tests read (the chat screen posts them).
-        self.picker_updates = 0
-        self.picker_latencies: list[float] = []
-        self.preview_updates = 0
-        self.last_preview_seconds = 0.0
-        self.preview_seconds: list[float] = []
-        self.sent = 0
+        self.trace = AppTrace()
+        """What the app measured about itself (``SESSIONREF_TRACE`` writes it on exit)."""
 
     @property
     def watcher(self) -> Watcher | None:
@@ -133,37 +122,6 @@ class SessionRefApp(App[None]):
             self.chat.show_sessions()
             self.chat.refresh_picker()
 
-    @property
-    def session(self) -> Session:
-        """The target session (the one the chat writes)."""
-        return self.workspace.session
-
-    @property
-    def agent(self) -> AgentLoop:
-        """The target session's agent loop."""
-        return self.workspace.agent
-
-    @agent.setter
-    def agent(self, agent: AgentLoop) -> None:
-        self.workspace.agent = agent
-
-    @property
-    def context_settings(self) -> ContextSettings:
-        """The model's window, where learned windows are kept, and the compaction policy (for new agents)."""
-        return self.workspace.context_settings
-
-    @context_settings.setter
-    def context_settings(self, settings: ContextSettings) -> None:
-        self.workspace.context_settings = settings
-
-    @property
-    def agents(self) -> dict[str, AgentLoop]:
-        """The agent loops by session id (a switched-away session keeps its own while it streams)."""
-        return self.workspace.agents
-
-    def _agent_for(self, session: Session) -> AgentLoop:
-        return self.workspace.agent_for(session)
-
     def _last_key(self) -> float:
         return self.chat.prompt.last_key_at if self.screen_stack else 0.0
 
@@ -185,16 +143,7 @@ class SessionRefApp(App[None]):
             self.listing.watcher.stop()
         self.indexer.shutdown()
         self.workspace.close()
-        # SESSIONREF_TRACE=<file>: write the measured latencies there on exit (the benchmarks read it).
-        trace = os.environ.get("SESSIONREF_TRACE")
-        if trace:
-            figures = {"picker_latencies": self.picker_latencies, "preview_seconds": self.preview_seconds}
-            try:
-                with open(trace, "w", encoding="utf-8") as handle:
-                    json.dump(figures, handle)
-            except OSError as error:
-                # A trace that cannot be written never stops the app from quitting.
-                print(f"sessionref: cannot write SESSIONREF_TRACE {visible(trace)}: {error.strerror}", file=sys.stderr)
+        self.trace.write_if_asked()
 
     def close_index(self) -> None:
         """Close the message index (the CLI calls it after the app exits)."""
@@ -209,16 +158,13 @@ class SessionRefApp(App[None]):
         self.listing.start()
 
     def on_chat_screen_picker_shown(self, message: ChatScreen.PickerShown) -> None:
-        self.picker_latencies.append(message.seconds)
-        self.picker_updates += 1
+        self.trace.picker_latencies.append(message.seconds)
 
     def on_chat_screen_preview_shown(self, message: ChatScreen.PreviewShown) -> None:
-        self.last_preview_seconds = message.seconds
-        self.preview_seconds.append(message.seconds)
-        self.preview_updates += 1
+        self.trace.preview_seconds.append(message.seconds)
 
     def on_chat_screen_sent(self, _message: ChatScreen.Sent) -> None:
-        self.sent += 1
+        self.trace.sent += 1
 
     @property
     def chat(self) -> ChatScreen:

@@ -350,13 +350,13 @@ def _check_start(app: Any) -> str | None:
 
     async def first_paint(pilot: Pilot[Any]) -> None:
         deadline = time.monotonic() + CHECK_START_SECONDS
-        while not app.catalog_loaded.is_set() and time.monotonic() < deadline:
+        while not app.workspace.catalog_loaded.is_set() and time.monotonic() < deadline:
             await pilot.pause(0.02)
-        if app.catalog_loaded.is_set():
+        if app.workspace.catalog_loaded.is_set():
             await pilot.pause()  # the refresh that paints the listing
             started.append(
-                f"sessionref {sessionref_version()} started: {len(app.catalog.records)} sessions listed, "
-                f"on {visible(app.session.id)}"
+                f"sessionref {sessionref_version()} started: {len(app.workspace.catalog.records)} sessions listed, "
+                f"on {visible(app.workspace.session.id)}"
             )
         app.exit()
 
