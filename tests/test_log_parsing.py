@@ -90,6 +90,9 @@ def test_bytes_that_are_not_utf8_read_as_replacement_characters(compression: str
         [_row(b"{}") + b"\n"],  # a blank line
         [_row(b"{}")[:-1] + b" " + _row(b"{}", 1)],  # two rows on one line
         [_row(b"{}")[:-1] + b"," + _row(b"{}", 1)],  # two rows on one line, comma-separated
+        # A row over two lines whose second line also holds the next row: as many values as lines
+        # (found by the dsh_log fuzz target; the fast decoder reads values across newlines).
+        [_row(b"{}")[:-2] + b"\n}" + _row(b"{}", 1), _row(b"{}", 2)],
     ],
 )
 def test_lines_that_are_not_one_row_each_are_damage(rows: list[bytes]) -> None:

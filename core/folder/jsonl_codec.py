@@ -247,7 +247,7 @@ def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -
         return _Rows(base, [])
     try:
         rows = _decode_lines(content)
-        if len(rows) == _newlines(content):
+        if len(rows) == _newlines(content) and _one_object_a_line(content, len(rows)):
             if per_line_offsets:
                 lines, _ = _split_lines(content, base)
                 return _Rows(base, rows, [offset for offset, _ in lines])
@@ -267,6 +267,14 @@ def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -
 
 
 _FAST = msgspec.json.Decoder()
+
+
+def _one_object_a_line(content: bytes, lines: int) -> bool:
+    """Whether every line of ``content`` starts with ``{`` and ends with ``}``: then no JSON value
+    can run on past its line's end (after a ``}`` only ``,``, ``}`` or ``]`` may follow inside a
+    value, never a line's opening ``{``), so as many values as lines means one a line. The fast
+    decoder reads values across newlines; a log whose lines do not all look so is read line by line."""
+    return content[:1] == b"{" and content.count(b"}\n") == lines and content.count(b"\n{") == lines - 1
 
 
 def _newlines(content: bytes) -> int:
