@@ -71,7 +71,7 @@ def bench_retention(repeats: int) -> None:
 
 
 def bench_literal(repeats: int) -> None:
-    from tests.literal import literal_retain
+    from tests.support.literal import literal_retain
 
     print("\n## Against the literal algorithm (1,000 messages, ~1 MB, into 64 KiB)")
     snapshot = snapshot_of("mid", conversation_events(1_000))

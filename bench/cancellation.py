@@ -17,7 +17,7 @@ from core import (
     SessionReferenceError,
     SessionReferenceService,
 )
-from tests.hanging import HangingQuery
+from tests.support.hanging import HangingQuery
 
 READ_SECONDS = 0.05
 """How long each read of the parallel-reads figure takes (its floor: one read)."""

@@ -26,7 +26,7 @@ from core import AgentLoop, JsonlSessionStore, OpenAICompatibleModel
 from core.agent.compaction import CompactionPolicy, compact
 from core.agent.loop import ContextSettings, prompt_estimate
 from core.agent.tokens import ContextWindow
-from tests.fake_deepseek import FakeDeepSeek, rule_tokens
+from tests.support.fake_deepseek import FakeDeepSeek, rule_tokens
 
 CODE = Path(statistics.__file__).read_text(encoding="utf-8")
 

@@ -2,7 +2,7 @@
 same 10,000 sessions / 1,000,000 messages (``bench.search``'s store), then the load run.
 
 PostgreSQL is a throwaway cluster of Debian's server on a Unix socket, with ``fsync`` on (as a real
-server runs), started and removed by the benchmark itself (``tests.pg_cluster``).
+server runs), started and removed by the benchmark itself (``tests.support.pg_cluster``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from core import EchoModel, JsonlSessionStore
 from core.database.store import PostgresSessionStore
 from core.database.transfer import import_jsonl
 from core.search.body_index import index_path_beside
-from tests.pg_cluster import running_cluster
+from tests.support.pg_cluster import running_cluster
 
 _CWD = "/home/user/project-1"
 LOAD_SECONDS = 60

@@ -19,7 +19,7 @@ from typing import Any
 from bench.store import cold_listing, listing_root
 from bench.workload import conversation_events, write_big_log
 from core import JsonlSessionStore, MemorySessionStore, ReferenceInput, SessionReferenceService
-from tests.rc8 import NODE, dsh, rc8_snapshots
+from tests.support.rc8 import NODE, dsh, rc8_snapshots
 
 _LOOP = asyncio.new_event_loop()
 

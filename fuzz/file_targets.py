@@ -23,7 +23,7 @@ from core.sessions.models import SessionEvent
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
 from fuzz.kit import check, outcome_of, rng_of, run_async
-from tests.shared_fixtures import fixtures_root
+from tests.support.shared_fixtures import fixtures_root
 
 REAL_LOGS = fixtures_root() / "dsh-real"
 """Seeds: the logs dsh wrote (none when the shared fixtures are not beside the checkout)."""

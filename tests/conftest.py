@@ -91,8 +91,8 @@ def memory_store(clock: Callable[[], int]) -> MemorySessionStore:
 
 @pytest.fixture
 def app(demo_template: Path, tmp_path: Path) -> Any:
-    """The real app on a copy of the demo store, with a fixed clock (``tests.app_harness.open_app``)."""
-    from tests.app_harness import open_app
+    """The real app on a copy of the demo store, with a fixed clock (``tests.support.app_harness.open_app``)."""
+    from tests.support.app_harness import open_app
 
     built, _ = open_app(demo_template, tmp_path / "store")
     return built
@@ -100,8 +100,8 @@ def app(demo_template: Path, tmp_path: Path) -> Any:
 
 @pytest.fixture
 def indexed(tmp_path: Path) -> Any:
-    """A store on disk with a body index kept in line with it (``tests.indexed_store.Indexed``)."""
-    from tests.indexed_store import Indexed
+    """A store on disk with a body index kept in line with it (``tests.support.indexed_store.Indexed``)."""
+    from tests.support.indexed_store import Indexed
 
     return Indexed(tmp_path / "store")
 
@@ -121,7 +121,7 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo store written once per test run (tests copy it)."""
-    from tests.app_harness import seed_template
+    from tests.support.app_harness import seed_template
 
     folder = tmp_path_factory.mktemp("demo-template") / "store"
     seed_template(folder)

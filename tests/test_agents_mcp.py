@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.rc8 import INTEROP, NODE
+from tests.support.rc8 import INTEROP, NODE
 from tests.test_mcp import _store, snapshot
 
 REPO = Path(__file__).resolve().parent.parent

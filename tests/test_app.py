@@ -11,7 +11,7 @@ from pathlib import Path
 from core import (
     JsonlSessionStore,
 )
-from tests.app_harness import (
+from tests.support.app_harness import (
     NOW,
     SIZE,
     fixed_clock,

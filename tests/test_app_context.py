@@ -13,10 +13,10 @@ from core import JsonlSessionStore, OpenAICompatibleModel, format_session_refere
 from core.agent.compaction import CompactionPolicy
 from core.agent.loop import ContextSettings
 from core.agent.tokens import WindowMemory
-from tests.app_harness import SIZE, open_app, settle, until
 from tests.conftest import say_assistant, say_user
-from tests.fake_deepseek import FakeDeepSeek
-from tests.rc8 import NODE, dsh
+from tests.support.app_harness import SIZE, open_app, settle, until
+from tests.support.fake_deepseek import FakeDeepSeek
+from tests.support.rc8 import NODE, dsh
 from tui.app.sessionref_app import SessionRefApp
 from tui.widgets.preview import PreviewPane
 from tui.widgets.transcript import AssistantBlock, CheckpointBlock

@@ -10,8 +10,8 @@ import pytest
 from core import JsonlSessionStore
 from core.sessions.sources.claude import CLAUDE_PREFIX, ClaudeCodeSource
 from core.sessions.sources.codex import CODEX_PREFIX, CodexSource
-from tests.app_harness import SIZE, open_app, open_picker, picker_ids, picker_rows, settle, type_text, until
-from tests.external_fixtures import CLAUDE_UUID, CODEX_UUID, seed_external, tree_state
+from tests.support.app_harness import SIZE, open_app, open_picker, picker_ids, picker_rows, settle, type_text, until
+from tests.support.external_fixtures import CLAUDE_UUID, CODEX_UUID, seed_external, tree_state
 from tui.app.sessionref_app import SessionRefApp
 from tui.widgets.sidebar import SessionSidebar
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from core import EchoModel
 from core.database.store import PostgresSessionStore
-from tests.app_harness import HOME, SIZE, fixed_clock, open_picker, picker_ids, settle, type_text, until
 from tests.conftest import say_assistant, say_user
-from tests.pg_cluster import Team, cluster, database, running_cluster, team
+from tests.support.app_harness import HOME, SIZE, fixed_clock, open_picker, picker_ids, settle, type_text, until
+from tests.support.pg_cluster import Team, cluster, database, running_cluster, team
 from tui.app.sessionref_app import SessionRefApp, make_app
 from tui.services.text import owner_badge
 from tui.widgets.sidebar import SessionSidebar

@@ -21,8 +21,8 @@ import core.search.shard_writes as shard_writes
 import tui.app as app_module
 from core import INDEX_FILE_NAME, EchoModel, JsonlSessionStore
 from core.search.index_values import INDEX_DISK_FULL
-from tests.app_harness import SIZE, fixed_clock, open_app, open_picker, picker_ids, settle, type_text, until
 from tests.conftest import say_user
+from tests.support.app_harness import SIZE, fixed_clock, open_app, open_picker, picker_ids, settle, type_text, until
 from tui.app.sessionref_app import SessionRefApp
 from tui.cli.demo import DEMO_PROJECT
 from tui.widgets.sidebar import SessionSidebar

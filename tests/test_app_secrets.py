@@ -16,7 +16,7 @@ import pytest
 import zstandard
 
 from core import OpenAICompatibleModel
-from tests.app_harness import SIZE, open_app, settle, type_text, until
+from tests.support.app_harness import SIZE, open_app, settle, type_text, until
 from tests.test_agent import FAKE_KEY, chunk, serve, sse_response
 from tui.services.preview_report import PreviewReport
 

@@ -32,7 +32,7 @@ from core import (
 from core.search.finder import SessionSearch
 from core.search.index_values import INDEX_CORRUPT, INDEX_DISK_FULL
 from tests.conftest import say_assistant, say_user
-from tests.indexed_store import Indexed, Target, title
+from tests.support.indexed_store import Indexed, Target, title
 
 ROOT = Path(__file__).parent.parent
 
@@ -240,7 +240,7 @@ def test_closing_and_interrupting_while_another_thread_searches_never_crashes() 
     # The app reopens the index (a builder finished, a file was replaced) while its search thread
     # reads and a keystroke interrupts: that once closed a connection under a running read.
     done = subprocess.run(
-        [sys.executable, "-m", "tests.index_stress", "2"], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "tests.support.index_stress", "2"], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
     searches, reopens = (int(word) for word in done.stdout.split()[1::2])

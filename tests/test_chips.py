@@ -11,7 +11,7 @@ from textual import events
 from textual.widgets import TextArea
 
 from core import format_session_reference_mention, js_json_stringify
-from tests.app_harness import SIZE, open_app, open_picker, settle, type_text, until
+from tests.support.app_harness import SIZE, open_app, open_picker, settle, type_text, until
 from tui.app.sessionref_app import SessionRefApp
 from tui.services.chips import LABEL_CELLS, ChipBook, strip_marks
 

@@ -34,7 +34,7 @@ from core.agent.tokens import (
 )
 from core.reference.uri import ReferenceInput
 from tests.conftest import say_assistant, say_user, text
-from tests.fake_deepseek import FakeDeepSeek, rule_tokens
+from tests.support.fake_deepseek import FakeDeepSeek, rule_tokens
 
 
 def model_for(server: FakeDeepSeek, name: str = "deepseek-chat") -> OpenAICompatibleModel:

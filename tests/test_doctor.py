@@ -19,7 +19,7 @@ import pytest
 from core import JsonlSessionStore
 from core.folder.doctor import diagnose
 from tests.conftest import frame_offsets, say_assistant, say_user
-from tests.external_fixtures import tree_state
+from tests.support.external_fixtures import tree_state
 from tui.cli.command import main
 
 

@@ -18,7 +18,7 @@ import zstandard
 from core import JsonlSessionStore, SessionReferenceService, fold_surface
 from core.folder.jsonl_layout import encode_session_segment, project_key
 from core.reference.projection import project_conversation
-from tests.shared_fixtures import shared_fixtures
+from tests.support.shared_fixtures import shared_fixtures
 
 CWD = "/home/someone/project"
 

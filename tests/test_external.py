@@ -23,7 +23,7 @@ from core.sessions.sources.codex import CODEX_PREFIX, CodexSource
 from core.sessions.sources.files import millis
 from core.sessions.sources.merged import MergedSessionQuery
 from tests.conftest import say_user
-from tests.external_fixtures import tree_state
+from tests.support.external_fixtures import tree_state
 
 UUID = "0f8e6a2c-1b3d-4c5e-8f9a-0123456789ab"
 OTHER = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"

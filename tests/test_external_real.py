@@ -15,7 +15,7 @@ import pytest
 from core.reference.projection import project_conversation
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
-from tests.shared_fixtures import shared_fixtures
+from tests.support.shared_fixtures import shared_fixtures
 
 
 def _real() -> Path:

@@ -9,8 +9,8 @@ from textual.command import CommandPalette
 from textual.widgets import Input, OptionList
 
 from core import JsonlSessionStore
-from tests.app_harness import SIZE, open_app, settle, until
 from tests.conftest import say_user
+from tests.support.app_harness import SIZE, open_app, settle, until
 from tui.screens.dialogs import RenameScreen
 
 CLICK = "[@click=app.quit]x[/]"

@@ -28,8 +28,8 @@ from core import (
 from core.agent.loop import ContextSettings
 from core.agent.tokens import WindowMemory
 from tests.conftest import compact, frame_offsets, text
-from tests.fake_deepseek import FakeDeepSeek
-from tests.rc8 import NODE, dsh
+from tests.support.fake_deepseek import FakeDeepSeek
+from tests.support.rc8 import NODE, dsh
 from tests.test_dsh_real import place, real_logs
 
 if NODE is None:

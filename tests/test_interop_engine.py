@@ -25,7 +25,7 @@ from core import (
 from core.abort import AbortController
 from core.agent.wire import wire_messages
 from tests.conftest import compact, text
-from tests.rc8 import INTEROP, NODE, dsh, rc8_snapshots
+from tests.support.rc8 import INTEROP, NODE, dsh, rc8_snapshots
 from tests.test_interop import ODD_IDS
 
 if NODE is None:

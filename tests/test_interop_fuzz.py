@@ -25,7 +25,7 @@ from core import (
 from core.folder.jsonl_codec import load_log
 from fuzz.targets import HOSTILE
 from tests.conftest import text
-from tests.rc8 import NODE, dsh, rc8_snapshots
+from tests.support.rc8 import NODE, dsh, rc8_snapshots
 from tests.test_interop import conversation, wires
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="the dsh packages are not installed (make interop)")

@@ -14,7 +14,7 @@ import zstandard
 
 from core import JsonlSessionStore, SessionQueryError
 from tests.conftest import frame_offsets, say_assistant, say_user
-from tests.jsonl_harness import file_of, reopen, tear_last_batch, three_batches, zstd_frames
+from tests.support.jsonl_harness import file_of, reopen, tear_last_batch, three_batches, zstd_frames
 
 
 def test_zstd_file_is_one_frame_for_the_header_and_one_per_batch(root: Path) -> None:

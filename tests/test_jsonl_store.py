@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from core import JsonlSessionStore, MemorySessionStore, SessionQueryError
 from core.folder.jsonl_layout import encode_session_segment, project_key
 from tests.conftest import compact, say_assistant, say_user
-from tests.jsonl_harness import file_of, reopen, zstd_frames
-from tests.strategies import js_strings
+from tests.support.jsonl_harness import file_of, reopen, zstd_frames
+from tests.support.strategies import js_strings
 
 # --- layout ----------------------------------------------------------------------------------------
 

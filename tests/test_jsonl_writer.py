@@ -20,9 +20,9 @@ import pytest
 import core.folder.jsonl_store as jsonl_store
 from core import JsonlSessionStore, SessionQueryError
 from tests.conftest import say_assistant, say_user
-from tests.jsonl_harness import file_of, reopen
+from tests.support.jsonl_harness import file_of, reopen
 
-WRITER = Path(__file__).parent / "jsonl_writer.py"
+WRITER = Path(__file__).parent / "support" / "jsonl_writer.py"
 REPO = Path(__file__).parent.parent
 
 # --- failures while writing ------------------------------------------------------------------------

@@ -133,7 +133,7 @@ def test_a_root_where_the_cache_cannot_be_written_lists_without_one(tmp_path: Pa
 
 def test_dsh_lists_a_root_that_holds_the_cache(tmp_path: Path) -> None:
     """rc.8 lists only folders in the root: the cache file is invisible to it."""
-    from tests.rc8 import NODE, dsh
+    from tests.support.rc8 import NODE, dsh
 
     if NODE is None:
         if os.environ.get("SESSIONREF_REQUIRE_INTEROP") == "1":

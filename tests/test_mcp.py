@@ -18,8 +18,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from core import JsonlSessionStore, ReferenceInput, SessionQueryError, SessionReferenceService
 from core.catalog.catalog import SessionCatalog
 from tests.conftest import say_assistant, say_user
-from tests.pg_cluster import cluster, database, team
-from tests.rc8 import INTEROP, NODE
+from tests.support.pg_cluster import cluster, database, team
+from tests.support.rc8 import INTEROP, NODE
 from tests.test_session_tools import frame_text, split_result
 
 __all__ = ["cluster", "database", "team"]  # the fixtures

@@ -16,8 +16,8 @@ import pytest
 
 from core import EchoModel, JsonlSessionStore, index_path_beside
 from core.search.index_chunks import CHUNK_BITS
-from tests.app_harness import SIZE, until
 from tests.conftest import say_assistant, say_user
+from tests.support.app_harness import SIZE, until
 from tests.test_mcp_wire import _Server
 from tests.test_session_tools import frame_text
 from tui.app.sessionref_app import make_app

@@ -14,7 +14,7 @@ from core.database.store import PostgresSessionStore
 from core.errors import SessionQueryError
 from core.sessions.session import Session
 from tests.conftest import say_user
-from tests.pg_cluster import running_cluster
+from tests.support.pg_cluster import running_cluster
 
 REPO = Path(__file__).resolve().parent.parent
 

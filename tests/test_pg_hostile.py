@@ -16,9 +16,9 @@ from core.database.reading import MAX_ROW_BYTES
 from core.database.store import PostgresSessionStore
 from core.database.transfer import export_jsonl
 from core.errors import SessionQueryError
-from tests.app_harness import HOME, SIZE, fixed_clock, settle, until
 from tests.conftest import say_assistant, say_user
-from tests.pg_cluster import Team, cluster, database, team
+from tests.support.app_harness import HOME, SIZE, fixed_clock, settle, until
+from tests.support.pg_cluster import Team, cluster, database, team
 from tui.app.sessionref_app import make_app
 from tui.widgets.sidebar import SessionSidebar
 

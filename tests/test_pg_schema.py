@@ -21,7 +21,7 @@ from core.database.store import SCHEMA_VERSION, PostgresSessionStore
 from core.errors import SessionQueryError
 from core.folder.doctor import format_diagnosis
 from tests.conftest import say_assistant, say_user
-from tests.pg_cluster import Team, cluster, database, fresh_database, team
+from tests.support.pg_cluster import Team, cluster, database, fresh_database, team
 
 __all__ = ["cluster", "database", "team"]  # the fixtures
 

@@ -16,7 +16,7 @@ from core.search.body_index import BodyIndex
 from core.search.finder import SessionSearch
 from core.search.index_values import indexed_session, revision_key
 from tests.conftest import compact, say_assistant, say_user
-from tests.pg_cluster import Team, cluster, database, team
+from tests.support.pg_cluster import Team, cluster, database, team
 
 __all__ = ["cluster", "database", "team"]  # the fixtures
 

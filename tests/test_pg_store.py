@@ -20,7 +20,7 @@ from core.database.setup import initialize_database
 from core.database.store import SCHEMA_VERSION, PostgresSessionStore
 from core.errors import SessionQueryError
 from tests.conftest import compact, say_assistant, say_user
-from tests.pg_cluster import cluster, database, fresh_database
+from tests.support.pg_cluster import cluster, database, fresh_database
 
 __all__ = ["cluster", "database"]  # the fixtures
 

@@ -17,7 +17,7 @@ from core.database.store import PostgresSessionStore
 from core.database.watch import NotifyWatcher
 from core.errors import SessionQueryError
 from tests.conftest import say_assistant, say_user
-from tests.pg_cluster import Team, cluster, database, team
+from tests.support.pg_cluster import Team, cluster, database, team
 from tui.cli.command import main as cli_main
 
 __all__ = ["cluster", "database", "team"]  # the fixtures

@@ -15,8 +15,8 @@ from core import JsonlSessionStore
 from core.database.store import PostgresSessionStore
 from core.database.transfer import export_jsonl, import_jsonl
 from tests.conftest import compact, say_assistant, say_user
-from tests.pg_cluster import cluster, database
-from tests.rc8 import NODE, dsh
+from tests.support.pg_cluster import cluster, database
+from tests.support.rc8 import NODE, dsh
 
 __all__ = ["cluster", "database"]  # the fixtures
 

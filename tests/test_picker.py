@@ -11,7 +11,7 @@ from core import (
     format_session_reference_mention,
     parse_session_reference_text,
 )
-from tests.app_harness import (
+from tests.support.app_harness import (
     SIZE,
     open_picker,
     picker_ids,

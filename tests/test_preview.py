@@ -12,7 +12,8 @@ from core import (
     JsonlSessionStore,
     ReferenceConfig,
 )
-from tests.app_harness import (
+from tests.conftest import say_assistant, say_user
+from tests.support.app_harness import (
     SIZE,
     fixed_clock,
     mention,
@@ -24,7 +25,6 @@ from tests.app_harness import (
     type_text,
     until,
 )
-from tests.conftest import say_assistant, say_user
 from tui.app.sessionref_app import SessionRefApp
 from tui.cli.demo import DEMO_PROJECT
 from tui.screens.dialogs import ViewerScreen

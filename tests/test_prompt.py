@@ -7,7 +7,7 @@ from __future__ import annotations
 from core import (
     format_session_reference_mention,
 )
-from tests.app_harness import (
+from tests.support.app_harness import (
     SIZE,
     open_picker,
     settle,

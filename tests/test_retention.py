@@ -19,8 +19,8 @@ from core import (
     utf8_length,
 )
 from tests.conftest import compact, say_assistant, say_user
-from tests.literal import literal_head_tail, literal_retain, literal_truncate
-from tests.strategies import js_strings
+from tests.support.literal import literal_head_tail, literal_retain, literal_truncate
+from tests.support.strategies import js_strings
 
 
 @pytest.mark.parametrize(

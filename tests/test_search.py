@@ -28,7 +28,7 @@ from core.search.finder import SessionSearch
 from core.search.index_chunks import trigram_query
 from core.search.matching import Snippet, find_folded, make_snippet
 from tests.conftest import compact, say_assistant, say_user, text
-from tests.indexed_store import Indexed, Target, title
+from tests.support.indexed_store import Indexed, Target, title
 
 ROOT = Path(__file__).parent.parent
 

@@ -13,7 +13,7 @@ from core import (
     JsonlSessionStore,
     ModelError,
 )
-from tests.app_harness import (
+from tests.support.app_harness import (
     SIZE,
     mention,
     open_app,

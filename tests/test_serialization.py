@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core import encode_session_reference_uri, js_json_stringify, stringify_tag_safe_json, utf8_length
-from tests.rc8 import NODE
-from tests.strategies import from_units, js_strings
+from tests.support.rc8 import NODE
+from tests.support.strategies import from_units, js_strings
 
 VECTORS = Path(__file__).parent / "js" / "vectors.json"
 

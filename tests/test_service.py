@@ -22,7 +22,7 @@ from core import (
     stringify_tag_safe_json,
 )
 from tests.conftest import say_assistant, say_user, text
-from tests.hanging import HangingQuery
+from tests.support.hanging import HangingQuery
 
 REQUEST = [text("what did we decide?")]
 

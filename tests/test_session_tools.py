@@ -16,7 +16,7 @@ from core import JsonlSessionStore, ReferenceInput, SessionReferenceService, enc
 from core.agent.session_tools import DEFINITIONS, TOOL_NAMES, SessionTools
 from core.reference.service import REFERENCED_SESSIONS_HEADER
 from tests.conftest import say_assistant, say_user, text
-from tests.indexed_store import Indexed
+from tests.support.indexed_store import Indexed
 
 LONG = 400
 """Messages of the long session: about 200 KiB, far over a reference's 64 KiB."""

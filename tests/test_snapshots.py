@@ -17,7 +17,7 @@ from core.agent.chat_models import SUMMARY_REQUEST_MARK
 from core.agent.loop import ContextSettings
 from core.agent.tokens import estimate_history
 from core.agent.wire import wire_text
-from tests.app_harness import SIZE, open_app, settle, until
+from tests.support.app_harness import SIZE, open_app, settle, until
 from tui.app.sessionref_app import SessionRefApp
 from tui.screens.dialogs import ViewerScreen
 from tui.widgets.preview import PreviewPane
@@ -117,7 +117,7 @@ def test_picker_with_claude_code_and_codex_sessions(snap_compare: Any, demo_temp
     picker's fold, and the sidebar shows both badges in their groups."""
     from core.sessions.sources.claude import ClaudeCodeSource
     from core.sessions.sources.codex import CodexSource
-    from tests.external_fixtures import seed_external
+    from tests.support.external_fixtures import seed_external
 
     seed_external(tmp_path / "claude", tmp_path / "codex")
     external = (ClaudeCodeSource(tmp_path / "claude"), CodexSource(tmp_path / "codex"))

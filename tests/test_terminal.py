@@ -141,7 +141,7 @@ def test_a_word_said_only_in_a_message_finds_the_session_to_reference(demo_templ
 
 
 def test_reference_a_claude_code_session_from_the_terminal(demo_template: Path, tmp_path: Path) -> None:
-    from tests.external_fixtures import CLAUDE_UUID, seed_external
+    from tests.support.external_fixtures import CLAUDE_UUID, seed_external
 
     seed_external(tmp_path / "claude", tmp_path / "codex")
     external = ["--claude-root", str(tmp_path / "claude"), "--codex-root", str(tmp_path / "codex")]
@@ -181,7 +181,7 @@ def test_the_demo_shows_ages_relative_to_now(tmp_path: Path) -> None:
 def test_compact_on_demand_in_a_real_terminal(demo_template: Path, tmp_path: Path) -> None:
     """A profile from config.toml points at a local DeepSeek-like server; two long turns, then F8: the
     checkpoint replaces the older exchange on screen and in the store, in dsh's shape."""
-    from tests.fake_deepseek import FakeDeepSeek
+    from tests.support.fake_deepseek import FakeDeepSeek
 
     with FakeDeepSeek() as server:
         config = tmp_path / "config.toml"

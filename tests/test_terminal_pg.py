@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from core.database.store import PostgresSessionStore
-from tests.pg_cluster import Team, cluster, database, team
+from tests.support.pg_cluster import Team, cluster, database, team
 from tests.test_terminal import Terminal, app_env, pytestmark
 
 __all__ = ["cluster", "database", "pytestmark", "team"]  # the fixtures, and tmux or skip

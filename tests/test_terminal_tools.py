@@ -18,7 +18,7 @@ import pytest
 from core import JsonlSessionStore
 from core.agent.wire import wire_messages
 from tests.conftest import say_assistant, say_user
-from tests.rc8 import NODE, dsh
+from tests.support.rc8 import NODE, dsh
 from tests.test_terminal import TMUX, Terminal, app_env
 from tests.test_tool_turns import Plan
 

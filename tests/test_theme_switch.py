@@ -11,7 +11,7 @@ from textual.markup import parse_style
 from textual.theme import BUILTIN_THEMES
 
 from core import format_session_reference_mention
-from tests.app_harness import SIZE, open_app, settle, until
+from tests.support.app_harness import SIZE, open_app, settle, until
 from tui.services.palette import STYLES, default_paint
 from tui.widgets.preview import PreviewPane
 from tui.widgets.transcript import AssistantBlock

@@ -18,7 +18,7 @@ from core import ReferenceInput, SessionReferenceService
 from core.agent.session_tools import SessionTools
 from core.reference.retention import OMISSION_NOTICE_HEAD
 from tests.conftest import say_assistant, say_user, text
-from tests.indexed_store import Indexed
+from tests.support.indexed_store import Indexed
 from tests.test_session_tools import frame_text, split_result
 
 LONG = 1000

@@ -20,7 +20,7 @@ from core.agent.tool_steps import NOT_STARTED, OUTCOME_UNKNOWN
 from core.agent.wire import wire_messages
 from core.search.finder import SessionSearch
 from tests.conftest import say_assistant, say_user, text
-from tests.rc8 import NODE, dsh
+from tests.support.rc8 import NODE, dsh
 from tests.test_agent import serve
 
 CHUNKED = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"

@@ -14,7 +14,7 @@ from core import (
     format_session_reference_mention,
     parse_session_reference_text,
 )
-from tests.strategies import js_strings
+from tests.support.strategies import js_strings
 
 SOURCE_URI = "dsh-session:InNvdXJjZSI"
 

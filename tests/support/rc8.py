@@ -10,7 +10,7 @@ from typing import Any
 
 from core import MemorySessionStore
 
-INTEROP = Path(__file__).parent / "interop"
+INTEROP = Path(__file__).resolve().parent.parent / "interop"
 DRIVER = INTEROP / "dsh.mjs"
 
 

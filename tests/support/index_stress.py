@@ -1,6 +1,6 @@
 """Searches on one thread while another closes, reopens and interrupts the same ``BodyIndex``.
 
-Run as a process (``python -m tests.index_stress SECONDS``) by ``test_search.py``: closing a SQLite
+Run as a process (``python -m tests.support.index_stress SECONDS``) by ``test_search.py``: closing a SQLite
 connection another thread reads on, or interrupting one being closed, crashes the interpreter,
 so a regression shows as a failed test rather than a dead test run.
 """
