@@ -54,3 +54,24 @@ async def test_mention_tokens_are_highlighted(app: SessionRefApp) -> None:
         await pilot.pause()
         line = app.chat.prompt.document.get_line(0)
         assert app.chat.prompt._highlights[0] == [(2, len(line.encode()), "mention")]  # the whole chip
+
+
+async def test_the_prompt_shows_its_own_mode_in_its_title_and_border(app: SessionRefApp) -> None:
+    """The screen tells the prompt what is going on (``mode``); the prompt alone sets its title and
+    its ``-preparing`` / ``-compacting`` classes from it."""
+    from core.agent.compaction import CompactionProgress
+    from tui.widgets.prompt import PREPARING_TITLE, PROMPT_TITLE, PromptMode
+
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.chat.prompt
+        assert prompt.border_title == PROMPT_TITLE and not prompt.has_class("-preparing")
+        prompt.mode = PromptMode(preparing=True)
+        await pilot.pause()
+        assert prompt.border_title == PREPARING_TITLE and prompt.has_class("-preparing")
+        prompt.mode = PromptMode(preparing=True, compacting=CompactionProgress(part=2, parts=3, messages=40))
+        await pilot.pause()
+        assert prompt.has_class("-compacting") and not prompt.has_class("-preparing")
+        assert str(prompt.border_title).startswith("Compacting")
+        prompt.mode = PromptMode()
+        await pilot.pause()
+        assert prompt.border_title == PROMPT_TITLE and not prompt.has_class("-compacting")

@@ -11,10 +11,12 @@ from rich.segment import Segment
 from textual import events
 from textual.binding import Binding
 from textual.message import Message
+from textual.reactive import var
 from textual.strip import Strip
 from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult, Location, Selection, TextAreaTheme
 
+from core.agent.compaction import CompactionProgress
 from tui.services.chips import BadgeOf, ChipBook, has_marks, strip_marks
 from tui.services.mentions import PickerQuery, picker_query
 from tui.services.palette import theme_paint
@@ -31,6 +33,25 @@ class _PromptTheme(TextAreaTheme):
     def apply_css(self, text_area: TextArea) -> None:
         super().apply_css(text_area)
         self.syntax_styles = {MENTION_HIGHLIGHT: theme_paint(text_area.app)("mention")}
+
+
+PROMPT_TITLE = "Prompt · Enter sends · Ctrl+J newline · @ references a session"
+PREPARING_TITLE = "Preparing referenced sessions… · Esc cancels"
+
+
+def compaction_title(progress: CompactionProgress) -> str:
+    """The prompt's title while a compaction runs."""
+    part = f" · part {progress.part} of {progress.parts}" if progress.parts > 1 else ""
+    messages = f" {progress.messages} messages" if progress.messages else ""
+    return f"Compacting{messages} into a checkpoint{part}… · Esc cancels"
+
+
+@dataclass(frozen=True)
+class PromptMode:
+    """What is going on around the draft: its references being prepared, or a compaction running."""
+
+    preparing: bool = False
+    compacting: CompactionProgress | None = None
 
 
 class PromptArea(TextArea):
@@ -57,6 +78,9 @@ class PromptArea(TextArea):
         &.-compacting { border: round $accent; border-title-color: $accent; }
     }
     """
+
+    mode: var[PromptMode] = var(PromptMode(), init=False)
+    """What is going on around the draft; the prompt's title and border colour follow it."""
 
     BINDINGS = [
         Binding("ctrl+j", "newline", "Newline", show=False),
@@ -92,6 +116,16 @@ class PromptArea(TextArea):
         self.cursor_blink = cursor_blink
         self.register_theme(_PromptTheme(name="sessionref"))
         self.theme = "sessionref"
+        self.border_title = PROMPT_TITLE
+
+    def watch_mode(self, mode: PromptMode) -> None:
+        compacting = mode.compacting
+        self.set_class(compacting is not None, "-compacting")
+        self.set_class(mode.preparing and compacting is None, "-preparing")
+        if compacting is not None:
+            self.border_title = compaction_title(compacting)
+        else:
+            self.border_title = PREPARING_TITLE if mode.preparing else PROMPT_TITLE
 
     # -- highlighting -----------------------------------------------------------------------------
 
