@@ -116,12 +116,10 @@ class ChatScreen(Screen[None]):
         self.sender = Sender(
             self,
             workspace,
-            self.prompt,
             self._transcript,
             self.prompt_status,
             show_target=self._show_target,
             schedule_preview=self.schedule_preview,
-            sent=lambda: self.post_message(self.Sent()),
         )
         self.compaction_control = CompactionControl(self, workspace, self.prompt_status, self._after_compaction)
         self.session_control = SessionControl(
@@ -214,6 +212,16 @@ class ChatScreen(Screen[None]):
     def action_picker_accept(self) -> None:
         """Accept the highlighted candidate."""
         self.picker.accept()
+
+    def on_sender_draft_sent(self, event: Sender.DraftSent) -> None:
+        if self.prompt.text == event.text:
+            self.prompt.clear()
+        self.post_message(self.Sent())
+
+    def on_sender_draft_kept(self, event: Sender.DraftKept) -> None:
+        if not self.prompt.text:
+            self.prompt.load_text(event.text)
+            self.prompt.move_cursor(self.prompt.document.end)
 
     def on_prompt_area_query_changed(self, event: PromptArea.QueryChanged) -> None:
         self.picker_control.query_changed(event.query, event.row)

@@ -6,8 +6,10 @@ sending run in ``core`` (``SessionReferenceService.prepare``, ``AgentLoop.follow
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
+from textual.message import Message
 from textual.timer import Timer
 
 from core import AbortController, SessionQueryError, SessionReferenceError, parse_session_reference_text
@@ -17,7 +19,6 @@ from tui.screens.prompt_status import PromptStatus
 from tui.services.host import Host
 from tui.services.preview_report import problem_of
 from tui.services.workspace import Workspace
-from tui.widgets.prompt import PromptArea
 from tui.widgets.transcript import Transcript
 
 STREAM_TICK = 1 / 20
@@ -29,37 +30,46 @@ pending at a time."""
 class Sender:
     """Sending the draft and following the reply, for the chat screen.
 
+    The draft is the screen's: the sender says what became of it (``DraftSent``: it went to the
+    model; ``DraftKept``: nothing was sent, so it is the user's again), posted to the screen.
+
     Args:
-        host: the screen (the send worker, the stream timer, notifications).
+        host: the screen (the send worker, the repaint timer, notifications, the messages above).
         workspace: the target session and its agent.
-        prompt: the draft (cleared once sent, restored when nothing was sent).
         transcript: the conversation it keeps in step with the reply.
-        status: the prompt's title (preparing, compacting).
+        status: what is going on around the draft (preparing, compacting).
         show_target: repaint what shows the target (after a turn, or a compaction that changed it).
         schedule_preview: recompute the preview (the context meter moves after a turn).
-        sent: called once a message went to the model.
     """
+
+    @dataclass
+    class DraftSent(Message):
+        """``text`` went to the model (the prompt lets it go if it still holds it)."""
+
+        text: str
+
+    @dataclass
+    class DraftKept(Message):
+        """Nothing of ``text`` was sent (the prompt gets it back if it was emptied meanwhile)."""
+
+        text: str
 
     def __init__(
         self,
         host: Host,
         workspace: Workspace,
-        prompt: PromptArea,
         transcript: Transcript,
         status: PromptStatus,
         *,
         show_target: Callable[[], None],
         schedule_preview: Callable[[float], None],
-        sent: Callable[[], object],
     ) -> None:
         self._host = host
         self._workspace = workspace
-        self._prompt = prompt
         self._transcript = transcript
         self._status = status
         self._show_target = show_target
         self._schedule_preview = schedule_preview
-        self._sent = sent
         self._send_abort: AbortController | None = None
         self._following: tuple[Callable[[], None], ...] | None = None
         """While the transcript follows a reply: what unsubscribes from the session's and agent's news."""
@@ -165,15 +175,11 @@ class Sender:
                 title="Compaction failed",
                 markup=False,
             )
-        if self._prompt.text == text:
-            self._prompt.clear()
-        self._sent()
+        self._host.post_message(self.DraftSent(text))
         self.follow_stream()
 
     def _restore(self, text: str) -> None:
-        if not self._prompt.text:
-            self._prompt.load_text(text)
-            self._prompt.move_cursor(self._prompt.document.end)
+        self._host.post_message(self.DraftKept(text))
 
     def follow_stream(self) -> None:
         """Keep the transcript in step with the target's reply until its agent is idle: the session
