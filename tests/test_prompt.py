@@ -75,3 +75,15 @@ async def test_the_prompt_shows_its_own_mode_in_its_title_and_border(app: Sessio
         prompt.mode = PromptMode()
         await pilot.pause()
         assert prompt.border_title == PROMPT_TITLE and not prompt.has_class("-compacting")
+
+
+async def test_widget_messages_name_their_widget_as_control(app: SessionRefApp) -> None:
+    """Each widget message carries its widget as ``control``, so a screen routes it with
+    ``@on(Message, "#id")``."""
+    from tui.widgets.prompt import PromptArea
+
+    async with app.run_test(size=SIZE):
+        prompt = app.chat.prompt
+        assert PromptArea.Submitted(prompt, "hi").control is prompt
+        assert PromptArea.QueryChanged(prompt, None, 0).control is prompt
+        assert app.chat.picker.Painted(app.chat.picker, 0.0).control is app.chat.picker

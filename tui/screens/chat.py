@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -213,30 +214,36 @@ class ChatScreen(Screen[None]):
         """Accept the highlighted candidate."""
         self.picker.accept()
 
-    def on_sender_draft_sent(self, event: Sender.DraftSent) -> None:
+    @on(Sender.DraftSent)
+    def _draft_sent(self, event: Sender.DraftSent) -> None:
         if self.prompt.text == event.text:
             self.prompt.clear()
         self.post_message(self.Sent())
 
-    def on_sender_draft_kept(self, event: Sender.DraftKept) -> None:
+    @on(Sender.DraftKept)
+    def _draft_kept(self, event: Sender.DraftKept) -> None:
         if not self.prompt.text:
             self.prompt.load_text(event.text)
             self.prompt.move_cursor(self.prompt.document.end)
 
-    def on_prompt_area_query_changed(self, event: PromptArea.QueryChanged) -> None:
+    @on(PromptArea.QueryChanged, "#prompt")
+    def _query_changed(self, event: PromptArea.QueryChanged) -> None:
         self.picker_control.query_changed(event.query, event.row)
 
-    def on_mention_picker_painted(self, event: MentionPicker.Painted) -> None:
+    @on(MentionPicker.Painted, "#picker")
+    def _picker_painted(self, event: MentionPicker.Painted) -> None:
         self.picker_control.painted(event.painted_at)
 
-    def on_mention_picker_accepted(self, event: MentionPicker.Accepted) -> None:
+    @on(MentionPicker.Accepted, "#picker")
+    def _picker_accepted(self, event: MentionPicker.Accepted) -> None:
         self.picker_control.accepted(event.candidate.session_id, event.candidate.label)
 
     def refresh_picker(self) -> None:
         """Look the open picker's query up again (titles that were still loading may be in now)."""
         self.picker_control.refresh()
 
-    def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
+    @on(PromptArea.Submitted, "#prompt")
+    def _submitted(self, event: PromptArea.Submitted) -> None:
         if self.preparing:
             self.notify("Still preparing the previous message (Esc cancels it).", severity="warning")
             return
@@ -245,7 +252,8 @@ class ChatScreen(Screen[None]):
         self.picker_control.close()
         self.sender.send(event.text)
 
-    def on_session_sidebar_chosen(self, event: SessionSidebar.Chosen) -> None:
+    @on(SessionSidebar.Chosen, "#sidebar")
+    def _chosen(self, event: SessionSidebar.Chosen) -> None:
         self.switch_to(event.session_id)
 
     def switch_to(self, session_id: str) -> None:
@@ -274,16 +282,16 @@ class ChatScreen(Screen[None]):
 
     # -- preview ----------------------------------------------------------------------------------
 
-    def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        if event.text_area is not self.prompt:
-            return
+    @on(TextArea.Changed, "#prompt")
+    def _draft_changed(self, _event: TextArea.Changed) -> None:
         self.schedule_preview()
 
     def schedule_preview(self, delay: float = PREVIEW_DELAY) -> None:
         """Recompute the preview after ``delay`` (a newer call replaces a pending one)."""
         self.preview_control.schedule(delay)
 
-    def on_preview_body_painted(self, event: PreviewBody.Painted) -> None:
+    @on(PreviewBody.Painted)
+    def _preview_painted(self, event: PreviewBody.Painted) -> None:
         self.preview_control.painted(event.painted_at)
 
     def action_show_model_view(self) -> None:
@@ -301,10 +309,12 @@ class ChatScreen(Screen[None]):
 
     # -- transcript -------------------------------------------------------------------------------
 
-    def on_tool_line_show_call(self, event: ToolLine.ShowCall) -> None:
+    @on(ToolLine.ShowCall)
+    def _show_call(self, event: ToolLine.ShowCall) -> None:
         self.app.push_screen(ViewerScreen(event.title, event.text))
 
-    def on_user_block_show_received(self, event: UserBlock.ShowReceived) -> None:
+    @on(UserBlock.ShowReceived)
+    def _show_received(self, event: UserBlock.ShowReceived) -> None:
         text = model_received(event.event.data)
         self.app.push_screen(ViewerScreen(f"What the model received for message #{event.event.seq}", text))
 

@@ -108,12 +108,22 @@ class MentionPicker(RowList, can_focus=False):
         picker: MentionPicker
         painted_at: float
 
+        @property
+        def control(self) -> MentionPicker:
+            """The picker that painted (``@on(MentionPicker.Painted, "#picker")`` matches it)."""
+            return self.picker
+
     @dataclass
     class Accepted(Message):
         """The user chose ``candidate``."""
 
         picker: MentionPicker
         candidate: Candidate
+
+        @property
+        def control(self) -> MentionPicker:
+            """The picker a candidate was accepted in."""
+            return self.picker
 
     def __init__(self, *, id: str | None = None, home: str | None = None) -> None:
         super().__init__(id=id)

@@ -121,7 +121,13 @@ class PreviewBody(Static):
     class Painted(Message):
         """The report given to ``update`` reached the screen at ``painted_at``."""
 
+        body: PreviewBody
         painted_at: float
+
+        @property
+        def control(self) -> PreviewBody:
+            """The pane body that painted."""
+            return self.body
 
     def __init__(self, content: RenderableType, *, id: str | None = None) -> None:
         super().__init__(content, id=id, markup=False)
@@ -135,7 +141,7 @@ class PreviewBody(Static):
         lines = super().render_lines(crop)
         if self._paint_pending:
             self._paint_pending = False
-            self.post_message(self.Painted(time.perf_counter()))
+            self.post_message(self.Painted(self, time.perf_counter()))
         return lines
 
 

@@ -94,6 +94,11 @@ class PromptArea(TextArea):
         prompt: PromptArea
         text: str
 
+        @property
+        def control(self) -> PromptArea:
+            """The prompt that was submitted (``@on(PromptArea.Submitted, "#prompt")`` matches it)."""
+            return self.prompt
+
     @dataclass
     class QueryChanged(Message):
         """The `@query` before the cursor: ``None`` when there is none; ``row`` is its line."""
@@ -101,6 +106,11 @@ class PromptArea(TextArea):
         prompt: PromptArea
         query: PickerQuery | None
         row: int
+
+        @property
+        def control(self) -> PromptArea:
+            """The prompt whose query changed."""
+            return self.prompt
 
     def __init__(self, *, id: str | None = None, cursor_blink: bool = True) -> None:
         self.chips = ChipBook()

@@ -87,6 +87,11 @@ class SessionSidebar(RowList, can_focus=True):
         sidebar: SessionSidebar
         session_id: str
 
+        @property
+        def control(self) -> SessionSidebar:
+            """The sidebar a session was chosen in."""
+            return self.sidebar
+
     def __init__(self, *, id: str | None = None, home: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "Sessions"

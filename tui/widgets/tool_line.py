@@ -36,8 +36,14 @@ class ToolLine(Static, can_focus=True):
     class ShowCall(Message):
         """Open the viewer on a call's exact arguments and result."""
 
+        line: ToolLine
         title: str
         text: str
+
+        @property
+        def control(self) -> ToolLine:
+            """The tool call's line."""
+            return self.line
 
     def __init__(self, summary: str, title: str, details: str) -> None:
         super().__init__(Text(summary, style="dim"), markup=False)
@@ -45,7 +51,7 @@ class ToolLine(Static, can_focus=True):
         self._title, self._details = title, details
 
     def action_show_call(self) -> None:
-        self.post_message(self.ShowCall(self._title, self._details))
+        self.post_message(self.ShowCall(self, self._title, self._details))
 
 
 LabelOf = Callable[[str], str | None]

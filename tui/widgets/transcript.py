@@ -64,7 +64,13 @@ class UserBlock(Static, can_focus=True):
     class ShowReceived(Message):
         """Open the viewer on what the model received for ``event``."""
 
+        block: UserBlock
         event: SessionEvent
+
+        @property
+        def control(self) -> UserBlock:
+            """The prompt's block in the transcript."""
+            return self.block
 
     def __init__(self, event: SessionEvent, freshness: Freshness | None = None) -> None:
         self.event = event
@@ -84,7 +90,7 @@ class UserBlock(Static, can_focus=True):
 
     def action_show_received(self) -> None:
         """Ask the app to show what the model received."""
-        self.post_message(self.ShowReceived(self.event))
+        self.post_message(self.ShowReceived(self, self.event))
 
 
 def usage_line(usage: Any) -> str | None:
