@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol, runtime_checkable
 
 from core.abort import AbortSignal, race_abort
+from core.agent.chunks import Chunk
 from core.agent.wire import wire_messages
 from core.constants import PROMPT_REQUEST_DELIMITER
 from core.errors import SessionReferenceError, SessionrefError
@@ -58,7 +59,7 @@ class ChatModel(Protocol):
 
     def stream(
         self, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncIterator[Chunk]:
         """Stream the reply to ``messages`` (``derive_messages()`` of the target)."""
         ...
 
@@ -95,7 +96,7 @@ async def model_chunks(
     signal: AbortSignal,
     max_tokens: int | None = None,
     tools: list[dict[str, Any]] | None = None,
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[Chunk]:
     """The chunks of ``model.stream(messages)``, each awaited against ``signal``; the stream is closed
     at the end, whatever ended it (best effort: it may be finished or broken already).
 
@@ -267,7 +268,7 @@ class EchoModel:
         signal: AbortSignal,
         max_tokens: int | None = None,
         tools: list[dict[str, Any]] | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncIterator[Chunk]:
         """Yield the reply piece by piece (stops early when ``signal`` aborts)."""
         call = self.tool_call_for(messages, tools)
         if call is not None:

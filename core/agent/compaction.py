@@ -322,15 +322,14 @@ async def _summarize_part(
     reasoning = BoundedText(max_chars)
     usage: dict[str, Any] | None = None
     async for chunk in model_chunks(model, messages, signal=signal, max_tokens=cap):
-        kind = chunk.get("type")
-        if kind == "text-delta":
+        if chunk["type"] == "text-delta":
             written.add(str(chunk.get("text", "")))
             if written.cut:
                 break  # closes the stream: a model that writes without end is not read to its end
-        elif kind == "reasoning-delta":
+        elif chunk["type"] == "reasoning-delta":
             reasoning.add(str(chunk.get("text", "")))
-        elif kind == "usage":
-            usage = chunk.get("usage")
+        elif chunk["type"] == "usage":
+            usage = chunk["usage"]
     raw: list[dict[str, Any]] = []
     if reasoning.kept:
         raw.append({"type": "reasoning", "text": reasoning.value("reasoning")})

@@ -15,6 +15,7 @@ import httpx
 
 from core.abort import AbortSignal
 from core.agent.chat_models import MODEL_CONTEXT_LENGTH, MODEL_REPLY_TOO_LARGE, ModelError
+from core.agent.chunks import Chunk, ToolCallDelta
 from core.agent.tokens import context_limit_in, is_context_overflow
 from core.agent.wire import wire_messages
 
@@ -170,7 +171,7 @@ class OpenAICompatibleModel:
         signal: AbortSignal,
         max_tokens: int | None = None,
         tools: list[dict[str, Any]] | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncIterator[Chunk]:
         """Yield text, reasoning and tool-call deltas (and a final ``{"type": "usage"}`` chunk when the
         server reports usage); ``tools`` are offered to the model in the Chat Completions shape.
 
@@ -235,7 +236,7 @@ class OpenAICompatibleModel:
         signal: AbortSignal,
         max_tokens: int | None = None,
         tools: list[dict[str, Any]] | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncIterator[Chunk]:
         """Yield reasoning, text and tool-call deltas (and a final ``{"type": "usage"}`` chunk when the
         server reports usage).
 
@@ -327,7 +328,7 @@ def dsh_usage(wire: Any) -> dict[str, int] | None:
     return usage
 
 
-def _tool_call_delta(call: Any, calls: dict[int, str]) -> dict[str, Any]:
+def _tool_call_delta(call: Any, calls: dict[int, str]) -> ToolCallDelta:
     index = call["index"]
     if type(index) is not int or index < 0:
         raise TypeError("tool call index is not a count")
@@ -338,7 +339,7 @@ def _tool_call_delta(call: Any, calls: dict[int, str]) -> dict[str, Any]:
         if not isinstance(call_id, str) or not call_id:
             raise TypeError("a tool call's first piece has no id")
         calls[index] = known = call_id
-    chunk: dict[str, Any] = {"type": "tool-call-delta", "index": index, "id": known}
+    chunk: ToolCallDelta = {"type": "tool-call-delta", "index": index, "id": known}
     name = function.get("name")
     if name is not None:
         if not isinstance(name, str):
@@ -351,7 +352,7 @@ def _tool_call_delta(call: Any, calls: dict[int, str]) -> dict[str, Any]:
     return chunk
 
 
-def _parse_chunk(payload: str, calls: dict[int, str] | None = None) -> list[dict[str, Any]]:
+def _parse_chunk(payload: str, calls: dict[int, str] | None = None) -> list[Chunk]:
     """The chunks of one stream event. ``calls`` (call index -> id) carries a tool call's id from its
     first piece to the later ones, which name only its index: every ``tool-call-delta`` has its id
     (as dsh's chunks do), the first one its name too."""
@@ -359,7 +360,7 @@ def _parse_chunk(payload: str, calls: dict[int, str] | None = None) -> list[dict
         calls = {}
     try:
         data = json.loads(payload)
-        chunks: list[dict[str, Any]] = []
+        chunks: list[Chunk] = []
         for choice in data.get("choices") or []:
             delta = choice.get("delta") or {}
             # A reasoning model thinks first: its reasoning precedes the answer in the same stream.

@@ -79,17 +79,17 @@ class StepRunner:
         offered = self._tools.definitions if self._tools is not None else None
         try:
             async for chunk in model_chunks(self._model, self._session.derive_messages(), signal=signal, tools=offered):
-                kind = chunk.get("type")
-                if kind == "usage":
-                    usage = chunk.get("usage")
+                if chunk["type"] == "usage":
+                    usage = chunk["usage"]
                     continue
-                if kind == "tool-call-delta":
+                if chunk["type"] == "tool-call-delta":
                     calls.add(chunk)
                     index = blocks.setdefault(("tool-call", chunk["index"]), len(blocks))
                     self._append_chunk({"turn": turn, "step": step, "chunk": {**chunk, "index": index}})
                     continue
-                if kind not in ("text-delta", "reasoning-delta") or not chunk.get("text"):
-                    continue
+                kind = chunk["type"]
+                if kind not in ("text-delta", "reasoning-delta") or not chunk["text"]:
+                    continue  # (a kind of chunk this step does not know, or an empty piece)
                 piece = chunk["text"]
                 if kind == "text-delta":
                     texts.append(piece)

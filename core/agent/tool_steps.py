@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.abort import AbortSignal, race_abort
+from core.agent.chunks import ToolCallDelta
 from core.agent.session_tools import READ_BYTES, SessionTools, ToolResult
 from core.errors import ReferenceCancelled, SessionReferenceError
 from core.sessions.models import SessionEvent
@@ -67,7 +68,7 @@ class ToolCalls:
 
     calls: dict[int, _Call] = field(default_factory=dict)
 
-    def add(self, chunk: dict[str, Any]) -> None:
+    def add(self, chunk: ToolCallDelta) -> None:
         call = self.calls.setdefault(chunk["index"], _Call(chunk["id"]))
         if "name" in chunk:
             call.name += chunk["name"]
