@@ -26,9 +26,9 @@ The same behaviour as ``JsonlSessionStore``, kept by the database rather than by
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import psycopg
+from psycopg.rows import TupleRow
 from psycopg_pool import PoolTimeout
 
 from core.database.connect import connect
@@ -295,7 +295,7 @@ class PostgresSessionStore:
         self._writers.adopt(session, connection)
         return session
 
-    def _lock_connection(self, session_id: str) -> psycopg.Connection[Any]:
+    def _lock_connection(self, session_id: str) -> psycopg.Connection[TupleRow]:
         try:
             return lock_session(self._pool.conninfo, session_id)
         except psycopg.Error as error:

@@ -9,7 +9,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from core.agent.tokens import WindowMemory, reference_bytes_for, resolve_window
 from core.display import visible
@@ -48,7 +47,7 @@ class Effective:
         return {field.name: getattr(self.settings, field.name) for field in dataclasses.fields(Settings)}
 
 
-def violation(name: str, value: Any) -> str | None:
+def violation(name: str, value: object) -> str | None:
     """What is wrong with ``value`` for setting ``name`` (its declaration's bounds), or ``None``."""
     declared = _declared(name)
     if value is None:
@@ -74,7 +73,7 @@ def _declared(name: str) -> Declared:
     return next(declared for field, _default, declared in declarations() if field == name)
 
 
-def _from_environment(name: str, variable: str, raw: str) -> Any:
+def _from_environment(name: str, variable: str, raw: str) -> object:
     if value_type(name) is bool:
         word = raw.lower()
         if word not in _TRUE + _FALSE:
@@ -83,7 +82,7 @@ def _from_environment(name: str, variable: str, raw: str) -> Any:
     return raw
 
 
-def effective_settings(config: LoadedConfig, flags: Mapping[str, Any], environ: Mapping[str, str]) -> Effective:
+def effective_settings(config: LoadedConfig, flags: Mapping[str, object], environ: Mapping[str, str]) -> Effective:
     """Merge defaults < file < profile < environment < flags (``flags``: setting name -> the value
     given on the command line, as ``core.settings.flags.given`` reads them).
 
@@ -91,9 +90,10 @@ def effective_settings(config: LoadedConfig, flags: Mapping[str, Any], environ: 
         ConfigError: ``--profile`` names no profile of the file, a value out of its bounds, or
             compaction's retain at or above its threshold.
     """
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     origins: dict[str, Origin] = {}
-    profile_name = flags.get("profile")
+    given_profile = flags.get("profile")
+    profile_name = str(given_profile) if given_profile is not None else None
     if profile_name is not None:
         if profile_name not in config.profiles:
             known = ", ".join(sorted(config.profiles)) or "none"
@@ -103,7 +103,7 @@ def effective_settings(config: LoadedConfig, flags: Mapping[str, Any], environ: 
         values["profile"], origins["profile"] = config.default_profile, config.origin("default_profile")
     else:
         values["profile"], origins["profile"] = None, "default"
-    profile = values["profile"]
+    profile = profile_name if profile_name is not None else config.default_profile
     for name, default, declared in declarations():
         if name == "profile":
             continue
@@ -128,24 +128,26 @@ def effective_settings(config: LoadedConfig, flags: Mapping[str, Any], environ: 
         values[name], origins[name] = value, origin
     if profile is not None and origins["backend"] == "default":
         values["backend"], origins["backend"] = "openai", f"profile {profile} (openai unless it says backend)"
-    if origins["max_reference_bytes"] == "default" and values["context_fraction"] is not None:
+    settings = Settings(**values)  # type: ignore[arg-type]  # each value was read as its declaration says
+    if origins["max_reference_bytes"] == "default" and settings.context_fraction is not None:
         # Opt-in: each source gets a share of the model's window; an explicit max_reference_bytes wins.
         window = resolve_window(
-            values["model"],
-            base_url=values["base_url"],
-            configured=values["context_window"],
+            settings.model,
+            base_url=settings.base_url,
+            configured=settings.context_window,
             memory=WindowMemory(window_memory_path()),
         )
-        values["max_reference_bytes"] = reference_bytes_for(window.tokens, values["context_fraction"])
+        shared = reference_bytes_for(window.tokens, settings.context_fraction)
+        settings = dataclasses.replace(settings, max_reference_bytes=shared)
         origins["max_reference_bytes"] = (
             f"{origins['context_fraction']} × the {window.tokens:,}-token window ({window.source})"
         )
-    if values["compaction_retain"] >= values["compaction_threshold"]:
+    if settings.compaction_retain >= settings.compaction_threshold:
         raise ConfigError(
-            f"compaction retain ({values['compaction_retain']}) must be below the threshold "
-            f"({values['compaction_threshold']}, from {origins['compaction_threshold']}) ({CONFIG_INVALID})"
+            f"compaction retain ({settings.compaction_retain}) must be below the threshold "
+            f"({settings.compaction_threshold}, from {origins['compaction_threshold']}) ({CONFIG_INVALID})"
         )
-    return Effective(Settings(**values), origins)
+    return Effective(settings, origins)
 
 
 def reference_config(settings: Settings) -> ReferenceConfig:

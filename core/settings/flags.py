@@ -7,7 +7,7 @@ import argparse
 import types
 import typing
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from core.settings.config_file import ConfigError, default_config_path
 from core.settings.declared import STORE_ENV, declarations, value_type
@@ -22,7 +22,15 @@ def _scalar(name: str) -> Any:
     return kind if kind in (int, float) else str
 
 
-def add_setting_flags(parser: Any, names: Iterable[str] | None = None) -> None:
+class ArgumentTaker(Protocol):
+    """A parser, or a group of its arguments: what flags are added to."""
+
+    def add_argument(self, *names: str, **options: Any) -> argparse.Action:
+        """Add one argument."""
+        ...
+
+
+def add_setting_flags(parser: ArgumentTaker, names: Iterable[str] | None = None) -> None:
     """Add the flag of every declared setting that has one (or of ``names`` only) to ``parser`` (a
     parser or an argument group); each stores into the setting's name, ``None`` when not given."""
     wanted = set(names) if names is not None else None
@@ -43,7 +51,7 @@ def add_setting_flags(parser: Any, names: Iterable[str] | None = None) -> None:
         )
 
 
-def given(args: argparse.Namespace) -> dict[str, Any]:
+def given(args: argparse.Namespace) -> dict[str, object]:
     """The settings given as flags (setting name -> value), from parsed arguments."""
     return {
         name: getattr(args, name)
