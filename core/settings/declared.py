@@ -54,9 +54,10 @@ class Declared:
     must: str | None = None
 
 
-def setting(default: Any, help: str, **declared: Any) -> Any:
+def setting(default: Value, help: str, **declared: Any) -> Value:
     """A field of ``Settings`` with its declaration."""
-    return dataclasses.field(default=default, metadata={"declared": Declared(help, **declared)})
+    field: Value = dataclasses.field(default=default, metadata={"declared": Declared(help, **declared)})
+    return field
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +246,7 @@ class Settings:
     )
 
 
-def declarations() -> list[tuple[str, Any, Declared]]:
+def declarations() -> list[tuple[str, object, Declared]]:
     """``(name, default, declaration)`` of every setting, in ``Settings``' order."""
     return [(field.name, field.default, field.metadata["declared"]) for field in dataclasses.fields(Settings)]
 
@@ -258,7 +259,7 @@ def declared(name: str) -> Declared:
     raise KeyError(name)
 
 
-def value_type(name: str) -> Any:
+def value_type(name: str) -> object:
     """The type a setting's value has (its field's annotation, resolved)."""
     import typing
 
