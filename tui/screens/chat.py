@@ -114,15 +114,8 @@ class ChatScreen(Screen[None]):
             call_from_thread=lambda *args: self.app.call_from_thread(*args),
             shown=lambda seconds: self.post_message(self.PreviewShown(seconds)),
         )
-        self.sender = Sender(
-            self,
-            workspace,
-            self._transcript,
-            self.prompt_status,
-            show_target=self._show_target,
-            schedule_preview=self.schedule_preview,
-        )
-        self.compaction_control = CompactionControl(self, workspace, self.prompt_status, self._after_compaction)
+        self.sender = Sender(self, workspace, self._transcript, self.prompt_status)
+        self.compaction_control = CompactionControl(self, workspace, self.prompt_status)
         self.session_control = SessionControl(
             self,
             workspace,
@@ -180,7 +173,9 @@ class ChatScreen(Screen[None]):
         """The sidebar's subtitle: how many sessions, and how far message indexing is."""
         self.sessions_view.show_progress(count)
 
-    def _after_compaction(self) -> None:
+    @on(Sender.TargetChanged)
+    @on(CompactionControl.Compacted)
+    def _target_moved_on(self) -> None:
         self._show_target()
         self.schedule_preview(0)
 

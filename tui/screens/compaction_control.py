@@ -5,7 +5,7 @@ the agent's ``cancel``). Compaction itself runs in ``core`` (``AgentLoop.compact
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from textual.message import Message
 
 from core import SessionQueryError
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
@@ -22,14 +22,17 @@ class CompactionControl:
         host: the screen (its worker and notifications).
         workspace: whose target agent compacts.
         status: the prompt's title (progress, and whether a send is being prepared).
-        compacted: called after a compaction succeeded (the screen shows the shorter history).
+
+    Posts ``Compacted`` to the host once a compaction succeeded (the screen shows the shorter history).
     """
 
-    def __init__(self, host: Host, workspace: Workspace, status: PromptStatus, compacted: Callable[[], None]) -> None:
+    class Compacted(Message):
+        """The target's older history became a checkpoint."""
+
+    def __init__(self, host: Host, workspace: Workspace, status: PromptStatus) -> None:
         self._host = host
         self._workspace = workspace
         self._status = status
-        self._compacted = compacted
 
     def compact(self) -> None:
         """Compact the session's older history into a checkpoint now (Esc cancels)."""
@@ -65,4 +68,4 @@ class CompactionControl:
             title="Compacted",
             markup=False,
         )
-        self._compacted()
+        self._host.post_message(self.Compacted())

@@ -38,8 +38,9 @@ class Sender:
         workspace: the target session and its agent.
         transcript: the conversation it keeps in step with the reply.
         status: what is going on around the draft (preparing, compacting).
-        show_target: repaint what shows the target (after a turn, or a compaction that changed it).
-        schedule_preview: recompute the preview (the context meter moves after a turn).
+
+    Besides what became of the draft, it posts ``TargetChanged`` when the target's history moved on
+    (a turn ended, a compaction before a send changed it): the screen repaints what shows it.
     """
 
     @dataclass
@@ -54,22 +55,14 @@ class Sender:
 
         text: str
 
-    def __init__(
-        self,
-        host: Host,
-        workspace: Workspace,
-        transcript: Transcript,
-        status: PromptStatus,
-        *,
-        show_target: Callable[[], None],
-        schedule_preview: Callable[[float], None],
-    ) -> None:
+    class TargetChanged(Message):
+        """The target's history moved on (a turn ended, or a compaction changed it)."""
+
+    def __init__(self, host: Host, workspace: Workspace, transcript: Transcript, status: PromptStatus) -> None:
         self._host = host
         self._workspace = workspace
         self._transcript = transcript
         self._status = status
-        self._show_target = show_target
-        self._schedule_preview = schedule_preview
         self._send_abort: AbortController | None = None
         self._following: tuple[Callable[[], None], ...] | None = None
         """While the transcript follows a reply: what unsubscribes from the session's and agent's news."""
@@ -163,7 +156,7 @@ class Sender:
                 markup=False,
             )
             self._restore(text)
-            self._show_target()
+            self._host.post_message(self.TargetChanged())
             return
         finally:
             self._status.set_preparing(False)
@@ -222,8 +215,7 @@ class Sender:
         self._status.show()
         if workspace.agent.status == "idle" and self._following is not None:
             self.stop_following()
-            self._show_target()
-            self._schedule_preview(0)
+            self._host.post_message(self.TargetChanged())
             failed = workspace.agent.take_compaction_error()
             if failed is not None:
                 notify(f"{failed.message} ({failed.code})", severity="warning", title="Compaction failed", markup=False)
