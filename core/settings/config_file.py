@@ -9,17 +9,18 @@ naming the key, the file and the line.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from core.errors import SessionrefError
-from core.settings.declared import Declared, declarations, value_type
+from core.settings.declared import Declared, declaration_of, declarations, value_type
 
 CONFIG_INVALID = "SESSIONREF_CONFIG_INVALID"
 
@@ -67,6 +68,22 @@ def _bounded(name: str, declared: Declared) -> tuple[Any, Any]:
         if getattr(declared, key) is not None
     }
     return Optional[value_type(name)], Field(default=None, **bounds)  # noqa: UP045 - a runtime type
+
+
+@functools.cache
+def _checker(name: str) -> TypeAdapter[Any]:
+    kind, bounds = _bounded(name, declaration_of(name))
+    checked: Any = Annotated[kind, bounds]
+    return TypeAdapter(checked, config=ConfigDict(strict=True))
+
+
+def within_bounds(name: str, value: object) -> bool:
+    """Whether ``value`` is what setting ``name`` may be: the very check the file's key gets."""
+    try:
+        _checker(name).validate_python(value)
+    except ValidationError:
+        return False
+    return True
 
 
 def _models() -> tuple[type[BaseModel], type[BaseModel]]:

@@ -11,6 +11,8 @@ the app and ``sessionref mcp`` read as attributes. Adding a setting is one field
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -251,7 +253,7 @@ def declarations() -> list[tuple[str, object, Declared]]:
     return [(field.name, field.default, field.metadata["declared"]) for field in dataclasses.fields(Settings)]
 
 
-def declared(name: str) -> Declared:
+def declaration_of(name: str) -> Declared:
     """The declaration of one setting."""
     for field in dataclasses.fields(Settings):
         if field.name == name:
@@ -261,6 +263,10 @@ def declared(name: str) -> Declared:
 
 def value_type(name: str) -> object:
     """The type a setting's value has (its field's annotation, resolved)."""
-    import typing
+    return _value_types()[name]
 
-    return typing.get_type_hints(Settings)[name]
+
+@functools.cache
+def _value_types() -> dict[str, object]:
+    # (Resolving the string annotations once: the parser, the file's schema and every merge ask.)
+    return typing.get_type_hints(Settings)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,8 +19,9 @@ from core.settings.config_file import (
     load_config,
     redact_conninfo,
     window_memory_path,
+    within_bounds,
 )
-from core.settings.declared import STORE_ENV, Declared, Settings, declarations, value_type
+from core.settings.declared import STORE_ENV, Settings, declaration_of, declarations, value_type
 
 Origin = str
 """Where a setting came from: ``default``, ``--flag``, ``$VARIABLE`` or ``FILE:LINE``."""
@@ -48,29 +48,8 @@ class Effective:
 
 
 def violation(name: str, value: object) -> str | None:
-    """What is wrong with ``value`` for setting ``name`` (its declaration's bounds), or ``None``."""
-    declared = _declared(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        if isinstance(value, str) and declared.pattern is not None and not re.search(declared.pattern, value):
-            return declared.must
-        if isinstance(value, str) and declared.min_length is not None and len(value) < declared.min_length:
-            return declared.must
-        return None
-    if declared.gt is not None and not value > declared.gt:
-        return declared.must
-    if declared.ge is not None and not value >= declared.ge:
-        return declared.must
-    if declared.lt is not None and not value < declared.lt:
-        return declared.must
-    if declared.le is not None and not value <= declared.le:
-        return declared.must
-    return None
-
-
-def _declared(name: str) -> Declared:
-    return next(declared for field, _default, declared in declarations() if field == name)
+    """What is wrong with ``value`` for setting ``name`` (its declaration's bounds, in words), or ``None``."""
+    return None if within_bounds(name, value) else declaration_of(name).must
 
 
 def _from_environment(name: str, variable: str, raw: str) -> object:
