@@ -150,7 +150,7 @@ class SessionToolServer:
                 if not keeper.opened.is_set():
                     keeper.start()  # its first step hands over the titles the index holds: none read twice
                     keeper.opened.wait(CATCH_UP_SECONDS)
-                pending = self.body_index.pending(catalog.index_sources(self.cwd)) if self.body_index else 0
+                pending = keeper.index.pending(catalog.index_sources(self.cwd))
                 if 0 < pending <= CATCH_UP_SESSIONS and not keeper.running:
                     keeper.catch_up(CATCH_UP_SECONDS)
                 else:

@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 import anyio
 import anyio.to_thread
 
+from core.agent.session_tools import TOOL_INVALID_ARGUMENTS
 from core.display import visible
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -44,7 +45,6 @@ MAX_DEPTH = 32
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
-TOOL_INVALID_ARGUMENTS = "TOOL_INVALID_ARGUMENTS"
 
 _STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"?'
 _TOKEN = re.compile(rf'{_STRING}|[\[\]{{}}:,]|[^\s\[\]{{}}:,"]+')
