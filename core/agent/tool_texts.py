@@ -53,24 +53,20 @@ def _named(session_id: str) -> str:
     return stringify_tag_safe_json(session_id)
 
 
+def _runs(indices: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted positions as runs of consecutive ones: ``(first, last)`` each."""
+    runs: list[tuple[int, int]] = []
+    for index in indices:
+        if runs and index == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], index)
+        else:
+            runs.append((index, index))
+    return runs
+
+
 def positions(indices: Sequence[int]) -> str:
     """Sorted positions as ranges: ``0–763``, ``3``, ``0–2, 5, 9–11``."""
-    runs: list[str] = []
-    start = previous = None
-    for index in indices:
-        if previous is not None and index == previous + 1:
-            previous = index
-            continue
-        if start is not None:
-            runs.append(_run(start, previous))
-        start = previous = index
-    if start is not None:
-        runs.append(_run(start, previous))
-    return ", ".join(runs)
-
-
-def _run(start: int, end: int | None) -> str:
-    return str(start) if end is None or end == start else f"{start}–{end}"
+    return ", ".join(str(first) if first == last else f"{first}–{last}" for first, last in _runs(indices))
 
 
 def _messages(count: int) -> str:
@@ -100,21 +96,11 @@ def snapshot_notice(session_id: str, total: int, kept: Sequence[int], cut: Seque
     if not omitted and not cut:
         lines.append("Nothing is omitted or cut.")
         return "\n".join(lines)
-    first = omitted[0] if omitted else cut[0]
-    stop = _run_end(omitted, first) + 1 if omitted else first + 1
+    first, last = _runs(omitted)[0] if omitted else (cut[0], cut[0])
+    stop = last + 1
     call = stringify_tag_safe_json({"session": session_id, "from_message": first, "to_message": stop})
     lines.append(f"read_session reads {'them' if len(omitted) + len(cut) > 1 else 'it'}, e.g. {call}.")
     return "\n".join(lines)
-
-
-def _run_end(indices: Sequence[int], start: int) -> int:
-    end = start
-    for index in indices:
-        if index == end + 1:
-            end = index
-        elif index > end + 1:
-            break
-    return end
 
 
 def page_notice(session_id: str, total: int, start: int, stop: int, cut: int | None) -> str:
