@@ -62,7 +62,7 @@ async def _picker(store: Any, rounds: int) -> list[float]:
     async with app.run_test(size=(120, 40)) as pilot:
         await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 300)
         index = app.workspace.message_index
-        while index is not None and not (index.status.complete and not app.indexing):  # noqa: ASYNC110
+        while index is not None and not (index.status.complete and not app.indexer.running):  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         for _ in range(rounds):
             await type_mentions(app, pilot, PICKER_WORDS)

@@ -74,7 +74,7 @@ async def main():
             await load()
             app.refresh_catalog(force=True)  # the app notices, and indexes the new revision: let it settle
             await pilot.pause(0.3)
-            while app.indexing:
+            while app.indexer.running:
                 await pilot.pause(0.05)
             steps.append(figures())
         out["steps"] = steps

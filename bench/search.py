@@ -247,7 +247,7 @@ async def _picker(root: Path, rounds: int, *, during_build: bool) -> tuple[list[
             if not running:
                 state += f", in {time.perf_counter() - began:.0f} s while typing"
         else:
-            while not (index.status.complete and not app.indexing):  # noqa: ASYNC110 - polling the app
+            while not (index.status.complete and not app.indexer.running):  # noqa: ASYNC110 - polling the app
                 await asyncio.sleep(0.05)
             for _ in range(rounds):
                 typed += await type_mentions(app, pilot, PICKER_WORDS)

@@ -319,7 +319,7 @@ async def test_a_full_disk_turns_message_search_off_and_it_comes_back(
         await until(pilot, app.workspace.catalog_loaded.is_set)
         index = app.workspace.body_index
         assert index is not None
-        await until(pilot, lambda: index.status.state == "failed" and not app.indexing)
+        await until(pilot, lambda: index.status.state == "failed" and not app.indexer.running)
         assert index.status.code == INDEX_DISK_FULL
         sidebar = app.chat.query_one(SessionSidebar)
         assert str(sidebar.border_subtitle).endswith("message search off")

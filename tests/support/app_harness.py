@@ -103,7 +103,7 @@ async def settle(pilot: Pilot[Any]) -> None:
 def index_settled(app: SessionRefApp) -> bool:
     """Whether the body index (if any) is current with the catalog and no indexing run is going."""
     index = app.workspace.body_index
-    return index is None or (index.status.complete and not app.indexing)
+    return index is None or (index.status.complete and not app.indexer.running)
 
 
 def picker_ids(app: SessionRefApp) -> list[str]:

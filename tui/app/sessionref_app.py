@@ -173,11 +173,6 @@ class SessionRefApp(App[None]):
         assert isinstance(screen, ChatScreen)
         return screen
 
-    @property
-    def indexing(self) -> bool:
-        """Whether a body indexing run is going on."""
-        return self.indexer.running
-
     def start_index(self) -> None:
         """Bring the body index up to date with the catalog, off the UI thread (``tui.services.indexing``)."""
         self.indexer.start()
