@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -121,24 +122,41 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
 ) -> None:
     from core.sessions.sources.claude import ClaudeCodeSource
     from core.sessions.sources.codex import CodexSource
-    from tui.cli.options import build_parser, external_sources
+    from core.settings import effective_settings, external_sources, given, load_config
+    from tui.cli.options import build_parser
 
+    def sources(*argv: str) -> tuple[object, ...]:
+        args = build_parser().parse_args(list(argv))
+        effective = effective_settings(load_config(str(config)), given(args), dict(os.environ))
+        return external_sources(effective, demo=args.demo)
+
+    config = tmp_path / "config.toml"
+    config.write_text("")
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.delenv("CODEX_HOME", raising=False)
-    claude, codex = external_sources(build_parser().parse_args([]))
+    claude, codex = sources()
     assert isinstance(claude, ClaudeCodeSource) and claude.root == tmp_path / ".claude"
     assert isinstance(codex, CodexSource) and codex.root == tmp_path / ".codex"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "cx"))
-    claude, codex = external_sources(build_parser().parse_args([]))
+    claude, codex = sources()
     assert claude.root == tmp_path / "cc" and codex.root == tmp_path / "cx"
-    claude, codex = external_sources(build_parser().parse_args(["--claude-root", "/a", "--codex-root", "/b"]))
+    claude, codex = sources("--claude-root", "/a", "--codex-root", "/b")
     assert claude.root == Path("/a") and codex.root == Path("/b")
-    assert external_sources(build_parser().parse_args(["--no-external"])) == ()
-    assert external_sources(build_parser().parse_args(["--demo"])) == ()  # the demo stays the demo
-    (only,) = external_sources(build_parser().parse_args(["--demo", "--codex-root", "/b"]))
+    assert sources("--no-external") == ()
+    assert sources("--demo") == ()  # the demo stays the demo (the agents' own variables do not count)
+    (only,) = sources("--demo", "--codex-root", "/b")
     assert isinstance(only, CodexSource)
+    # The config file's [sources] table gives the same (a flag still wins; enabled = false turns all off).
+    config.write_text('[sources]\nclaude = "/from-file"\n')
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    claude, _codex = sources()
+    assert claude.root == Path("/from-file")
+    (only,) = sources("--demo")
+    assert isinstance(only, ClaudeCodeSource) and only.root == Path("/from-file")
+    config.write_text("[sources]\nenabled = false\n")
+    assert sources() == ()
 
 
 def test_served_pages_run_the_app_with_the_other_options() -> None:

@@ -30,7 +30,7 @@ from core.sessions.models import (
     SessionRecord,
     SurfaceSnapshot,
 )
-from core.sessions.query import SessionQuery
+from core.sessions.query import ReferenceTarget, SessionQuery
 
 REFERENCED_SESSIONS_HEADER = (
     "## Referenced sessions\n"
@@ -127,7 +127,7 @@ class SessionReferenceService:
 
     async def list_candidates(
         self,
-        agent: Any,
+        agent: ReferenceTarget,
         query: str = "",
         limit: int | None = None,
         signal: AbortSignal | None = None,
@@ -205,7 +205,7 @@ class SessionReferenceService:
 
     async def prepare(
         self,
-        agent: Any,
+        agent: ReferenceTarget,
         content: Sequence[dict[str, Any]],
         references: Sequence[ReferenceInput | Mapping[str, Any] | object],
         signal: AbortSignal | None = None,
@@ -227,7 +227,7 @@ class SessionReferenceService:
 
     async def retain_sources(
         self,
-        agent: Any,
+        agent: ReferenceTarget,
         references: Sequence[ReferenceInput | Mapping[str, Any] | object],
         signal: AbortSignal | None = None,
     ) -> list[RetainedSource]:

@@ -29,6 +29,21 @@ class SessionQuery(Protocol):
         ...
 
 
+class ReferenceTarget(Protocol):
+    """The session a prompt is sent in, as the service sees it (dsh's agent): its id (never a
+    candidate of its own, never referenced) and its folder (whose sessions are listed first)."""
+
+    @property
+    def id(self) -> str:
+        """The session's id."""
+        ...
+
+    @property
+    def cwd(self) -> str | None:
+        """The session's working folder, when it has one."""
+        ...
+
+
 def listing_order_key(record: SessionRecord) -> tuple[int, bytes]:
     """Sort key of ``list_sessions``: newest ``created_at`` first, then id ascending.
 

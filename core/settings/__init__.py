@@ -15,10 +15,12 @@ from core.settings.config_file import (
 )
 from core.settings.declared import Settings
 from core.settings.effective import Effective, effective_settings, format_effective, reference_config
-from core.settings.flags import add_database_options, add_setting_flags, given, required_database_url
+from core.settings.flags import CommandTaker, add_database_options, add_setting_flags, given, required_database_url
+from core.settings.sources import external_sources
 
 __all__ = [
     "CONFIG_INVALID",
+    "CommandTaker",
     "ConfigError",
     "Effective",
     "LoadedConfig",
@@ -27,6 +29,7 @@ __all__ = [
     "add_setting_flags",
     "default_config_path",
     "effective_settings",
+    "external_sources",
     "format_effective",
     "given",
     "load_config",

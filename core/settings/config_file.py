@@ -20,7 +20,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from core.errors import SessionrefError
-from core.settings.declared import Declared, declaration_of, declarations, value_type
+from core.settings.declared import Declared, SettingValue, declaration_of, declarations, value_type
 
 CONFIG_INVALID = "SESSIONREF_CONFIG_INVALID"
 
@@ -61,7 +61,10 @@ class _Strict(BaseModel):
 
 
 def _bounded(name: str, declared: Declared) -> tuple[Any, Any]:
-    """A setting's type (optional: a key may be left out) and its bounds, for a pydantic model."""
+    """A setting's type (optional: a key may be left out) and its bounds, for a pydantic model.
+
+    (A field definition of pydantic's ``create_model``: a type form built at run time, which the
+    type checker cannot name, hence ``Any`` here and in the models built from these.)"""
     bounds = {
         key: getattr(declared, key)
         for key in ("gt", "ge", "lt", "le", "min_length", "pattern")
@@ -141,29 +144,31 @@ class LoadedConfig:
 
     path: str
     exists: bool
-    data: Any = field(default_factory=ConfigFile)
+    data: BaseModel = field(default_factory=ConfigFile)
     """The file as its schema read it (``ConfigFile``)."""
     text: str = ""
 
     @property
     def default_profile(self) -> str | None:
         """The profile used without ``--profile``."""
-        value: str | None = self.data.default_profile
+        value: str | None = getattr(self.data, "default_profile")  # noqa: B009 - a field of the derived model
         return value
 
     @property
-    def profiles(self) -> dict[str, Any]:
+    def profiles(self) -> dict[str, BaseModel]:
         """The file's profiles by name."""
-        value: dict[str, Any] = self.data.profiles
+        value: dict[str, BaseModel] = getattr(self.data, "profiles")  # noqa: B009 - a field of the derived model
         return value
 
-    def value(self, table: str, key: str) -> Any:
+    def value(self, table: str, key: str) -> SettingValue:
         """What the file sets ``[table] key`` to (``None``: it does not)."""
-        return getattr(getattr(self.data, table), key)
+        value: SettingValue = getattr(getattr(self.data, table), key)
+        return value
 
-    def profile_value(self, profile: str, key: str) -> Any:
+    def profile_value(self, profile: str, key: str) -> SettingValue:
         """What profile ``profile`` sets ``key`` to (``None``: it does not)."""
-        return getattr(self.data.profiles[profile], key)
+        value: SettingValue = getattr(self.profiles[profile], key)
+        return value
 
     def origin(self, *path: str) -> str:
         """``config.toml:LINE`` for a key the file sets."""
@@ -220,7 +225,7 @@ def load_config(path: str | None = None) -> LoadedConfig:
         raise _error(path, _line_of(text, loc), ".".join(loc), message) from None
     loaded = LoadedConfig(path, True, data, text)
     url = loaded.value("store", "url")
-    if url is not None and redact_conninfo(url) != url:
+    if isinstance(url, str) and redact_conninfo(url) != url:
         raise _error(
             path,
             _line_of(text, ("store", "url")),

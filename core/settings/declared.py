@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Concatenate, Literal, ParamSpec, TypeVar
 
 from core.agent.compaction import SUMMARY_MAX_CHARS
 from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
@@ -24,6 +25,10 @@ from core.agent.window_keeper import MAX_REASONING_CHARS
 from core.constants import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES
 
 Value = TypeVar("Value")
+Options = ParamSpec("Options")
+
+SettingValue = str | int | float | bool | None
+"""What a setting's value may be (each setting's own type is its field's in ``Settings``)."""
 
 BODY_SEARCH_ENV = "SESSIONREF_BODY_SEARCH"
 STORE_ENV = "SESSIONREF_STORE"
@@ -54,12 +59,23 @@ class Declared:
     min_length: int | None = None
     pattern: str | None = None
     must: str | None = None
+    unset: str | None = None
+    """What a value of ``None`` means, in words (``sessionref config`` shows it)."""
 
 
-def setting(default: Value, help: str, **declared: Any) -> Value:
-    """A field of ``Settings`` with its declaration."""
-    field: Value = dataclasses.field(default=default, metadata={"declared": Declared(help, **declared)})
-    return field
+def _declaring(declare: Callable[Options, Declared]) -> Callable[Concatenate[Value, Options], Value]:
+    """``setting``: a dataclass field whose metadata is ``declare``'s declaration, so that a setting's
+    options are checked (by mypy too) against ``Declared``'s own fields."""
+
+    def setting(default: Value, /, *args: Options.args, **options: Options.kwargs) -> Value:
+        field: Value = dataclasses.field(default=default, metadata={"declared": declare(*args, **options)})
+        return field
+
+    return setting
+
+
+setting = _declaring(Declared)
+"""A field of ``Settings``: its default, then its ``Declared`` (help first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +120,7 @@ class Settings:
         profile="api_key_env",
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
         must="an environment variable's name",
+        unset="DEEPSEEK_API_KEY, else OPENAI_API_KEY",
     )
     context_window: int | None = setting(
         None,
@@ -245,6 +262,36 @@ class Settings:
         env=STORE_ENV,
         pattern=r"^(postgres(ql)?://|[A-Za-z_]+\s*=)",
         must="a postgresql:// URL or a libpq connection string (host=... dbname=...)",
+        unset="the JSONL store folder (--root)",
+    )
+    external: bool = setting(
+        True,
+        "list only this store's sessions, not other agents' (Claude Code's, Codex's); --demo lists another "
+        "agent's only when its folder is given",
+        flag="--no-external",
+        file=("sources", "enabled"),
+    )
+    claude_root: str | None = setting(
+        None,
+        "Claude Code's folder, whose sessions are listed read-only (default: $CLAUDE_CONFIG_DIR, else ~/.claude)",
+        flag="--claude-root",
+        metavar="DIR",
+        file=("sources", "claude"),
+        env="CLAUDE_CONFIG_DIR",
+        min_length=1,
+        must="a folder",
+        unset="~/.claude",
+    )
+    codex_root: str | None = setting(
+        None,
+        "Codex CLI's folder, whose sessions are listed read-only (default: $CODEX_HOME, else ~/.codex)",
+        flag="--codex-root",
+        metavar="DIR",
+        file=("sources", "codex"),
+        env="CODEX_HOME",
+        min_length=1,
+        must="a folder",
+        unset="~/.codex",
     )
 
 

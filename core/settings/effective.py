@@ -154,8 +154,8 @@ def database_url(flag: str | None, config_path: str | None) -> str | None:
     url = flag or os.environ.get(STORE_ENV, "").strip() or None
     if url is not None:
         return url
-    value: str | None = load_config(config_path).value("store", "url")
-    return value
+    value = load_config(config_path).value("store", "url")
+    return value if isinstance(value, str) else None
 
 
 def format_effective(config: LoadedConfig, effective: Effective) -> str:
@@ -164,11 +164,9 @@ def format_effective(config: LoadedConfig, effective: Effective) -> str:
     values = effective.values
     width = max(len(key) for key in values)
     for key, value in values.items():
-        shown = "-" if value is None else str(value)
-        if key == "api_key_env" and value is None:
-            shown = "DEEPSEEK_API_KEY, else OPENAI_API_KEY"
-        if key == "store":
-            shown = "the JSONL store folder (--root)" if value is None else redact_conninfo(str(value))
+        shown = declaration_of(key).unset or "-" if value is None else str(value)
+        if key == "store" and value is not None:
+            shown = redact_conninfo(str(value))
         lines.append(f"  {key.ljust(width)}  {shown:<40}  {effective.origins[key]}")
     lines.append(f"learned windows: {window_memory_path()}")
     return "\n".join(map(visible, lines))

@@ -6,27 +6,49 @@ from __future__ import annotations
 import argparse
 import types
 import typing
-from collections.abc import Iterable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from core.settings.config_file import ConfigError, default_config_path
-from core.settings.declared import STORE_ENV, declarations, value_type
+from core.settings.declared import declarations, value_type
 from core.settings.effective import database_url
 
 
-def _scalar(name: str) -> Any:
+def _scalar(name: str) -> type[int] | type[float] | type[str]:
     """The type a flag's text is converted to (``int`` for ``int | None``)."""
     kind = value_type(name)
     if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
         kind = next(arg for arg in typing.get_args(kind) if arg is not type(None))
-    return kind if kind in (int, float) else str
+    if kind is int or kind is float:
+        return kind
+    return str
 
 
 class ArgumentTaker(Protocol):
     """A parser, or a group of its arguments: what flags are added to."""
 
-    def add_argument(self, *names: str, **options: Any) -> argparse.Action:
-        """Add one argument."""
+    def add_argument(
+        self,
+        *names: str,
+        action: str = ...,
+        dest: str | None = ...,
+        type: Callable[[str], object] = ...,
+        metavar: str | None = ...,
+        choices: Iterable[str] | None = ...,
+        default: None = ...,
+        help: str | None = ...,
+    ) -> argparse.Action:
+        """Add one argument (with the options the settings' flags use)."""
+        ...
+
+
+class CommandTaker(Protocol):
+    """The subcommands of a parser (``add_subparsers()``'s result): what a command is added to."""
+
+    def add_parser(
+        self, name: str, *, help: str | None = ..., description: str | None = ...
+    ) -> argparse.ArgumentParser:
+        """Add the command ``name`` (with its line in the list of commands and its own help); its parser."""
         ...
 
 
@@ -62,7 +84,7 @@ def given(args: argparse.Namespace) -> dict[str, object]:
 
 def add_database_options(parser: argparse.ArgumentParser) -> None:
     """``--store`` and ``--config``, for a command that works on the team store."""
-    parser.add_argument("--store", metavar="URL", help=f"the database (default: ${STORE_ENV}, else the config)")
+    add_setting_flags(parser, ["store"])
     parser.add_argument("--config", metavar="PATH", help=f"the config file (default: {default_config_path()})")
 
 

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core import (
     ChatModel,
@@ -35,10 +35,12 @@ from core.agent.tokens import WindowMemory
 from core.agent.tool_steps import ToolSettings
 from core.folder.doctor import diagnose, format_diagnosis
 from core.settings import (
+    CommandTaker,
     ConfigError,
     Effective,
     LoadedConfig,
     effective_settings,
+    external_sources,
     format_effective,
     given,
     load_config,
@@ -54,11 +56,13 @@ from tui.cli.options import (
     add_app_arguments,
     build_parser,
     default_root,
-    external_sources,
     served_options,
     sessionref_version,
 )
 from tui.services.text import visible
+
+if TYPE_CHECKING:
+    from tui.app.sessionref_app import SessionRefApp
 
 APP_FPS = 240
 CHECK_START_SECONDS = 60.0
@@ -132,7 +136,7 @@ def _context(settings: RunSettings) -> ContextSettings:
     )
 
 
-def _add_config_command(commands: Any) -> None:
+def _add_config_command(commands: CommandTaker) -> None:
     parser = commands.add_parser(
         "config",
         help="print the effective settings and where each came from",
@@ -150,7 +154,7 @@ def config_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_doctor_command(commands: Any) -> None:
+def _add_doctor_command(commands: CommandTaker) -> None:
     parser = commands.add_parser(
         "doctor",
         help="check a store without changing it",
@@ -223,7 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is not None:
         run: Callable[[argparse.Namespace], int] = args.run
         return run(args)
-    settings = _settings(parser, args)[1].settings
+    effective = _settings(parser, args)[1]
+    settings = effective.settings
     if settings.backend != "openai" and (args.base_url or args.model):
         parser.error("--base-url and --model-name only apply to --model openai")
     cwd = args.cwd if args.cwd is not None else os.getcwd()
@@ -249,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         opened = _database_store(settings.store, args.pack_chunks)
         if isinstance(opened, int):
             return opened
-        return _run_app(args, settings, opened, cwd, config, search_config, None)
+        return _run_app(args, effective, opened, cwd, config, search_config, None)
     if args.demo and root is None:
         root = tempfile.mkdtemp(prefix="sessionref-demo-")
     if root is None:
@@ -266,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:
         return _fail(f"cannot use the store folder {root}: {error.strerror or error}", EXIT_ROOT)
 
-    return _run_app(args, settings, store, cwd, config, search_config, root)
+    return _run_app(args, effective, store, cwd, config, search_config, root)
 
 
 def _database_store(url: str, pack_chunks: bool) -> SessionStore | int:
@@ -279,13 +284,14 @@ def _database_store(url: str, pack_chunks: bool) -> SessionStore | int:
 
 def _run_app(
     args: argparse.Namespace,
-    settings: RunSettings,
+    effective: Effective,
     store: SessionStore,
     cwd: str,
     config: ReferenceConfig,
     search_config: SearchConfig,
     root: str | None,
 ) -> int:
+    settings = effective.settings
     # Textual paints at most TEXTUAL_FPS frames a second (60 by default), on a fixed grid: a change
     # waits for the next slot. 240 cuts that wait from up to 16.7 ms to 4.2 ms; frames are still only
     # drawn when something changed. An explicit TEXTUAL_FPS wins.
@@ -309,7 +315,7 @@ def _run_app(
             session_id=session_id,
             config=config,
             search_config=search_config,
-            external=external_sources(args),
+            external=external_sources(effective, demo=args.demo),
             context=_context(settings),
             tools=ToolSettings(read_bytes=settings.tool_read_bytes, max_steps=settings.max_steps)
             if settings.tools
@@ -341,14 +347,14 @@ def _run_app(
     return 0
 
 
-def _check_start(app: Any) -> str | None:
+def _check_start(app: SessionRefApp) -> str | None:
     """Run ``app`` headless until its first screen is painted with the listing in it; the line to
     print then, or ``None`` when that did not happen in time."""
     from textual.pilot import Pilot  # (Textual only once the app starts)
 
     started: list[str] = []
 
-    async def first_paint(pilot: Pilot[Any]) -> None:
+    async def first_paint(pilot: Pilot[object]) -> None:
         deadline = time.monotonic() + CHECK_START_SECONDS
         while not app.workspace.catalog_loaded.is_set() and time.monotonic() < deadline:
             await pilot.pause(0.02)

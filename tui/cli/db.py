@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from core.errors import SessionQueryError
-from core.settings import add_database_options, required_database_url
+from core.settings import CommandTaker, add_database_options, required_database_url
 from tui.services.text import visible
 
 EXIT_DATABASE = 3
 
 
-def add_commands(commands: Any) -> None:
+def add_commands(commands: CommandTaker) -> None:
     """``sessionref db`` (and its own commands) in the command line's parser."""
     parser = commands.add_parser(
         "db",

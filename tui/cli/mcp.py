@@ -6,18 +6,18 @@ import argparse
 import asyncio
 import os
 import sys
-from typing import Any
 
 from core import SessionQueryError, SessionReferenceError
 from core.catalog import SessionCatalog
 from core.display import visible
 from core.mcp.server import SessionToolServer, client_gone, serve
+from core.settings import CommandTaker
 from core.stores import SessionStore, open_store
 
 EXIT_STORE = 3
 
 
-def add_commands(commands: Any) -> None:
+def add_commands(commands: CommandTaker) -> None:
     """``sessionref mcp`` in the command line's parser."""
     from core.settings import add_setting_flags, default_config_path
     from tui.cli.options import default_root
@@ -31,11 +31,7 @@ def add_commands(commands: Any) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
     add_setting_flags(where, ["store"])
-    parser.add_argument(
-        "--claude-root", metavar="DIR", help="Claude Code's folder (default: $CLAUDE_CONFIG_DIR or ~/.claude)"
-    )
-    parser.add_argument("--codex-root", metavar="DIR", help="Codex CLI's folder (default: $CODEX_HOME or ~/.codex)")
-    parser.add_argument("--no-external", dest="external", action="store_false", help="only this store's sessions")
+    add_setting_flags(parser, ["external", "claude_root", "codex_root"])
     parser.add_argument(
         "--config",
         metavar="PATH",
@@ -47,12 +43,13 @@ def add_commands(commands: Any) -> None:
 
 def mcp_command(args: argparse.Namespace) -> int:
     """Run ``sessionref mcp``."""
-    from core.settings import ConfigError, effective_settings, given, load_config, reference_config
-    from tui.cli.options import EXIT_USAGE, default_root, external_sources, sessionref_version
+    from core.settings import ConfigError, effective_settings, external_sources, given, load_config, reference_config
+    from tui.cli.options import EXIT_USAGE, default_root, sessionref_version
 
     parser: argparse.ArgumentParser = args.parser
     try:
-        settings = effective_settings(load_config(args.config), given(args), dict(os.environ)).settings
+        effective = effective_settings(load_config(args.config), given(args), dict(os.environ))
+        settings = effective.settings
         config = reference_config(settings)
     except ConfigError as error:
         parser.exit(EXIT_USAGE, f"sessionref mcp: {visible(str(error))}\n")
@@ -72,7 +69,7 @@ def mcp_command(args: argparse.Namespace) -> int:
         print(visible(f"sessionref mcp: {error.message} ({error.code})"), file=sys.stderr)
         return EXIT_STORE
     server = SessionToolServer(
-        SessionCatalog(store, external_sources(args)),
+        SessionCatalog(store, external_sources(effective)),
         os.getcwd(),
         config=config,
         read_bytes=settings.tool_read_bytes,

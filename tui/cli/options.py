@@ -9,9 +9,6 @@ from importlib.metadata import version as package_version
 
 import platformdirs
 
-from core.sessions.sources.claude import ClaudeCodeSource, claude_root
-from core.sessions.sources.codex import CodexSource, codex_root
-from core.sessions.sources.merged import ExternalSource
 from core.settings import add_setting_flags, default_config_path
 
 EXIT_USAGE = 2
@@ -30,18 +27,6 @@ def sessionref_version() -> str:
 def default_root() -> str:
     """The platform's user data folder for sessionref (``~/.local/share/sessionref/sessions`` on Linux)."""
     return os.path.join(platformdirs.user_data_dir("sessionref", appauthor=False), "sessions")
-
-
-def external_sources(args: argparse.Namespace) -> tuple[ExternalSource, ...]:
-    """Claude Code's and Codex's sessions, read-only (the demo lists them only when asked to)."""
-    if not args.external:
-        return ()
-    sources: list[ExternalSource] = []
-    if args.claude_root is not None or not args.demo:
-        sources.append(ClaudeCodeSource(args.claude_root or claude_root()))
-    if args.codex_root is not None or not args.demo:
-        sources.append(CodexSource(args.codex_root or codex_root()))
-    return tuple(sources)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,22 +74,6 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the config file (default: {default_config_path()}, used when it exists); flags override it",
     )
     add_setting_flags(parser)
-    parser.add_argument(
-        "--claude-root",
-        metavar="DIR",
-        help="Claude Code's folder, whose sessions are listed read-only (default: $CLAUDE_CONFIG_DIR, else ~/.claude)",
-    )
-    parser.add_argument(
-        "--codex-root",
-        metavar="DIR",
-        help="Codex CLI's folder, whose sessions are listed read-only (default: $CODEX_HOME, else ~/.codex)",
-    )
-    parser.add_argument(
-        "--no-external",
-        dest="external",
-        action="store_false",
-        help="list only this store's sessions, not Claude Code's or Codex's (--demo does so unless a root is given)",
-    )
     parser.add_argument(
         "--serve",
         action="store_true",

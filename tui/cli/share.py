@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from core.errors import SessionQueryError
-from core.settings import add_database_options, required_database_url
+from core.settings import CommandTaker, add_database_options, required_database_url
 from core.stores import open_store
 from tui.services.text import visible
 
@@ -24,7 +23,7 @@ EXIT_REFUSED = 1
 EXIT_DATABASE = 3
 
 
-def add_commands(commands: Any) -> None:
+def add_commands(commands: CommandTaker) -> None:
     """``sessionref share`` and ``sessionref unshare`` in the command line's parser."""
     for kind in ("share", "unshare"):
         sharing = kind == "share"

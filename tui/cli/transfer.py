@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -17,12 +16,13 @@ from rich.text import Text
 
 from core.display import visible
 from core.errors import SessionQueryError
+from core.settings import CommandTaker
 from core.stores import open_store
 
 EXIT_DATABASE = 3
 
 
-def add_commands(commands: Any) -> None:
+def add_commands(commands: CommandTaker) -> None:
     """``sessionref import`` and ``sessionref export`` in the command line's parser."""
     for kind in ("import", "export"):
         into = kind == "import"

@@ -9,6 +9,7 @@ the problem appears under the mention that caused it. No Textual import: the wid
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,8 @@ from core.errors import (
 from core.reference.service import FRAME_CLOSE, FRAME_OPEN
 from core.reference.staleness import earlier_references, moved_on_words
 from core.serialization import tag_safe_json_length, utf8_length
+from core.sessions.models import SessionEvent
+from core.sessions.query import ReferenceTarget
 from tui.services.text import estimate_tokens
 
 _PLAIN_WORDS = {
@@ -171,7 +174,7 @@ def _cards(context: HookContext, budget: int) -> list[ReferenceCard]:
     return cards
 
 
-def _mark_earlier(cards: list[ReferenceCard], events: Any) -> None:
+def _mark_earlier(cards: list[ReferenceCard], events: Sequence[SessionEvent]) -> None:
     """Say on each card whose session this chat referenced before, and that moved on since, what
     the model still holds (it keeps the older snapshot in its history)."""
     earlier = earlier_references(events)
@@ -196,7 +199,7 @@ def _distinct(references: list[ReferenceInput]) -> list[ReferenceInput]:
 
 
 async def build_preview(
-    service: SessionReferenceService, target: Any, draft: str, signal: AbortSignal | None = None
+    service: SessionReferenceService, target: ReferenceTarget, draft: str, signal: AbortSignal | None = None
 ) -> PreviewReport:
     """Parse ``draft`` and run the real ``prepare`` for it against ``target``.
 
