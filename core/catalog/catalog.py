@@ -16,6 +16,7 @@ from typing import Any
 
 from core.catalog.titles import SessionTitles
 from core.errors import SessionQueryError
+from core.listeners import Listeners
 from core.search.index_values import IndexedSession, indexed_session, revision_key
 from core.sessions.models import SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
@@ -45,6 +46,9 @@ class SessionCatalog:
         self._listed_titles: object = None
         self.unavailable: str | None = None
         """Why the last listing failed (a database that cannot be reached); ``None`` when it worked."""
+        self.health: Listeners[None] = Listeners()
+        """Told (from any thread) when ``unavailable`` or the store's own health changes."""
+        self.hosted.health.subscribe(self.health.emit)
         self.problems: list[StoreProblem] = []
         self.listed = False
         self.live_ids: frozenset[str] = frozenset()
@@ -170,6 +174,12 @@ class SessionCatalog:
         with self._lock:
             return self._take(remembered, list(self.hosted.problems), external_changed=False)
 
+    def _set_unavailable(self, reason: str | None) -> None:
+        changed = reason != self.unavailable
+        self.unavailable = reason
+        if changed:
+            self.health.emit(None)
+
     def refresh(self) -> bool:
         """Re-list the store; returns whether anything the app shows changed. Safe to run in a thread."""
         with self._lock:
@@ -182,11 +192,11 @@ class SessionCatalog:
                     continue
                 except SessionQueryError as error:
                     # A database store that cannot be reached: keep showing the last listing.
-                    self.unavailable = f"{error.message} ({error.code})"
+                    self._set_unavailable(f"{error.message} ({error.code})")
                     return False
             else:
                 return False
-            self.unavailable = None
+            self._set_unavailable(None)
             problems = list(self.hosted.problems)
             external_changed = False
             if self.external:

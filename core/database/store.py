@@ -50,6 +50,7 @@ from core.database.teams import SESSION_QUERY_NOT_OWNER, SESSION_QUERY_UNKNOWN_T
 from core.database.watch import NotifyWatcher
 from core.database.writers import PgWriters
 from core.folder.watch import ChangeCallback
+from core.listeners import Listeners
 from core.serialization import js_json_stringify
 from core.sessions.chunk_rows import pack_chunk_runs
 from core.sessions.models import (
@@ -110,7 +111,8 @@ class PostgresSessionStore:
         assert row is not None
         self.user: str = row[0]
         """The database role this store acts as: its sessions are the ones it may write."""
-        self._writers = PgWriters(conninfo)
+        self._health: Listeners[None] = Listeners()
+        self._writers = PgWriters(conninfo, on_change=lambda: self._health.emit(None))
         self._pool = ReadPool(conninfo)
         self.reader = PgReader(self._pool, self._writers, self.user)
         """Listing and reading sessions as this role may see them."""
@@ -126,6 +128,11 @@ class PostgresSessionStore:
     def waiting(self) -> int:
         """How many written events wait for the database to be back."""
         return self._writers.waiting
+
+    @property
+    def health(self) -> Listeners[None]:
+        """Told (from the writing or the reconnecting thread) when ``unavailable`` or ``waiting`` changes."""
+        return self._health
 
     # -- reading (the reader's) ----------------------------------------------------------------------
 

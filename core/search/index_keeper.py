@@ -35,6 +35,9 @@ CHECKPOINT_AFTER = 1000
 """Sessions indexed in one run after which the index is compacted."""
 INDEX_RETRY = 30.0
 """Seconds before indexing is tried again after it failed (a full disk, say)."""
+FOLLOW_STILL = 20
+"""Looks (``BUILDER_POLL`` apart) at another process's indexing without progress before the keeper
+stops following it (a listing change or a search starts it again)."""
 
 
 class IndexedListing(Protocol):
@@ -151,6 +154,23 @@ class IndexKeeper:
                     break
                 if self.stop.wait(BUILDER_POLL):
                     return  # the host is closing; the builder was stopped
+            self._sync_following(sources)
+        except IndexUnavailable:
+            self._failed_at = time.monotonic()
+            self.changed(False)
+            self._retry_later()
+        finally:
+            with self._lock:
+                self.running = False
+                self.idle.set()
+
+    def _sync_following(self, sources: list[tuple[str, str]]) -> None:
+        """Index what is pending; while another process keeps the index (it holds the writer locks),
+        follow its progress until it has caught up or stops moving (``FOLLOW_STILL`` looks)."""
+        index = self.index
+        still = 0
+        while True:
+            before = index.pending(sources)
             report = index.sync(
                 sources,
                 self.listing.read_indexed,
@@ -162,13 +182,20 @@ class IndexKeeper:
             if report.indexed > CHECKPOINT_AFTER:
                 index.checkpoint()  # a big build: merge the segments, fold the logs into the files
             self.changed(bool(report.titles or report.removed))
-        except IndexUnavailable:
-            self._failed_at = time.monotonic()
-            self.changed(False)
-        finally:
-            with self._lock:
-                self.running = False
-                self.idle.set()
+            after = index.pending(sources)
+            if index.writable or after == 0:
+                return
+            still = still + 1 if after >= before else 0
+            if still >= FOLLOW_STILL or self.stop.wait(BUILDER_POLL):
+                return
+
+    def _retry_later(self) -> None:
+        """Try again in ``INDEX_RETRY`` seconds (the keeper's own timer; none once stopping)."""
+        if self.stop.is_set():
+            return
+        timer = threading.Timer(INDEX_RETRY + 0.05, self.start)
+        timer.daemon = True
+        timer.start()
 
     def _use_builder(self, sources: list[tuple[str, str]]) -> bool:
         """Start (or follow) a builder process for a large catch-up; whether one is running now."""

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from core.folder.jsonl_store import JsonlSessionStore
+from core.listeners import Listeners
 from core.search.message_index import MessageIndex
 from core.sessions.models import StoreProblem
 from core.stores.session_store import SessionStore
@@ -43,6 +44,11 @@ class HostedStore(Protocol):
         """How many written events wait for the database to be back."""
         ...
 
+    @property
+    def health(self) -> Listeners[None]:
+        """Told (from any thread) when ``unavailable`` or ``waiting`` changes."""
+        ...
+
     def message_index(self) -> OwnIndex | None:
         """The store's own message search (``None``: the host builds one beside it)."""
         ...
@@ -57,6 +63,7 @@ class LocalStore:
 
     def __init__(self, store: SessionStore) -> None:
         self._store = store
+        self._health: Listeners[None] = Listeners()
 
     @property
     def problems(self) -> Sequence[StoreProblem]:
@@ -72,6 +79,11 @@ class LocalStore:
     def waiting(self) -> int:
         """Nothing waits: every append reaches the disk (or memory) before it returns."""
         return 0
+
+    @property
+    def health(self) -> Listeners[None]:
+        """Never told: a local store's health does not change."""
+        return self._health
 
     def message_index(self) -> OwnIndex | None:
         """None: the host keeps a SQLite index beside the folder (in memory for a memory store)."""

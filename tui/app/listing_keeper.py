@@ -31,6 +31,10 @@ class StoreChanged(Message):
     """The watcher saw something change under the store root (posted from its thread)."""
 
 
+class StoreHealthChanged(Message):
+    """The store became unreachable, came back, or what waits for it changed (posted from any thread)."""
+
+
 class TitlesWanted(Message):
     """The sidebar or the picker showed sessions whose titles are not read yet (posted from any thread)."""
 
@@ -99,6 +103,9 @@ class ListingKeeper:
         """List the store and read the likely titles off the UI thread (the screen paints first), then
         keep the listing current (every ``refresh_interval``, and when the watcher hears a change)."""
         self._host.run_worker(self._load_catalog, group="catalog", exclusive=True, thread=True)
+        self.catalog.health.subscribe(lambda _news: self._host.post_message(StoreHealthChanged()))
+        # Files other programs write where nothing watches them (other agents' folders, a store whose
+        # watcher failed) are looked at again on a timer; everything else is told.
         self._host.set_interval(self.refresh_interval, self.refresh)
 
     def _load_catalog(self) -> None:
@@ -200,12 +207,10 @@ class ListingKeeper:
         """
         if not self.catalog_loaded.is_set() or not self._live():
             return  # not loaded yet, or the app is closing (a timer can fire after the screen went)
-        self._tell_store_health()
         store = self.catalog.persistent
         quiet = store is not None and store.watched and not store.changes_pending()
-        if quiet and not force and not self.catalog.external:  # other agents' files are still polled
-            self._start_index()  # nothing to re-list; the index still checks its own health
-            return
+        if quiet and not force and not self.catalog.external:  # other agents' files are still looked at
+            return  # the watcher tells of every change: nothing to re-list
         since_key = time.perf_counter() - self._last_key()
         if force or since_key >= TYPING_PAUSE:
             self._refresh_catalog()
@@ -215,7 +220,7 @@ class ListingKeeper:
             self._refresh_waiting = True
             self._host.set_timer(TYPING_PAUSE - since_key + 0.05, self._refresh_after_typing)
 
-    def _tell_store_health(self) -> None:
+    def tell_store_health(self) -> None:
         """Say once when the store cannot be reached (a database: writes wait, the app reconnects by
         itself) and once when it is back with everything written."""
         hosted = self.catalog.hosted

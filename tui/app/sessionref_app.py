@@ -26,7 +26,7 @@ from core.sessions.query import Watcher
 from core.sessions.session import system_clock
 from core.sessions.sources.merged import ExternalSource
 from core.stores import SessionStore
-from tui.app.listing_keeper import ListingKeeper, StoreChanged, TitlesWanted
+from tui.app.listing_keeper import ListingKeeper, StoreChanged, StoreHealthChanged, TitlesWanted
 from tui.app.trace import AppTrace
 from tui.screens.chat import ChatScreen
 from tui.screens.commands import SessionCommands
@@ -107,6 +107,9 @@ class SessionRefApp(App[None]):
 
     def on_store_changed(self, _message: StoreChanged) -> None:
         self.listing.store_changed()
+
+    def on_store_health_changed(self, _message: StoreHealthChanged) -> None:
+        self.listing.tell_store_health()
 
     def on_titles_wanted(self, _message: TitlesWanted) -> None:
         self.listing.load_wanted_titles()
