@@ -30,6 +30,8 @@ from tui.app.listing_keeper import ListingKeeper, StoreChanged, StoreHealthChang
 from tui.app.trace import AppTrace
 from tui.screens.chat import ChatScreen
 from tui.screens.commands import SessionCommands
+from tui.screens.picker_control import PickerControl
+from tui.screens.preview_control import PreviewControl
 from tui.services.indexing import MessageIndexer
 from tui.services.text import visible, visible_lines
 from tui.services.workspace import Clock, Workspace, open_for_writing
@@ -160,10 +162,10 @@ class SessionRefApp(App[None]):
     def on_chat_screen_ready(self, _message: ChatScreen.Ready) -> None:
         self.listing.start()
 
-    def on_chat_screen_picker_shown(self, message: ChatScreen.PickerShown) -> None:
+    def on_picker_control_shown(self, message: PickerControl.Shown) -> None:
         self.trace.picker_latencies.append(message.seconds)
 
-    def on_chat_screen_preview_shown(self, message: ChatScreen.PreviewShown) -> None:
+    def on_preview_control_shown(self, message: PreviewControl.Shown) -> None:
         self.trace.preview_seconds.append(message.seconds)
 
     def on_chat_screen_sent(self, _message: ChatScreen.Sent) -> None:

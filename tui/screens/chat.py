@@ -2,7 +2,8 @@
 
 It drives what the user sees of the ``Workspace`` it is given (the store, the listing, the service,
 the target session and its agent) and of the message indexer. It never reaches into the app: what
-the app must know it posts as messages (``Ready``, ``PickerShown``, ``PreviewShown``, ``Sent``).
+the app must know it posts as messages (``Ready``, ``Sent``; its parts' ``PickerControl.Shown`` and
+``PreviewControl.Shown`` bubble up to the app).
 
 The screen lays the widgets out and routes their messages and the keys to the parts it owns, each
 a plain object given what it uses: the picker's lookups (``PickerControl``), the preview
@@ -13,8 +14,6 @@ a plain object given what it uses: the picker's lookups (``PickerControl``), the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -24,10 +23,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, TextArea
 
 from tui.screens.compaction_control import CompactionControl
-from tui.screens.dialogs import ViewerScreen
+from tui.screens.dialogs import RenameScreen, ViewerScreen
 from tui.screens.picker_control import PickerControl
 from tui.screens.preview_control import PREVIEW_DELAY, PreviewControl
-from tui.screens.prompt_status import PromptStatus
+from tui.screens.prompt_status import CompactionShown, PromptStatus
 from tui.screens.sender import Sender
 from tui.screens.session_control import SessionControl
 from tui.screens.sessions_view import SessionsView
@@ -66,18 +65,6 @@ class ChatScreen(Screen[None]):
     class Ready(Message):
         """The screen is up: the listing may start."""
 
-    @dataclass
-    class PickerShown(Message):
-        """A keystroke's picker rows reached the screen ``seconds`` after the key."""
-
-        seconds: float
-
-    @dataclass
-    class PreviewShown(Message):
-        """A draft's preview reached the screen ``seconds`` after the typing paused."""
-
-        seconds: float
-
     class Sent(Message):
         """A message went to the model."""
 
@@ -97,34 +84,11 @@ class ChatScreen(Screen[None]):
         self._pane = PreviewPane(id="preview", home=home)
         self.prompt_status = PromptStatus(workspace, self.prompt)
         self.sessions_view = SessionsView(workspace, indexer, self._sidebar, self._transcript)
-        self.picker_control = PickerControl(
-            self,
-            workspace,
-            indexer,
-            self.prompt,
-            self.picker,
-            screen_height=lambda: self.size.height,
-            shown=lambda seconds: self.post_message(self.PickerShown(seconds)),
-        )
-        self.preview_control = PreviewControl(
-            self,
-            workspace,
-            self.prompt,
-            self._pane,
-            call_from_thread=lambda *args: self.app.call_from_thread(*args),
-            shown=lambda seconds: self.post_message(self.PreviewShown(seconds)),
-        )
-        self.sender = Sender(self, workspace, self._transcript, self.prompt_status)
-        self.compaction_control = CompactionControl(self, workspace, self.prompt_status)
-        self.session_control = SessionControl(
-            self,
-            workspace,
-            self.prompt,
-            self.sender,
-            push_screen=lambda screen, answered: self.app.push_screen(screen, answered),
-            show_target=self._show_target,
-            schedule_preview=self.schedule_preview,
-        )
+        self.picker_control = PickerControl(self, workspace, indexer, self.prompt, self.picker)
+        self.preview_control = PreviewControl(self, workspace, self.prompt, self._pane)
+        self.sender = Sender(self, workspace)
+        self.compaction_control = CompactionControl(self, workspace)
+        self.session_control = SessionControl(self, workspace)
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -175,9 +139,32 @@ class ChatScreen(Screen[None]):
 
     @on(Sender.TargetChanged)
     @on(CompactionControl.Compacted)
+    @on(SessionControl.Renamed)
     def _target_moved_on(self) -> None:
         self._show_target()
         self.schedule_preview(0)
+
+    @on(Sender.ReplyMoved)
+    def _reply_moved(self) -> None:
+        self._transcript.sync(self.workspace.session, self.workspace.model.name)
+        self.prompt_status.show()
+
+    @on(Sender.Preparing)
+    def _preparing(self, event: Sender.Preparing) -> None:
+        self.prompt_status.set_preparing(event.on)
+
+    @on(CompactionShown)
+    def _compaction_shown(self, event: CompactionShown) -> None:
+        self.prompt_status.watch_compaction(event.on)
+
+    @on(SessionControl.Switched)
+    def _target_switched(self) -> None:
+        self.sender.stop_following()
+        self._show_target()
+        if self.workspace.agent.status != "idle":
+            self.sender.follow_stream()
+        self.schedule_preview(0)
+        self.prompt.focus()
 
     # -- keys and what the widgets say --------------------------------------------------------------
 
@@ -233,6 +220,11 @@ class ChatScreen(Screen[None]):
     def _picker_accepted(self, event: MentionPicker.Accepted) -> None:
         self.picker_control.accepted(event.candidate.session_id, event.candidate.label)
 
+    @on(PickerControl.MentionChosen)
+    def _mention_chosen(self, event: PickerControl.MentionChosen) -> None:
+        self.prompt.insert_mention(event.query, event.row, event.mention)
+        self.prompt.focus()
+
     def refresh_picker(self) -> None:
         """Look the open picker's query up again (titles that were still loading may be in now)."""
         self.picker_control.refresh()
@@ -261,10 +253,13 @@ class ChatScreen(Screen[None]):
 
     def action_rename_session(self) -> None:
         """Ask for a new title and write it as a ``session/title`` event."""
-        self.session_control.rename()
+        self.app.push_screen(RenameScreen(self.session_control.title), self.session_control.rename)
 
     def action_compact(self) -> None:
         """Compact the session's older history into a checkpoint now (Esc cancels)."""
+        if self.preparing:
+            self.notify("Wait for the reply to finish, then compact.", title="Compact history")
+            return
         self.compaction_control.compact()
 
     def action_toggle_sidebar(self) -> None:
@@ -284,6 +279,10 @@ class ChatScreen(Screen[None]):
     def schedule_preview(self, delay: float = PREVIEW_DELAY) -> None:
         """Recompute the preview after ``delay`` (a newer call replaces a pending one)."""
         self.preview_control.schedule(delay)
+
+    @on(PreviewControl.Ready)
+    def _preview_ready(self, event: PreviewControl.Ready) -> None:
+        self.preview_control.show(event.report, event.generation)
 
     @on(PreviewBody.Painted)
     def _preview_painted(self, event: PreviewBody.Painted) -> None:

@@ -9,7 +9,7 @@ from textual.message import Message
 
 from core import SessionQueryError
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
-from tui.screens.prompt_status import PromptStatus
+from tui.screens.prompt_status import CompactionShown
 from tui.services.context_view import draft_context, tokens
 from tui.services.host import Host
 from tui.services.workspace import Workspace
@@ -19,24 +19,24 @@ class CompactionControl:
     """Compaction on demand, for the chat screen.
 
     Args:
-        host: the screen (its worker and notifications).
+        host: the screen (its worker, notifications, the messages below).
         workspace: whose target agent compacts.
-        status: the prompt's title (progress, and whether a send is being prepared).
 
-    Posts ``Compacted`` to the host once a compaction succeeded (the screen shows the shorter history).
+    Posts ``CompactionShown`` while it runs (the prompt shows its progress) and ``Compacted`` once
+    it succeeded (the screen shows the shorter history). The screen refuses it while a send is
+    being prepared.
     """
 
     class Compacted(Message):
         """The target's older history became a checkpoint."""
 
-    def __init__(self, host: Host, workspace: Workspace, status: PromptStatus) -> None:
+    def __init__(self, host: Host, workspace: Workspace) -> None:
         self._host = host
         self._workspace = workspace
-        self._status = status
 
     def compact(self) -> None:
         """Compact the session's older history into a checkpoint now (Esc cancels)."""
-        if self._workspace.agent.status != "idle" or self._status.preparing:
+        if self._workspace.agent.status != "idle":
             self._host.notify("Wait for the reply to finish, then compact.", title="Compact history")
             return
         self._host.run_worker(self._compact_now(), group="compact", exclusive=True)
@@ -45,7 +45,7 @@ class CompactionControl:
         agent = self._workspace.agent
         notify = self._host.notify
         before = draft_context(agent, [], ()).used
-        self._status.watch_compaction(True)
+        self._host.post_message(CompactionShown(True))
         try:
             result = await agent.compact_now()
         except CompactionError as error:
@@ -61,7 +61,7 @@ class CompactionControl:
             notify(f"{error.message} ({error.code})", severity="error", title="Could not compact", markup=False)
             return
         finally:
-            self._status.watch_compaction(False)
+            self._host.post_message(CompactionShown(False))
         after = draft_context(agent, [], ()).used
         notify(
             f"{len(result.shadowed_seqs)} messages are now one checkpoint: context {tokens(before)} → {tokens(after)}.",

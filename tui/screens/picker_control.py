@@ -6,10 +6,11 @@ the mention, Escape dismisses it until the token is edited. The search itself is
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from rich.cells import cell_len
+from textual.message import Message
 
 from core import AbortController, SessionReferenceError, format_session_reference_mention
 from core.errors import CANCELLED
@@ -30,34 +31,40 @@ VISIBLE_HITS = 24
 class PickerControl:
     """The `@` picker's lookups and keys, for the chat screen.
 
+    It owns the picker widget; of the prompt it only reads the draft and the cursor. What it has to
+    say it posts to the screen: ``MentionChosen`` (the screen's prompt takes the mention) and
+    ``Shown`` (a keystroke's rows reached the screen).
+
     Args:
-        host: the screen (the lookup worker, notifications).
+        host: the screen (the lookup worker, notifications, its height, the messages above).
         workspace: what is searched, and the target session (its cwd comes first).
         indexer: how far message indexing is (the picker says so under its rows).
-        prompt: the prompt that reports `@` queries and takes the mention.
+        prompt: the prompt whose `@` queries it answers (read, never changed).
         picker: the picker widget it shows and places.
-        screen_height: the screen's height (the picker opens above or below the cursor).
-        shown: called with the seconds from a keystroke to its rows on screen.
     """
 
+    @dataclass
+    class MentionChosen(Message):
+        """``mention`` replaces ``query`` on line ``row`` of the prompt."""
+
+        query: PickerQuery
+        row: int
+        mention: str
+
+    @dataclass
+    class Shown(Message):
+        """A keystroke's picker rows reached the screen ``seconds`` after the key."""
+
+        seconds: float
+
     def __init__(
-        self,
-        host: Host,
-        workspace: Workspace,
-        indexer: MessageIndexer,
-        prompt: PromptArea,
-        picker: MentionPicker,
-        *,
-        screen_height: Callable[[], int],
-        shown: Callable[[float], object],
+        self, host: Host, workspace: Workspace, indexer: MessageIndexer, prompt: PromptArea, picker: MentionPicker
     ) -> None:
         self._host = host
         self._workspace = workspace
         self._indexer = indexer
         self._prompt = prompt
         self._picker = picker
-        self._screen_height = screen_height
-        self._shown = shown
         self._query: PickerQuery | None = None
         self._query_row = 0
         self._dismissed: tuple[int, int, str] | None = None
@@ -145,7 +152,7 @@ class PickerControl:
         """The picker's rows reached the screen: a keystroke's answer reports its latency."""
         if self._shown_for_key is None:
             return  # a refresh after titles loaded, not a keystroke
-        self._shown(painted_at - self._shown_for_key)
+        self._host.post_message(self.Shown(painted_at - self._shown_for_key))
         self._shown_for_key = None
 
     def _place(self, query: PickerQuery) -> None:
@@ -153,7 +160,7 @@ class PickerControl:
         cursor = prompt.cursor_screen_offset
         row, column = prompt.cursor_location
         typed = prompt.document.get_line(row)[query.start : column]
-        self._picker.place(cursor.x - cell_len(typed), cursor.y, self._screen_height())
+        self._picker.place(cursor.x - cell_len(typed), cursor.y, self._host.size.height)
 
     def accepted(self, session_id: str, label: str) -> None:
         """A candidate was accepted: its mention replaces the `@query`."""
@@ -162,5 +169,4 @@ class PickerControl:
         if query is None:
             return
         mention = format_session_reference_mention(session_id, visible(label))
-        self._prompt.insert_mention(query, self._query_row, mention)
-        self._prompt.focus()
+        self._host.post_message(self.MentionChosen(query, self._query_row, mention))

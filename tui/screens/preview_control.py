@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
+from textual.message import Message
 from textual.timer import Timer
 
 from core import AbortController, SessionReferenceError
@@ -28,31 +28,35 @@ PREVIEW_DELAY = 0.12
 class PreviewControl:
     """The preview of the draft, for the chat screen.
 
+    It owns the preview pane; of the prompt it only reads the draft. A report built on the worker
+    thread comes back as ``Ready`` (the screen hands it to ``show``); ``Shown`` says how long a
+    draft took to reach the screen.
+
     Args:
-        host: the screen (the pause timer, the preview worker).
+        host: the screen (the pause timer, the preview worker, the messages above).
         workspace: the service that prepares, the target and its agent (the context meter).
-        prompt: the draft.
+        prompt: the draft (read, never changed).
         pane: where the report shows.
-        call_from_thread: the app's, to hand a report from the worker thread to the UI.
-        shown: called with the seconds from the typing pause to the report on screen.
     """
 
-    def __init__(
-        self,
-        host: Host,
-        workspace: Workspace,
-        prompt: PromptArea,
-        pane: PreviewPane,
-        *,
-        call_from_thread: Callable[..., Any],
-        shown: Callable[[float], object],
-    ) -> None:
+    @dataclass
+    class Ready(Message):
+        """The report of draft ``generation``, built off the UI thread."""
+
+        report: PreviewReport
+        generation: int
+
+    @dataclass
+    class Shown(Message):
+        """A draft's preview reached the screen ``seconds`` after the typing paused."""
+
+        seconds: float
+
+    def __init__(self, host: Host, workspace: Workspace, prompt: PromptArea, pane: PreviewPane) -> None:
         self._host = host
         self._workspace = workspace
         self._prompt = prompt
         self._pane = pane
-        self._call_from_thread = call_from_thread
-        self._shown = shown
         self._abort: AbortController | None = None
         self._timer: Timer | None = None
         self._generation = 0
@@ -89,13 +93,14 @@ class PreviewControl:
             report = asyncio.run(build_preview(workspace.service, workspace.session, draft, controller.signal))
         except SessionReferenceError:
             return  # cancelled: a newer draft is being previewed
-        self._call_from_thread(self._show, report, generation)
+        self._host.post_message(self.Ready(report, generation))
 
     def _draft_context(self, report: PreviewReport) -> DraftContext:
         content = report.content or ([{"type": "text", "text": report.draft}] if report.draft.strip() else [])
         return draft_context(self._workspace.agent, content, report.contexts)
 
-    def _show(self, report: PreviewReport, generation: int) -> None:
+    def show(self, report: PreviewReport, generation: int) -> None:
+        """Show the report of draft ``generation`` (``Ready``), unless a newer draft superseded it."""
         if generation != self._generation:
             return
         self._shown_generation = generation
@@ -108,4 +113,4 @@ class PreviewControl:
             return  # a "busy" repaint, or a report already superseded
         self._shown_generation = -1
         # Draft change (after the typing pause) -> the new report on screen: the benchmark's figure.
-        self._shown(painted_at - self._started)
+        self._host.post_message(self.Shown(painted_at - self._started))

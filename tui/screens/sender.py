@@ -15,11 +15,10 @@ from textual.timer import Timer
 from core import AbortController, SessionQueryError, SessionReferenceError, parse_session_reference_text
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
 from core.errors import CANCELLED
-from tui.screens.prompt_status import PromptStatus
+from tui.screens.prompt_status import CompactionShown
 from tui.services.host import Host
 from tui.services.preview_report import problem_of
 from tui.services.workspace import Workspace
-from tui.widgets.transcript import Transcript
 
 STREAM_TICK = 1 / 20
 """The least time between two repaints of a streaming reply: news of the session or its agent
@@ -36,11 +35,12 @@ class Sender:
     Args:
         host: the screen (the send worker, the repaint timer, notifications, the messages above).
         workspace: the target session and its agent.
-        transcript: the conversation it keeps in step with the reply.
-        status: what is going on around the draft (preparing, compacting).
 
-    Besides what became of the draft, it posts ``TargetChanged`` when the target's history moved on
-    (a turn ended, a compaction before a send changed it): the screen repaints what shows it.
+    Besides what became of the draft, it posts ``Preparing`` (the references are being prepared, or
+    no longer), ``CompactionShown`` (a compaction before the send runs, or no longer),
+    ``ReplyMoved`` (the reply it follows grew: the screen repaints the transcript, at most every
+    ``STREAM_TICK``) and ``TargetChanged`` when the target's history moved on (a turn ended, a
+    compaction before a send changed it): the screen repaints what shows it.
     """
 
     @dataclass
@@ -58,11 +58,19 @@ class Sender:
     class TargetChanged(Message):
         """The target's history moved on (a turn ended, or a compaction changed it)."""
 
-    def __init__(self, host: Host, workspace: Workspace, transcript: Transcript, status: PromptStatus) -> None:
+    @dataclass
+    class Preparing(Message):
+        """The draft's references are being prepared (``on``), or no longer."""
+
+        on: bool
+
+    class ReplyMoved(Message):
+        """The reply being followed grew, or its turn ended."""
+
+    def __init__(self, host: Host, workspace: Workspace) -> None:
         self._host = host
         self._workspace = workspace
-        self._transcript = transcript
-        self._status = status
+        self._preparing = False
         self._send_abort: AbortController | None = None
         self._following: tuple[Callable[[], None], ...] | None = None
         """While the transcript follows a reply: what unsubscribes from the session's and agent's news."""
@@ -72,7 +80,12 @@ class Sender:
     @property
     def preparing(self) -> bool:
         """Whether the draft's references are being prepared (or a compaction runs before the send)."""
-        return self._status.preparing
+        return self._preparing
+
+    def _set_preparing(self, on: bool) -> None:
+        if on != self._preparing:
+            self._preparing = on
+            self._host.post_message(self.Preparing(on))
 
     @property
     def streaming(self) -> bool:
@@ -96,13 +109,13 @@ class Sender:
         session, agent = workspace.session, workspace.agent
         controller = AbortController()
         self._send_abort = controller
-        self._status.set_preparing(True)
+        self._set_preparing(True)
         try:
             parsed = parse_session_reference_text(text)
             content = [{"type": "text", "text": parsed.text}]
             prepared = await workspace.service.prepare(session, content, parsed.references, controller.signal)
         except SessionReferenceError as error:
-            self._status.set_preparing(False)
+            self._set_preparing(False)
             self._send_abort = None
             if error.code == CANCELLED:
                 notify(f"Nothing was sent; your draft is kept. ({error.code})", title="Cancelled")
@@ -115,7 +128,7 @@ class Sender:
             self._restore(text)
             return
         except BaseException:
-            self._status.set_preparing(False)
+            self._set_preparing(False)
             self._send_abort = None
             raise
         self._send_abort = None
@@ -125,12 +138,12 @@ class Sender:
             else:
                 # Still "preparing" while a compaction runs before the send: a second Enter is
                 # refused, Escape cancels the compaction, and its progress is in the prompt's title.
-                self._status.watch_compaction(True)
+                self._host.post_message(CompactionShown(True))
                 compacted = agent.last_compaction
                 try:
                     await agent.followup(prepared.content, prepared.contexts)
                 finally:
-                    self._status.watch_compaction(False)
+                    self._host.post_message(CompactionShown(False))
                 if agent.last_compaction is not compacted and agent.last_compaction is not None:
                     count = len(agent.last_compaction.shadowed_seqs)
                     notify(
@@ -159,7 +172,7 @@ class Sender:
             self._host.post_message(self.TargetChanged())
             return
         finally:
-            self._status.set_preparing(False)
+            self._set_preparing(False)
         failed = agent.take_compaction_error()
         if failed is not None:
             notify(
@@ -178,7 +191,7 @@ class Sender:
         """Keep the transcript in step with the target's reply until its agent is idle: the session
         and the agent say when something changed, and the transcript repaints."""
         workspace = self._workspace
-        self._transcript.sync(workspace.session, workspace.model.name)
+        self._host.post_message(self.ReplyMoved())
         if self._following is None:
             self._following = (
                 workspace.session.appended.subscribe(self._news),
@@ -211,8 +224,7 @@ class Sender:
         self._repaint = None
         workspace = self._workspace
         notify = self._host.notify
-        self._transcript.sync(workspace.session, workspace.model.name)
-        self._status.show()
+        self._host.post_message(self.ReplyMoved())
         if workspace.agent.status == "idle" and self._following is not None:
             self.stop_following()
             self._host.post_message(self.TargetChanged())

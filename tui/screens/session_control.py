@@ -4,49 +4,34 @@ tool's session and a teammate's are never opened for writing: the user is told t
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from textual.message import Message
 
 from core import SessionQueryError
-from tui.screens.dialogs import RenameScreen
-from tui.screens.sender import Sender
 from tui.services.host import Host
 from tui.services.text import visible
 from tui.services.workspace import Workspace
-from tui.widgets.prompt import PromptArea
 
 
 class SessionControl:
     """The target session, for the chat screen.
 
+    It changes the workspace's target and posts what became of it to the screen: ``Switched`` (another
+    session is the target: the screen follows it) and ``Renamed`` (the target's title changed).
+
     Args:
-        host: the screen (notifications).
+        host: the screen (notifications, the messages above).
         workspace: the store and the target.
-        prompt: focused again after a switch (the draft stays).
-        sender: stops following one session's reply and follows another's.
-        push_screen: opens the rename dialog (with a callback for its answer).
-        show_target: repaint what shows the target.
-        schedule_preview: recompute the preview for the new target.
     """
 
-    def __init__(
-        self,
-        host: Host,
-        workspace: Workspace,
-        prompt: PromptArea,
-        sender: Sender,
-        *,
-        push_screen: Callable[[RenameScreen, Callable[[str | None], Any]], Any],
-        show_target: Callable[[], None],
-        schedule_preview: Callable[[float], None],
-    ) -> None:
+    class Switched(Message):
+        """Another session became the target (the draft stays)."""
+
+    class Renamed(Message):
+        """The target's title changed."""
+
+    def __init__(self, host: Host, workspace: Workspace) -> None:
         self._host = host
         self._workspace = workspace
-        self._prompt = prompt
-        self._sender = sender
-        self._push_screen = push_screen
-        self._show_target = show_target
-        self._schedule_preview = schedule_preview
 
     def switch_to(self, session_id: str) -> None:
         """Make ``session_id`` the target (keeps the draft)."""
@@ -75,34 +60,27 @@ class SessionControl:
         except SessionQueryError as error:
             notify(f"{error.message} ({error.code})", severity="error", title="Cannot open session")
             return
-        self._sender.stop_following()
-        self._show_target()
-        if workspace.agent.status != "idle":
-            self._sender.follow_stream()
-        self._schedule_preview(0)
-        self._prompt.focus()
+        self._host.post_message(self.Switched())
 
     def new_session(self) -> None:
         """Start a new session in the launch cwd and make it the target."""
         self._workspace.new_session()
-        self._show_target()
-        self._schedule_preview(0)
-        self._prompt.focus()
+        self._host.post_message(self.Switched())
         self._host.notify("New session started.", title="Sessions")
 
-    def rename(self) -> None:
-        """Ask for a new title and write it as a ``session/title`` event."""
-        session = self._workspace.session
-        current = session.title.title if session.title is not None else ""
+    @property
+    def title(self) -> str:
+        """The target's title ("" before it has one): what the rename dialog starts from."""
+        title = self._workspace.session.title
+        return title.title if title is not None else ""
 
-        def rename(title: str | None) -> None:
-            if title is None:
-                return
-            try:
-                self._workspace.rename(title)
-            except SessionQueryError as error:
-                self._host.notify(f"{error.message} ({error.code})", severity="error", title="Cannot rename")
-                return
-            self._show_target()
-
-        self._push_screen(RenameScreen(current), rename)
+    def rename(self, title: str | None) -> None:
+        """Write ``title`` as the target's ``session/title`` event (``None``: the dialog was dismissed)."""
+        if title is None:
+            return
+        try:
+            self._workspace.rename(title)
+        except SessionQueryError as error:
+            self._host.notify(f"{error.message} ({error.code})", severity="error", title="Cannot rename")
+            return
+        self._host.post_message(self.Renamed())

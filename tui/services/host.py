@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from textual.geometry import Size
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
@@ -47,4 +48,9 @@ class Host(Protocol):
 
     def post_message(self, message: Message) -> bool:
         """Post ``message`` to the host (thread-safe)."""
+        ...
+
+    @property
+    def size(self) -> Size:
+        """The host's size in cells."""
         ...
