@@ -11,11 +11,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from core.abort import AbortSignal, race_abort
 from core.agent.chunks import Chunk
-from core.agent.wire import wire_messages
+from core.agent.wire import wire_messages, wire_text
 from core.constants import PROMPT_REQUEST_DELIMITER
 from core.errors import SessionReferenceError, SessionrefError
 from core.reference.retention import OMISSION_NOTICE_HEAD
 from core.serialization import stringify_tag_safe_json, utf8_length
+from core.sessions.wire_shapes import ContentBlock, ModelMessage, ToolDefinition, WireMessage
 
 MODEL_CONTEXT_LENGTH = "MODEL_CONTEXT_LENGTH"
 """The request was larger than the model's context window (the server said so)."""
@@ -58,7 +59,7 @@ class ChatModel(Protocol):
     provider: str
 
     def stream(
-        self, messages: list[dict[str, Any]], *, signal: AbortSignal, max_tokens: int | None = None
+        self, messages: list[ModelMessage], *, signal: AbortSignal, max_tokens: int | None = None
     ) -> AsyncIterator[Chunk]:
         """Stream the reply to ``messages`` (``derive_messages()`` of the target)."""
         ...
@@ -91,11 +92,11 @@ def _backend_failure(model: ChatModel, error: Exception) -> ModelError:
 
 async def model_chunks(
     model: ChatModel,
-    messages: list[dict[str, Any]],
+    messages: list[ModelMessage],
     *,
     signal: AbortSignal,
     max_tokens: int | None = None,
-    tools: list[dict[str, Any]] | None = None,
+    tools: list[ToolDefinition] | None = None,
 ) -> AsyncIterator[Chunk]:
     """The chunks of ``model.stream(messages)``, each awaited against ``signal``; the stream is closed
     at the end, whatever ended it (best effort: it may be finished or broken already).
@@ -169,7 +170,7 @@ SUMMARY_REQUEST_MARK = "write a checkpoint of everything ABOVE"
 """Words of compaction's summary instruction (``core.agent.compaction``) that mark a summary request."""
 
 
-def summarize_offline(wire: list[dict[str, Any]]) -> list[str]:
+def summarize_offline(wire: list[WireMessage]) -> list[str]:
     """An extractive checkpoint of a summary request's history: each user request's first line."""
     asked: list[str] = []
     for message in wire[:-1]:
@@ -183,7 +184,7 @@ def summarize_offline(wire: list[dict[str, Any]]) -> list[str]:
     return [f"## What the user wants\n{bullets}\n\n", "## Decisions\n- (none recorded offline)\n"]
 
 
-def _tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
+def _tool_results(message: ModelMessage) -> list[ContentBlock]:
     content = message.get("content")
     return [block for block in content or [] if isinstance(block, dict) and block.get("type") == "tool-result"]
 
@@ -191,12 +192,14 @@ def _tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
 _PAGE = re.compile(r'"sessionId":("(?:[^"\\]|\\.)*").*?"totalMessages":(\d+),"from":(\d+),"to":(\d+)', re.S)
 
 
-def _read_summary(messages: list[dict[str, Any]]) -> str | None:
+def _read_summary(messages: list[ModelMessage]) -> str | None:
     """What the latest ``read_session`` result covered (``messages 1–40 of 300 of "id"``), if the
     conversation ends with one."""
     results = _tool_results(messages[-1]) if messages else []
     for result in results:
-        text = "".join(block.get("text", "") for block in result.get("content") or [] if isinstance(block, dict))
+        if result["type"] != "tool-result":
+            continue
+        text = wire_text(result["content"])
         found = _PAGE.search(text)
         if found is not None and not result.get("isError"):
             session, total, start, stop = found.group(1), *map(int, found.groups()[1:])
@@ -219,7 +222,7 @@ class EchoModel:
     def __init__(self, *, delay: float = 0.0) -> None:
         self.delay = delay
 
-    def reply_for(self, messages: list[dict[str, Any]]) -> list[str]:
+    def reply_for(self, messages: list[ModelMessage]) -> list[str]:
         """The pieces of the reply to ``messages``.
 
         A compaction's summary request gets an extractive checkpoint: the first line of every
@@ -246,9 +249,7 @@ class EchoModel:
             pieces.append(line)
         return pieces
 
-    def tool_call_for(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> dict[str, str] | None:
+    def tool_call_for(self, messages: list[ModelMessage], tools: list[ToolDefinition] | None) -> dict[str, str] | None:
         """The ``read_session`` call a prompt with a reference gets first (``None``: none)."""
         offered = {tool.get("function", {}).get("name") for tool in tools or []}
         if "read_session" not in offered or not messages or _tool_results(messages[-1]):
@@ -263,11 +264,11 @@ class EchoModel:
 
     async def stream(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[ModelMessage],
         *,
         signal: AbortSignal,
         max_tokens: int | None = None,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[ToolDefinition] | None = None,
     ) -> AsyncIterator[Chunk]:
         """Yield the reply piece by piece (stops early when ``signal`` aborts)."""
         call = self.tool_call_for(messages, tools)

@@ -7,7 +7,9 @@ piece), and one ``UsageChunk`` in dsh's ``TokenUsage`` shape.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
+
+from core.sessions.wire_shapes import TokenUsage
 
 
 class TextDelta(TypedDict):
@@ -40,7 +42,7 @@ class UsageChunk(TypedDict):
     """What the request and the reply took, in dsh's ``TokenUsage`` shape."""
 
     type: Literal["usage"]
-    usage: dict[str, Any]
+    usage: TokenUsage
 
 
 Chunk = TextDelta | ReasoningDelta | ToolCallDelta | UsageChunk

@@ -32,12 +32,14 @@ from core.agent.bounded_text import BoundedText
 from core.agent.chat_models import SUMMARY_REQUEST_MARK, ChatModel, ModelError, model_chunks
 from core.agent.context import ContextReading, estimate_event
 from core.agent.tokens import estimate_history, estimate_text
+from core.agent.wire import wire_text
 from core.constants import COMPACT_CHECKPOINT_SOURCE
 from core.errors import SessionReferenceError, SessionrefError
 from core.reference.projection import is_compact_checkpoint_source
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
 from core.sessions.surface import event_message, text_of_blocks
+from core.sessions.wire_shapes import ContentBlock, ModelMessage, TextBlock, TokenUsage
 
 CHECKPOINT_PREAMBLE = (
     "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up "
@@ -156,17 +158,17 @@ def as_summary_data(text: str) -> str:
     return _FRAME_TAG.sub("&lt;", text)
 
 
-def frame_summary(summary: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def frame_summary(summary: Sequence[ContentBlock]) -> list[ContentBlock]:
     """The checkpoint's content: dsh's preamble and open tag, the summary blocks (as data:
     ``as_summary_data``), the close tag."""
-    return [
-        {"type": "text", "text": f"{CHECKPOINT_PREAMBLE}\n\n{SUMMARY_OPEN_TAG}"},
-        *(
-            {**block, "text": as_summary_data(block["text"])} if block.get("type") == "text" else block
-            for block in summary
-        ),
-        {"type": "text", "text": SUMMARY_CLOSE_TAG},
-    ]
+    framed: list[ContentBlock] = [{"type": "text", "text": f"{CHECKPOINT_PREAMBLE}\n\n{SUMMARY_OPEN_TAG}"}]
+    for block in summary:
+        if block["type"] == "text":
+            framed.append({**block, "text": as_summary_data(block["text"])})
+        else:
+            framed.append(block)
+    framed.append({"type": "text", "text": SUMMARY_CLOSE_TAG})
+    return framed
 
 
 def checkpoint_allowance(policy: CompactionPolicy, window: int) -> int:
@@ -202,7 +204,7 @@ class CompactionResult:
 class _Plan:
     shadowed: list[SessionEvent]
     shadowed_tokens: float
-    parts: list[list[dict[str, Any]]] = field(default_factory=list)
+    parts: list[list[ModelMessage]] = field(default_factory=list)
 
 
 def _is_prompt(event: SessionEvent) -> bool:
@@ -249,7 +251,7 @@ def select_range(
     return shadowed
 
 
-def _shorten(message: dict[str, Any], budget: float) -> dict[str, Any]:
+def _shorten(message: ModelMessage, budget: float) -> ModelMessage:
     """``message`` with its text cut in the middle so that it fits ``budget`` estimated tokens."""
     text = text_of_blocks(message.get("content") or [])
     total = estimate_text(text) or 1.0
@@ -264,11 +266,11 @@ def _shorten(message: dict[str, Any], budget: float) -> dict[str, Any]:
 
 
 def plan_parts(
-    messages: Sequence[dict[str, Any]], budget: float, sizes: Sequence[float] | None = None
-) -> list[list[dict[str, Any]]]:
+    messages: Sequence[ModelMessage], budget: float, sizes: Sequence[float] | None = None
+) -> list[list[ModelMessage]]:
     """Pack ``messages`` in order into parts of at most ``budget`` estimated tokens each
     (``sizes``: their estimates when already known)."""
-    parts: list[list[dict[str, Any]]] = [[]]
+    parts: list[list[ModelMessage]] = [[]]
     used = 0.0
     for index, message in enumerate(messages):
         size = sizes[index] if sizes is not None else estimate_history([message])
@@ -283,27 +285,28 @@ def plan_parts(
     return parts
 
 
-def _request(prior: str | None, part: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _request(prior: str | None, part: Sequence[ModelMessage]) -> list[ModelMessage]:
     """One summary request: the summary so far (as a checkpoint), the part, then the instruction.
 
     Consecutive user messages are merged, since some servers refuse two in a row.
     """
-    messages: list[dict[str, Any]] = []
+    messages: list[ModelMessage] = []
     if prior is not None:
         messages.append({"role": "user", "content": frame_summary([{"type": "text", "text": prior}])})
     messages.extend(part)
-    instruction = {"type": "text", "text": SUMMARY_INSTRUCTION}
-    merged: list[dict[str, Any]] = []
-    for message in [*messages, {"role": "user", "content": [instruction]}]:
+    instruction: TextBlock = {"type": "text", "text": SUMMARY_INSTRUCTION}
+    merged: list[ModelMessage] = []
+    asked: ModelMessage = {"role": "user", "content": [instruction]}
+    for message in [*messages, asked]:
         if merged and merged[-1]["role"] == "user" and message["role"] == "user":
-            separator = {"type": "text", "text": "\n\n"}
+            separator: TextBlock = {"type": "text", "text": "\n\n"}
             merged[-1] = {"role": "user", "content": [*merged[-1]["content"], separator, *message["content"]]}
         else:
             merged.append(message)
     return merged
 
 
-def _add_usage(total: dict[str, int] | None, usage: Any) -> dict[str, int] | None:
+def _add_usage(total: dict[str, int] | None, usage: TokenUsage | None) -> dict[str, int] | None:
     if not isinstance(usage, dict):
         return total
     merged = dict(total or {})
@@ -314,13 +317,13 @@ def _add_usage(total: dict[str, int] | None, usage: Any) -> dict[str, int] | Non
 
 
 async def _summarize_part(
-    model: ChatModel, messages: list[dict[str, Any]], cap: int, signal: AbortSignal, max_chars: int
-) -> tuple[str, list[dict[str, Any]], dict[str, Any] | None]:
+    model: ChatModel, messages: list[ModelMessage], cap: int, signal: AbortSignal, max_chars: int
+) -> tuple[str, list[ContentBlock], TokenUsage | None]:
     """One summary request's text (at most ``max_chars``, cut with a notice: the stream is closed
     there), its raw output and usage."""
     written = BoundedText(max_chars)
     reasoning = BoundedText(max_chars)
-    usage: dict[str, Any] | None = None
+    usage: TokenUsage | None = None
     async for chunk in model_chunks(model, messages, signal=signal, max_tokens=cap):
         if chunk["type"] == "text-delta":
             written.add(str(chunk.get("text", "")))
@@ -330,7 +333,7 @@ async def _summarize_part(
             reasoning.add(str(chunk.get("text", "")))
         elif chunk["type"] == "usage":
             usage = chunk["usage"]
-    raw: list[dict[str, Any]] = []
+    raw: list[ContentBlock] = []
     if reasoning.kept:
         raw.append({"type": "reasoning", "text": reasoning.value("reasoning")})
     text = written.value("summary", stopped=True)
@@ -387,7 +390,7 @@ async def compact(
     )
     if not shadowed:
         raise CompactionError("there is no older history to compact yet", COMPACTION_NOTHING)
-    messages: list[dict[str, Any]] = []
+    messages: list[ModelMessage] = []
     sizes: list[float] = []
     for event in shadowed:
         message = event_message(event)
@@ -403,7 +406,7 @@ async def compact(
         )
     parts = plan_parts(messages, budget, sizes)
     summary: str | None = None
-    raw: list[dict[str, Any]] = []
+    raw: list[ContentBlock] = []
     usage: dict[str, int] | None = None
     try:
         for number, part in enumerate(parts, 1):
@@ -429,7 +432,7 @@ async def compact(
     if signal.aborted:
         raise CompactionError("compaction was cancelled; nothing changed", COMPACTION_CANCELLED)
     assert summary is not None
-    blocks = [{"type": "text", "text": summary}]
+    blocks: list[ContentBlock] = [{"type": "text", "text": summary}]
     content = frame_summary(blocks)
     framed = estimate_history([{"role": "user", "content": content}])
     if framed >= shadowed_tokens:
@@ -446,8 +449,8 @@ def _write(
     model: ChatModel,
     shadowed: list[SessionEvent],
     shadowed_tokens: float,
-    blocks: list[dict[str, Any]],
-    raw: list[dict[str, Any]],
+    blocks: list[ContentBlock],
+    raw: list[ContentBlock],
     usage: dict[str, int] | None,
     cap: int,
     turn: int | None,
@@ -494,6 +497,6 @@ def _write(
         end_seq=written[3].seq,
         shadowed_seqs=seqs,
         shadowed_tokens=math.ceil(shadowed_tokens),
-        summary=blocks[0]["text"],
+        summary=wire_text(blocks),
         parts=parts,
     )

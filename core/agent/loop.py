@@ -36,6 +36,7 @@ from core.reference.baking import bake_prompt_message
 from core.sessions.models import HookContext, SessionEvent
 from core.sessions.session import Session
 from core.sessions.surface import display_prompt_content, text_of_blocks
+from core.sessions.wire_shapes import ContentBlock
 
 Done = TypeVar("Done")
 
@@ -47,10 +48,10 @@ TITLE_LIMIT = 60
 FLUSH_INTERVAL = 0.2
 """Seconds streamed chunks may wait before they are written (dsh's ``writeBatchMaxDelayMs`` is 200)."""
 
-Prompt = tuple[list[dict[str, Any]], Sequence[HookContext]]
+Prompt = tuple[list[ContentBlock], Sequence[HookContext]]
 
 
-def fallback_title(display_content: list[dict[str, Any]]) -> str:
+def fallback_title(display_content: list[ContentBlock]) -> str:
     """A title from the user's own words: first non-empty line, trimmed, at most ``TITLE_LIMIT`` characters."""
     text = text_of_blocks(display_content)
     line = next((line.strip() for line in text.splitlines() if line.strip()), "")
@@ -151,7 +152,7 @@ class AgentLoop:
         """The context the next request starts from (``core.agent.context``)."""
         return self.keeper.context()
 
-    def fit(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> tuple[int, int]:
+    def fit(self, content: list[ContentBlock], contexts: Sequence[HookContext] = ()) -> tuple[int, int]:
         """``(request, floor)`` of a prompt (``WindowKeeper.fit``)."""
         return self.keeper.fit(content, contexts)
 
@@ -159,7 +160,7 @@ class AgentLoop:
         """``fit`` for a reading and a prompt estimate the caller already has."""
         return self.keeper.fit_estimate(reading, added)
 
-    def check_fits(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
+    def check_fits(self, content: list[ContentBlock], contexts: Sequence[HookContext] = ()) -> None:
         """Refuse a prompt that cannot fit the window even with the whole history compacted.
 
         Raises:
@@ -186,7 +187,7 @@ class AgentLoop:
         finally:
             self._abort = None
 
-    async def followup(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
+    async def followup(self, content: list[ContentBlock], contexts: Sequence[HookContext] = ()) -> None:
         """Start a turn with this prompt, or queue it for the next turn while one runs.
 
         When the request would pass the compaction threshold, the history is compacted first
@@ -223,7 +224,7 @@ class AgentLoop:
             self.keeper.pressure_checked = True
         self._start(content, contexts)
 
-    async def steer(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
+    async def steer(self, content: list[ContentBlock], contexts: Sequence[HookContext] = ()) -> None:
         """Add a prompt to the running turn (recorded after the current step); idle: like ``followup``."""
         if self.status == "running":
             self._steering.append((content, contexts))
@@ -246,7 +247,7 @@ class AgentLoop:
 
     # -- the turn ---------------------------------------------------------------------------------
 
-    def _start(self, content: list[dict[str, Any]], contexts: Sequence[HookContext]) -> None:
+    def _start(self, content: list[ContentBlock], contexts: Sequence[HookContext]) -> None:
         turn = self._turn
         self._turn += 1
         self.session.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}})
@@ -263,7 +264,7 @@ class AgentLoop:
         return task
 
     def _record_prompt(
-        self, event_type: str, turn: int, content: list[dict[str, Any]], contexts: Sequence[HookContext]
+        self, event_type: str, turn: int, content: list[ContentBlock], contexts: Sequence[HookContext]
     ) -> SessionEvent:
         baked = bake_prompt_message(content, contexts)
         data = baked.data if event_type == "user/message" else {"turn": turn, **baked.data}

@@ -18,6 +18,7 @@ from core.agent.chat_models import MODEL_CONTEXT_LENGTH, MODEL_REPLY_TOO_LARGE, 
 from core.agent.chunks import Chunk, ToolCallDelta
 from core.agent.tokens import context_limit_in, is_context_overflow
 from core.agent.wire import wire_messages
+from core.sessions.wire_shapes import ModelMessage, TokenUsage, ToolDefinition
 
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEEPSEEK_MODEL = "deepseek-chat"
@@ -166,11 +167,11 @@ class OpenAICompatibleModel:
 
     async def _stream(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[ModelMessage],
         *,
         signal: AbortSignal,
         max_tokens: int | None = None,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[ToolDefinition] | None = None,
     ) -> AsyncIterator[Chunk]:
         """Yield text, reasoning and tool-call deltas (and a final ``{"type": "usage"}`` chunk when the
         server reports usage); ``tools`` are offered to the model in the Chat Completions shape.
@@ -231,11 +232,11 @@ class OpenAICompatibleModel:
 
     async def stream(
         self,
-        messages: list[dict[str, Any]],
+        messages: list[ModelMessage],
         *,
         signal: AbortSignal,
         max_tokens: int | None = None,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[ToolDefinition] | None = None,
     ) -> AsyncIterator[Chunk]:
         """Yield reasoning, text and tool-call deltas (and a final ``{"type": "usage"}`` chunk when the
         server reports usage).
@@ -301,7 +302,7 @@ def _count(value: Any) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
-def dsh_usage(wire: Any) -> dict[str, int] | None:
+def dsh_usage(wire: Any) -> TokenUsage | None:
     """A chat-completions ``usage`` object in dsh's ``TokenUsage`` shape, or ``None`` when it has no counts.
 
     As dsh's DeepSeek adapter maps it: ``prompt_tokens`` includes cache hits, dsh's counts are
@@ -320,7 +321,7 @@ def dsh_usage(wire: Any) -> dict[str, int] | None:
         cached = _count(wire.get("prompt_cache_hit_tokens"))
     completion_details = wire.get("completion_tokens_details")
     reasoning = _count(completion_details.get("reasoning_tokens")) if isinstance(completion_details, dict) else None
-    usage = {"inputTokens": prompt - min(cached or 0, prompt), "outputTokens": completion}
+    usage: TokenUsage = {"inputTokens": prompt - min(cached or 0, prompt), "outputTokens": completion}
     if cached is not None:
         usage["cacheReadTokens"] = cached
     if reasoning is not None:

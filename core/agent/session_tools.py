@@ -52,6 +52,7 @@ from core.reference.uri import ReferenceInput, decode_session_reference_uri, enc
 from core.search.finder import SessionSearch
 from core.serialization import utf8_length
 from core.sessions.models import SessionRecord
+from core.sessions.wire_shapes import ToolDefinition
 
 READ_BYTES = 65536
 """What one ``read_session`` call returns at most (UTF-8 bytes of its frame's JSON), by default."""
@@ -82,7 +83,7 @@ class _ToolError(SessionrefError):
     """A refused tool call (turned into an error result, never raised to the caller)."""
 
 
-DEFINITIONS: list[dict[str, Any]] = tool_definitions(READ_BYTES)
+DEFINITIONS: list[ToolDefinition] = tool_definitions(READ_BYTES)
 """The tools in the Chat Completions ``tools`` shape, for pages of the default size (an instance's
 ``definitions`` describe its own)."""
 
@@ -139,7 +140,7 @@ class SessionTools:
             return ToolResult(message, is_error=True, code=error.code, summary=error.code)
 
     @property
-    def definitions(self) -> list[dict[str, Any]]:
+    def definitions(self) -> list[ToolDefinition]:
         """The tools as offered to the model (Chat Completions shape), for this instance's page size."""
         return tool_definitions(self.read_bytes)
 

@@ -15,6 +15,7 @@ from core.agent.session_tools import SessionTools
 from core.agent.tool_steps import ToolCalls, run_calls
 from core.errors import SessionQueryError, SessionReferenceError
 from core.sessions.session import Session
+from core.sessions.wire_shapes import TokenUsage
 
 
 class StepRunner:
@@ -73,7 +74,7 @@ class StepRunner:
         calls = ToolCalls()
         # dsh numbers a step's blocks in the order they open: a reasoning model's thinking is block 0.
         blocks: dict[Any, int] = {}
-        usage: dict[str, Any] | None = None
+        usage: TokenUsage | None = None
         outcome = "completed"
         failure: ModelError | None = None
         offered = self._tools.definitions if self._tools is not None else None

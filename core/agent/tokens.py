@@ -26,6 +26,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from core.agent.wire import wire_messages
+from core.sessions.wire_shapes import ModelMessage
 
 ESTIMATOR = "0.3 per ASCII char, 0.6 per other (DeepSeek's rule)"
 """How the estimate counts, in words (the app shows it beside every estimated figure)."""
@@ -73,7 +74,7 @@ def estimate_wire_message(message: Mapping[str, Any]) -> float:
     return tokens
 
 
-def estimate_history(messages: Sequence[Mapping[str, Any]]) -> float:
+def estimate_history(messages: Sequence[ModelMessage]) -> float:
     """Estimated tokens of a model history (``derive_messages`` output) as it goes on the wire."""
     return sum(estimate_wire_message(message) for message in wire_messages(messages))
 

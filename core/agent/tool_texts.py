@@ -22,6 +22,7 @@ from core.display import UNSAFE_FORMAT
 from core.reference.service import REFERENCED_SESSIONS_HEADER
 from core.search.finder import SearchResult
 from core.serialization import stringify_tag_safe_json
+from core.sessions.wire_shapes import ToolDefinition
 
 SEARCH_LIMIT = 10
 MAX_SEARCH_LIMIT = 50
@@ -150,7 +151,7 @@ def _kib(read_bytes: int) -> str:
     return f"{kib:g} KiB" if kib >= 1 else f"{read_bytes} bytes"
 
 
-def tool_definitions(read_bytes: int) -> list[dict[str, Any]]:
+def tool_definitions(read_bytes: int) -> list[ToolDefinition]:
     """The tools in the Chat Completions ``tools`` shape (DeepSeek's and OpenAI's), for pages of
     at most ``read_bytes``."""
     session = {

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from core.abort import AbortController
 from core.agent.chat_models import ChatModel, ModelError, ServedModel
@@ -30,6 +29,7 @@ from core.listeners import Listeners
 from core.reference.baking import bake_prompt_message
 from core.sessions.models import HookContext, SessionEvent
 from core.sessions.session import Session
+from core.sessions.wire_shapes import ContentBlock, ModelMessage
 
 MAX_REASONING_CHARS = 200_000
 """A reply's reasoning kept at most (it is logged, shown collapsed, never sent again)."""
@@ -51,11 +51,11 @@ class ContextSettings:
             raise ValueError(f"max_reasoning_chars must be positive, not {self.max_reasoning_chars}")
 
 
-def prompt_estimate(content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> float:
+def prompt_estimate(content: list[ContentBlock], contexts: Sequence[HookContext] = ()) -> float:
     """Estimated tokens a prompt adds to a request once baked (its references included)."""
     baked = bake_prompt_message(content, contexts)
-    messages = [{"role": "user", "content": baked.data["content"]}]
-    messages.extend({"role": "user", "content": context.content} for context in baked.separate_contexts)
+    messages: list[ModelMessage] = [{"role": "user", "content": baked.data["content"]}]
+    messages.extend({"role": "user", "content": context.blocks} for context in baked.separate_contexts)
     return estimate_history(messages)
 
 
@@ -101,7 +101,7 @@ class WindowKeeper:
         """The context the next request starts from (``core.agent.context``)."""
         return self.meter.read(self.window, self.settings.policy.threshold_ratio)
 
-    def fit(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> tuple[int, int]:
+    def fit(self, content: list[ContentBlock], contexts: Sequence[HookContext] = ()) -> tuple[int, int]:
         """``(request, floor)``: the tokens of the next request with this prompt, and the least it can
         take after compacting everything before it (checkpoint + prompt + the reply's reserve)."""
         return self.fit_estimate(self.context(), prompt_estimate(content, contexts))
@@ -111,7 +111,7 @@ class WindowKeeper:
         checkpoint = checkpoint_allowance(self.settings.policy, reading.window) if reading.messages else 0
         return reading.request(added), reading.calibrated(added) + checkpoint + reading.reserve
 
-    def check_fits(self, content: list[dict[str, Any]], contexts: Sequence[HookContext] = ()) -> None:
+    def check_fits(self, content: list[ContentBlock], contexts: Sequence[HookContext] = ()) -> None:
         """Refuse a prompt that cannot fit the window even with the whole history compacted.
 
         Raises:

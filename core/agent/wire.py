@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from core.sessions.wire_shapes import ModelMessage, WireMessage, WireToolCall
+
 NO_OUTPUT = "(no output)"
 """The content of a ``tool`` message whose result carried no text."""
 
@@ -40,12 +42,12 @@ def _blocks_of(content: Any, kind: str) -> list[Mapping[str, Any]]:
     return [block for block in content if isinstance(block, Mapping) and block.get("type") == kind]
 
 
-def _assistant(content: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": wire_text(content)}
+def _assistant(content: Any) -> WireMessage:
+    message: WireMessage = {"role": "assistant", "content": wire_text(content)}
     reasoning = "".join(str(block.get("text", "")) for block in _blocks_of(content, "reasoning"))
     if reasoning:
         message["reasoning_content"] = reasoning
-    calls = [
+    calls: list[WireToolCall] = [
         {
             "id": block.get("id"),
             "type": "function",
@@ -58,14 +60,14 @@ def _assistant(content: Any) -> dict[str, Any]:
     return message
 
 
-def wire_messages(messages: Sequence[Mapping[str, Any]], *, system: str | None = None) -> list[dict[str, Any]]:
+def wire_messages(messages: Sequence[ModelMessage], *, system: str | None = None) -> list[WireMessage]:
     """The ``messages`` of a chat-completions request for a history (``derive_messages()`` output).
 
     Args:
         messages: ``{role, content}`` messages, content as blocks (a plain string is taken as text).
         system: system text sent first as a ``system`` message, when given.
     """
-    wire: list[dict[str, Any]] = []
+    wire: list[WireMessage] = []
     if system is not None:
         wire.append({"role": "system", "content": system})
     for message in messages:

@@ -69,9 +69,11 @@ def tool_list(read_bytes: int = READ_BYTES) -> list[Any]:
     tools = []
     for definition in tool_definitions(read_bytes):
         function = definition["function"]
+        parameters = function["parameters"]
+        properties = parameters.get("properties")
         schema = {
-            **function["parameters"],
-            "properties": {**function["parameters"]["properties"], "exclude_session": _EXCLUDE},
+            **parameters,
+            "properties": {**(properties if isinstance(properties, dict) else {}), "exclude_session": _EXCLUDE},
         }
         tools.append(
             Tool(

@@ -7,13 +7,14 @@ from typing import Any, Mapping, Sequence
 from core.constants import PROMPT_REQUEST_DELIMITER
 from core.serialization import plain_json_copy
 from core.sessions.models import BakedPrompt, HookContext
+from core.sessions.wire_shapes import ContentBlock
 
 PROMPT_PREFIX_PLACEMENT = "prompt-prefix"
 """The placement of contexts that are baked into the prompt rather than sent on their own."""
 
 
 def bake_prompt_message(
-    content: list[dict[str, Any]],
+    content: list[ContentBlock],
     contexts: Sequence[HookContext],
     source: Mapping[str, Any] | None = None,
 ) -> BakedPrompt:

@@ -31,6 +31,7 @@ from core.sessions.models import (
     SurfaceSnapshot,
 )
 from core.sessions.query import ReferenceTarget, SessionQuery
+from core.sessions.wire_shapes import ContentBlock
 
 REFERENCED_SESSIONS_HEADER = (
     "## Referenced sessions\n"
@@ -206,7 +207,7 @@ class SessionReferenceService:
     async def prepare(
         self,
         agent: ReferenceTarget,
-        content: Sequence[dict[str, Any]],
+        content: Sequence[ContentBlock],
         references: Sequence[ReferenceInput | Mapping[str, Any] | object],
         signal: AbortSignal | None = None,
     ) -> PreparedMessage:
@@ -222,8 +223,8 @@ class SessionReferenceService:
         accepted = copy.deepcopy(list(content))
         retained = await self.retain_sources(agent, references, signal)
         if not retained:
-            return PreparedMessage.model_construct(content=accepted, contexts=[])
-        return PreparedMessage.model_construct(content=accepted, contexts=[build_context(retained)])
+            return PreparedMessage.of(accepted, [])
+        return PreparedMessage.of(accepted, [build_context(retained)])
 
     async def retain_sources(
         self,

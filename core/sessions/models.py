@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from core.constants import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES, MAX_SAFE_INTEGER
 from core.errors import INVALID_CONFIG, SessionReferenceError
+from core.sessions.wire_shapes import ContentBlock
 
 JsonValue = Any
 """A plain JSON value: dict / list / str / int / float / bool / None."""
@@ -157,6 +158,11 @@ class HookContext(_WireModel):
     placement: str | None = None
     meta: JsonValue = None
 
+    @property
+    def blocks(self) -> list[ContentBlock]:
+        """``content`` as the content blocks it holds (checked as plain JSON when it was made)."""
+        return cast("list[ContentBlock]", self.content)
+
     def to_wire(self) -> dict[str, Any]:
         """``{source, content, placement?, meta?}``."""
         wire: dict[str, Any] = {"source": self.source, "content": self.content}
@@ -199,7 +205,18 @@ class PreparedMessage(_WireModel):
     """What ``prepare`` returns: detached content and zero or one aggregated context."""
 
     content: list[dict[str, JsonValue]]
+    """The prompt's blocks (checked as plain JSON when read back: a block of any type stays as it is)."""
     contexts: list[HookContext]
+
+    @classmethod
+    def of(cls, content: list[ContentBlock], contexts: list[HookContext]) -> PreparedMessage:
+        """What ``prepare`` built (no check: it built plain JSON)."""
+        return cls.model_construct(content=cast("list[dict[str, JsonValue]]", content), contexts=contexts)
+
+    @property
+    def blocks(self) -> list[ContentBlock]:
+        """``content`` as the content blocks it holds, for the agent loop."""
+        return cast("list[ContentBlock]", self.content)
 
     def to_wire(self) -> dict[str, Any]:
         """``{content, contexts: [...]}``."""

@@ -27,6 +27,7 @@ from core.sessions.models import (
 )
 from core.sessions.query import listing_order_key
 from core.sessions.surface import SurfaceFolder, derive_messages, events_at
+from core.sessions.wire_shapes import ModelMessage
 
 Clock = Callable[[], int]
 """Returns the current time in epoch milliseconds."""
@@ -269,7 +270,7 @@ class Session:
         folder.push(event_type, seq, op, sources)
         return trusted_event(event_type, seq, now, plain, op, sources)
 
-    def derive_messages(self) -> list[dict[str, Any]]:
+    def derive_messages(self) -> list[ModelMessage]:
         """The model history of this session (CONTRACT §1)."""
         return derive_messages(self.events, allow_gaps=True)  # the log was validated as it arrived
 

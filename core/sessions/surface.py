@@ -6,6 +6,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from core.errors import SESSION_QUERY_INVALID_SURFACE, SessionQueryError
 from core.sessions.models import SessionEvent
+from core.sessions.wire_shapes import ContentBlock, ModelMessage, ToolResultBlock
 
 SURFACE_EVENT_TYPES = frozenset({"user/message", "steering/message", "assistant/message", "tool/result"})
 """Event types that live on the surface; every other type is log-only."""
@@ -127,7 +128,7 @@ def events_at(events: Sequence[SessionEvent], seqs: Iterable[int]) -> list[Sessi
     return [by_seq[seq] for seq in seqs]
 
 
-def display_prompt_content(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+def display_prompt_content(data: Mapping[str, Any]) -> list[ContentBlock]:
     """The user's own words of a prompt: ``envelope.displayContent`` when enveloped, else ``content``."""
     envelope = data.get("envelope")
     if isinstance(envelope, Mapping) and "displayContent" in envelope:
@@ -182,7 +183,7 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def event_message(event: SessionEvent) -> dict[str, Any] | None:
+def event_message(event: SessionEvent) -> ModelMessage | None:
     """The model message of one surface event (CONTRACT §1), or ``None`` when it contributes none.
 
     ``user/message`` / ``steering/message`` give their baked ``content``; ``assistant/message``
@@ -199,7 +200,7 @@ def event_message(event: SessionEvent) -> dict[str, Any] | None:
         if message is not data:
             # A newer dsh tool result already is a user message holding its tool-result block.
             return {"role": "user", "content": _copy(message_content(data))}
-        block = {
+        block: ToolResultBlock = {
             "type": "tool-result",
             "toolCallId": data.get("callId"),
             "content": _copy(data.get("content")),
@@ -209,13 +210,13 @@ def event_message(event: SessionEvent) -> dict[str, Any] | None:
     return None
 
 
-def derive_messages(events: Sequence[SessionEvent], *, allow_gaps: bool = False) -> list[dict[str, Any]]:
+def derive_messages(events: Sequence[SessionEvent], *, allow_gaps: bool = False) -> list[ModelMessage]:
     """The model history of a log (CONTRACT §1): baked prompt content, assistant replies, tool results.
 
     Raises:
         SessionQueryError: ``SESSION_QUERY_INVALID_SURFACE`` when the log does not fold.
     """
-    messages: list[dict[str, Any]] = []
+    messages: list[ModelMessage] = []
     for event in fold_surface(events, allow_gaps=allow_gaps):
         message = event_message(event)
         if message is not None:

@@ -15,6 +15,7 @@ from textual.timer import Timer
 from core import AbortController, SessionQueryError, SessionReferenceError, parse_session_reference_text
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
 from core.errors import CANCELLED
+from core.sessions.wire_shapes import ContentBlock
 from tui.screens.prompt_status import CompactionShown
 from tui.services.host import Host
 from tui.services.preview_report import problem_of
@@ -112,7 +113,7 @@ class Sender:
         self._set_preparing(True)
         try:
             parsed = parse_session_reference_text(text)
-            content = [{"type": "text", "text": parsed.text}]
+            content: list[ContentBlock] = [{"type": "text", "text": parsed.text}]
             prepared = await workspace.service.prepare(session, content, parsed.references, controller.signal)
         except SessionReferenceError as error:
             self._set_preparing(False)
@@ -134,14 +135,14 @@ class Sender:
         self._send_abort = None
         try:
             if agent.status == "running":
-                await agent.steer(prepared.content, prepared.contexts)
+                await agent.steer(prepared.blocks, prepared.contexts)
             else:
                 # Still "preparing" while a compaction runs before the send: a second Enter is
                 # refused, Escape cancels the compaction, and its progress is in the prompt's title.
                 self._host.post_message(CompactionShown(True))
                 compacted = agent.last_compaction
                 try:
-                    await agent.followup(prepared.content, prepared.contexts)
+                    await agent.followup(prepared.blocks, prepared.contexts)
                 finally:
                     self._host.post_message(CompactionShown(False))
                 if agent.last_compaction is not compacted and agent.last_compaction is not None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rich.text import Text
 
@@ -16,6 +15,7 @@ from core import AgentLoop, HookContext
 from core.agent.compaction import CONTEXT_PROMPT_TOO_LARGE
 from core.agent.loop import prompt_estimate
 from core.agent.tokens import ESTIMATOR
+from core.sessions.wire_shapes import ContentBlock
 from tui.services.palette import Paint, default_paint
 from tui.services.text import bar, visible
 
@@ -77,7 +77,7 @@ class DraftContext:
         )
 
 
-def draft_context(agent: AgentLoop, content: list[dict[str, Any]], contexts: Sequence[HookContext]) -> DraftContext:
+def draft_context(agent: AgentLoop, content: list[ContentBlock], contexts: Sequence[HookContext]) -> DraftContext:
     """The context figures of sending ``content`` with ``contexts`` on ``agent``'s session."""
     reading = agent.context()
     if not content and not contexts:

@@ -40,6 +40,7 @@ from core.reference.staleness import earlier_references, moved_on_words
 from core.serialization import tag_safe_json_length, utf8_length
 from core.sessions.models import SessionEvent
 from core.sessions.query import ReferenceTarget
+from core.sessions.wire_shapes import ContentBlock
 from tui.services.text import estimate_tokens
 
 _PLAIN_WORDS = {
@@ -111,7 +112,7 @@ class PreviewReport:
     cards: list[ReferenceCard] = field(default_factory=list)
     problem: Problem | None = None
     contexts: list[HookContext] = field(default_factory=list)
-    content: list[dict[str, Any]] = field(default_factory=list)
+    content: list[ContentBlock] = field(default_factory=list)
     context: Any = None
     """The context meter's figures for this draft (``tui.services.context_view.DraftContext``), set on the UI thread."""
 
