@@ -65,7 +65,10 @@ from core.sessions.query import SessionQuery
 from core.sessions.session import MemorySessionStore, Session
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.merged import MergedSessionQuery
+from core.sessions.sources.opencode import KiloSource, OpenCodeSource
+from core.sessions.sources.qwen import QwenCodeSource
 from core.sessions.surface import derive_messages, display_prompt_content, fold_surface
 
 __all__ = [
@@ -87,19 +90,23 @@ __all__ = [
     "ClaudeCodeSource",
     "CodexSource",
     "EchoModel",
+    "GeminiCliSource",
     "HookContext",
     "IndexStatus",
     "IndexUnavailable",
     "IndexedSession",
     "JsonlSessionStore",
+    "KiloSource",
     "MemorySessionStore",
     "MergedSessionQuery",
     "MessageIndex",
     "ModelError",
     "OpenAICompatibleModel",
+    "OpenCodeSource",
     "ParsedReferenceText",
     "PreparedMessage",
     "ProjectedItem",
+    "QwenCodeSource",
     "ReferenceCancelled",
     "ReferenceConfig",
     "ReferenceInput",

@@ -125,38 +125,51 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     from core.settings import effective_settings, external_sources, given, load_config
     from tui.cli.options import build_parser
 
-    def sources(*argv: str) -> tuple[object, ...]:
+    def sources(*argv: str) -> dict[str, Path]:
         args = build_parser().parse_args(list(argv))
         effective = effective_settings(load_config(str(config)), given(args), dict(os.environ))
-        return external_sources(effective, demo=args.demo)
+        return {source.name: source.root for source in external_sources(effective, demo=args.demo)}
 
     config = tmp_path / "config.toml"
     config.write_text("")
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    claude, codex = sources()
-    assert isinstance(claude, ClaudeCodeSource) and claude.root == tmp_path / ".claude"
-    assert isinstance(codex, CodexSource) and codex.root == tmp_path / ".codex"
+    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "QWEN_RUNTIME_DIR", "QWEN_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    assert sources() == {
+        "Claude Code": tmp_path / ".claude",
+        "Codex": tmp_path / ".codex",
+        "Gemini CLI": tmp_path / ".gemini",
+        "Qwen Code": tmp_path / ".qwen",
+        "opencode": tmp_path / ".local" / "share" / "opencode",
+        "Kilo CLI": tmp_path / ".local" / "share" / "kilo",
+    }
+    # Each agent's own variable, as the agent itself reads it.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "cx"))
-    claude, codex = sources()
-    assert claude.root == tmp_path / "cc" and codex.root == tmp_path / "cx"
-    claude, codex = sources("--claude-root", "/a", "--codex-root", "/b")
-    assert claude.root == Path("/a") and codex.root == Path("/b")
-    assert sources("--no-external") == ()
-    assert sources("--demo") == ()  # the demo stays the demo (the agents' own variables do not count)
-    (only,) = sources("--demo", "--codex-root", "/b")
-    assert isinstance(only, CodexSource)
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "gh"))
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qh"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    found = sources()
+    assert found["Claude Code"] == tmp_path / "cc" and found["Codex"] == tmp_path / "cx"
+    assert found["Gemini CLI"] == tmp_path / "gh" / ".gemini" and found["Qwen Code"] == tmp_path / "qh"
+    assert found["opencode"] == tmp_path / "data" / "opencode" and found["Kilo CLI"] == tmp_path / "data" / "kilo"
+    # Flags win.
+    found = sources("--claude-root", "/a", "--codex-root", "/b", "--gemini-root", "/c", "--qwen-root", "/d",
+                    "--opencode-root", "/e", "--kilo-root", "/f")  # fmt: skip
+    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f"]
+    assert sources("--no-external") == {}
+    assert sources("--demo") == {}  # the demo stays the demo (the agents' own variables do not count)
+    assert list(sources("--demo", "--codex-root", "/b")) == ["Codex"]
     # The config file's [sources] table gives the same (a flag still wins; enabled = false turns all off).
-    config.write_text('[sources]\nclaude = "/from-file"\n')
+    config.write_text('[sources]\nclaude = "/from-file"\ngemini = "~/g"\n')
     monkeypatch.delenv("CLAUDE_CONFIG_DIR")
-    claude, _codex = sources()
-    assert claude.root == Path("/from-file")
-    (only,) = sources("--demo")
-    assert isinstance(only, ClaudeCodeSource) and only.root == Path("/from-file")
+    assert sources()["Claude Code"] == Path("/from-file")
+    assert sources()["Gemini CLI"] == tmp_path / "g"  # ~ is the user's home
+    assert sources("--demo") == {"Claude Code": Path("/from-file"), "Gemini CLI": tmp_path / "g"}
     config.write_text("[sources]\nenabled = false\n")
-    assert sources() == ()
+    assert sources() == {}
+    assert isinstance(ClaudeCodeSource(tmp_path), ClaudeCodeSource) and isinstance(CodexSource(tmp_path), CodexSource)
 
 
 def test_served_pages_run_the_app_with_the_other_options() -> None:

@@ -266,7 +266,8 @@ class Settings:
     )
     external: bool = setting(
         True,
-        "list only this store's sessions, not other agents' (Claude Code's, Codex's); --demo lists another "
+        "list only this store's sessions, not other agents' (Claude Code's, Codex's, Gemini CLI's, Qwen Code's, "
+        "opencode's, Kilo CLI's); --demo lists another "
         "agent's only when its folder is given",
         flag="--no-external",
         file=("sources", "enabled"),
@@ -292,6 +293,49 @@ class Settings:
         min_length=1,
         must="a folder",
         unset="~/.codex",
+    )
+    gemini_root: str | None = setting(
+        None,
+        "Gemini CLI's folder, whose sessions are listed read-only (default: $GEMINI_CLI_HOME/.gemini, else ~/.gemini)",
+        flag="--gemini-root",
+        metavar="DIR",
+        file=("sources", "gemini"),
+        min_length=1,
+        must="a folder",
+        unset="~/.gemini",
+    )
+    qwen_root: str | None = setting(
+        None,
+        "Qwen Code's folder, whose sessions are listed read-only (default: $QWEN_RUNTIME_DIR, else $QWEN_HOME, "
+        "else ~/.qwen)",
+        flag="--qwen-root",
+        metavar="DIR",
+        file=("sources", "qwen"),
+        min_length=1,
+        must="a folder",
+        unset="~/.qwen",
+    )
+    opencode_root: str | None = setting(
+        None,
+        "opencode's data folder, whose database's sessions are listed read-only (default: $XDG_DATA_HOME/opencode, "
+        "else ~/.local/share/opencode; $OPENCODE_DB names another database)",
+        flag="--opencode-root",
+        metavar="DIR",
+        file=("sources", "opencode"),
+        min_length=1,
+        must="a folder",
+        unset="~/.local/share/opencode",
+    )
+    kilo_root: str | None = setting(
+        None,
+        "Kilo CLI's data folder, whose kilo.db sessions are listed read-only (default: $XDG_DATA_HOME/kilo, else "
+        "~/.local/share/kilo)",
+        flag="--kilo-root",
+        metavar="DIR",
+        file=("sources", "kilo"),
+        min_length=1,
+        must="a folder",
+        unset="~/.local/share/kilo",
     )
 
 

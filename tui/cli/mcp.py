@@ -31,7 +31,9 @@ def add_commands(commands: CommandTaker) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
     add_setting_flags(where, ["store"])
-    add_setting_flags(parser, ["external", "claude_root", "codex_root"])
+    add_setting_flags(
+        parser, ["external", "claude_root", "codex_root", "gemini_root", "qwen_root", "opencode_root", "kilo_root"]
+    )
     parser.add_argument(
         "--config",
         metavar="PATH",

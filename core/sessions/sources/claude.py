@@ -13,11 +13,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from core.sessions.models import SessionHeader
+from core.sessions.sources.files import (
+    ASSISTANT as _ASSISTANT,
+)
+from core.sessions.sources.files import (
+    CHECKPOINT as _CHECKPOINT,
+)
 from core.sessions.sources.files import (
     HEAD_BYTES,
     ExternalSession,
@@ -25,7 +31,14 @@ from core.sessions.sources.files import (
     SurfaceBuilder,
     json_lines,
     millis,
+    newest_branch,
     prompt_title,
+)
+from core.sessions.sources.files import (
+    SKIP as _SKIP,
+)
+from core.sessions.sources.files import (
+    USER as _USER,
 )
 
 CLAUDE_PREFIX = "claude:"
@@ -129,7 +142,7 @@ class ClaudeCodeSource(FileSource):
             when = millis(record.get("timestamp")) if text else None
             records[uuid] = (number, parent if type(parent) is str else None, role if text else _SKIP, text, when)
             order.append(uuid)
-        chain = self._chain(records, order)
+        chain = newest_branch(records, order)
         builder = SurfaceBuilder()
         first_prompt: str | None = None
         first_command: str | None = None
@@ -161,24 +174,6 @@ class ClaudeCodeSource(FileSource):
         if title is None:
             title = first_prompt or first_command
         return ExternalSession(header, builder.events, title, problems, last_seq)
-
-    @staticmethod
-    def _chain(records: Mapping[str, tuple[int, str | None, int, str, int | None]], order: Sequence[str]) -> list[str]:
-        """The branch that ends in the newest record, root first (``parentUuid`` links)."""
-        if not order:
-            return []
-        chain: list[str] = []
-        seen: set[str] = set()
-        current: str | None = order[-1]
-        while current is not None and current in records and current not in seen:
-            seen.add(current)
-            chain.append(current)
-            current = records[current][1]
-        chain.reverse()
-        return chain
-
-
-_SKIP, _USER, _ASSISTANT, _CHECKPOINT = range(4)
 
 
 def _is_claude_command_noise(text: str) -> bool:

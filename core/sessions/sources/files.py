@@ -9,7 +9,7 @@ import json
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -119,6 +119,29 @@ def prompt_title(text: str) -> str | None:
     if not text.strip() or text.lstrip().startswith("<"):
         return None
     return first_line_title(text)
+
+
+SKIP, USER, ASSISTANT, CHECKPOINT = range(4)
+"""What a record of a linked transcript is on the surface: nothing, a prompt, an answer, a checkpoint."""
+
+LinkedRecord = tuple[int, str | None, int, str, int | None]
+"""One record of a transcript whose records link to their parent (Claude Code, Qwen Code): its line,
+its parent's uuid, its role (``SKIP``…), its text, and its time (only when it has text)."""
+
+
+def newest_branch(records: Mapping[str, LinkedRecord], order: Sequence[str]) -> list[str]:
+    """The branch that ends in the newest record, root first (``parentUuid`` links; a loop ends it)."""
+    if not order:
+        return []
+    chain: list[str] = []
+    seen: set[str] = set()
+    current: str | None = order[-1]
+    while current is not None and current in records and current not in seen:
+        seen.add(current)
+        chain.append(current)
+        current = records[current][1]
+    chain.reverse()
+    return chain
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Other tools' sources beside the store: which source an id belongs to, and one listing over all.
 
-Adding a tool: a module beside ``claude`` and ``codex`` with a ``FileSource`` subclass, and its
-class in ``ExternalSource`` below.
+Adding a tool: a module beside ``claude``, ``codex``, ``gemini`` and ``qwen`` with a ``FileSource``
+subclass (or, for a database, a class with ``OpenCodeSource``'s methods), its class in
+``ExternalSource`` below, and its folder in ``core.settings``.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from core.sessions.models import (
 from core.sessions.query import SessionQuery, listing_order_key
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.gemini import GeminiCliSource
+from core.sessions.sources.opencode import KiloSource, OpenCodeSource
+from core.sessions.sources.qwen import QwenCodeSource
 
-ExternalSource = ClaudeCodeSource | CodexSource
+ExternalSource = ClaudeCodeSource | CodexSource | GeminiCliSource | QwenCodeSource | OpenCodeSource | KiloSource
 """A read-only source of another agent's sessions."""
 
 
 def source_of(sources: Sequence[ExternalSource], session_id: str) -> ExternalSource | None:
-    """Which of ``sources`` a namespaced id (``claude:…``, ``codex:…``) belongs to, if any."""
+    """Which of ``sources`` a namespaced id (``claude:…``, ``codex:…``, ``gemini:…``…) belongs to, if any."""
     return next((source for source in sources if session_id.startswith(source.prefix)), None)
 
 

@@ -1,0 +1,299 @@
+"""opencode's sessions (and Kilo CLI's, which keeps the same schema): an SQLite database,
+``<data>/opencode/opencode.db`` (``$OPENCODE_DB`` names another), read-only.
+
+Tables: ``session`` (``id``, ``directory``, ``title``, ``parent_id`` for a sub-agent's session,
+``time_created``/``time_updated`` in epoch milliseconds), ``message`` (``data`` JSON: ``role``,
+``summary`` on a compaction's summary; no text) and ``part`` (``data`` JSON: ``{"type": "text",
+"text", "synthetic"?}``, ``reasoning``, ``tool`` with its ``state``, ``step-start``...), a message's
+parts in ``id`` order, messages in ``time_created`` then ``id`` order.
+
+Mapping: a user message's text parts (not the ``synthetic`` ones opencode adds) become a prompt,
+an assistant message's text parts an answer, a compaction's summary a compact checkpoint; reasoning,
+tool calls and results, files and step markers are left out. Sub-agents' sessions are part of
+their parent's, never listed. The title is the session's own.
+
+Reading never disturbs opencode: the database is opened read-only (``mode=ro``, never created),
+each read is one transaction (a consistent snapshot even while opencode writes), a locked database
+is a clear "busy, try again", and a part larger than ``MAX_PART_BYTES`` is left out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.errors import SessionQueryError
+from core.files import Revision
+from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
+from core.sessions.query import listing_order_key
+from core.sessions.session import not_found
+from core.sessions.sources.files import ExternalSession, SurfaceBuilder, prompt_title
+
+OPENCODE_PREFIX = "opencode:"
+KILO_PREFIX = "kilo:"
+MAX_PART_BYTES = 8 * 1024 * 1024
+"""The largest part read (a larger one is left out, as a line past a JSONL source's bound is)."""
+BUSY_SECONDS = 2.0
+"""How long a read waits for opencode's lock before it says the database is busy."""
+SESSION_QUERY_BUSY = "SESSION_QUERY_SOURCE_BUSY"
+
+
+def _data_home() -> Path:
+    configured = os.environ.get("XDG_DATA_HOME")
+    return Path(configured) if configured else Path.home() / ".local" / "share"
+
+
+def opencode_root() -> Path:
+    """opencode's data folder: ``$XDG_DATA_HOME/opencode``, else ``~/.local/share/opencode``."""
+    return _data_home() / "opencode"
+
+
+def kilo_root() -> Path:
+    """Kilo CLI's data folder: ``$XDG_DATA_HOME/kilo``, else ``~/.local/share/kilo``."""
+    return _data_home() / "kilo"
+
+
+class SourceBusy(SessionQueryError):
+    """The database is locked by its writer for longer than ``BUSY_SECONDS``: try again."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name}'s database is busy (being written); try again", SESSION_QUERY_BUSY)
+
+
+@dataclass
+class _Listed:
+    header: SessionHeader
+    title: str
+    revision: Revision
+    session: ExternalSession | None = None
+
+
+def _text_of(parts: list[dict[str, Any]]) -> str:
+    return "".join(
+        part["text"]
+        for part in parts
+        if part.get("type") == "text" and isinstance(part.get("text"), str) and part.get("synthetic") is not True
+    )
+
+
+class OpenCodeSource:
+    """opencode's sessions in its SQLite database (read-only; see the module docstring)."""
+
+    prefix = OPENCODE_PREFIX
+    name = "opencode"
+    database_name = "opencode.db"
+    database_variable: str | None = "OPENCODE_DB"
+
+    def __init__(self, root: str | os.PathLike[str], database: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root)
+        self.database = Path(database) if database is not None else self._default_database()
+        self.problems: list[StoreProblem] = []
+        self._listed: dict[str, _Listed] = {}
+        self._records: list[SessionRecord] | None = None
+        self._seen: tuple[object, ...] | None = None
+        self._lock = threading.Lock()
+
+    def _default_database(self) -> Path:
+        named = os.environ.get(self.database_variable) if self.database_variable else None
+        if named and named != ":memory:":
+            return Path(named) if os.path.isabs(named) else self.root / named
+        return self.root / self.database_name
+
+    # -- the database, read-only ----------------------------------------------------------------------
+
+    def _stamp(self) -> tuple[object, ...] | None:
+        """What changes when opencode writes: the database's and its write-ahead log's size and time."""
+        stamp: list[object] = []
+        for suffix in ("", "-wal"):
+            try:
+                status = os.stat(str(self.database) + suffix)
+            except FileNotFoundError:
+                if not suffix:
+                    return None
+                stamp.append(None)
+                continue
+            stamp.append((status.st_ino, status.st_size, status.st_mtime_ns))
+        return tuple(stamp)
+
+    def _connect(self) -> sqlite3.Connection:
+        """A read-only connection: never creates the database, never writes to it (``mode=ro``)."""
+        if os.path.islink(self.database) or not self.database.is_file():
+            raise FileNotFoundError(str(self.database))
+        uri = "file:" + self.database.as_posix().replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+        connection = sqlite3.connect(uri, uri=True, timeout=BUSY_SECONDS, check_same_thread=False)
+        connection.execute("PRAGMA query_only = ON")
+        return connection
+
+    def _query(self, sql: str, parameters: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one read in one transaction (one snapshot of the database)."""
+        try:
+            connection = self._connect()
+        except sqlite3.Error as error:
+            raise OSError(f"cannot open {self.database}: {error}") from None
+        try:
+            connection.execute("BEGIN")
+            rows = connection.execute(sql, parameters).fetchall()
+            connection.execute("COMMIT")
+            return rows
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                raise SourceBusy(self.name) from None
+            raise OSError(f"cannot read {self.database}: {error}") from None
+        finally:
+            connection.close()
+
+    # -- the listing ------------------------------------------------------------------------------------
+
+    def listing(self) -> list[SessionRecord]:
+        """Every top-level session, newest first; the same list while the database did not change."""
+        with self._lock:
+            stamp = self._stamp()
+            if stamp is None:
+                self._listed, self._records, self.problems, self._seen = {}, [], [], None
+                return self._records
+            if stamp == self._seen and self._records is not None:
+                return self._records
+            try:
+                rows = self._query(
+                    "SELECT s.id, s.directory, s.title, s.time_created, s.time_updated,"
+                    " (SELECT count(*) FROM message m WHERE m.session_id = s.id),"
+                    " (SELECT max(m.time_updated) FROM message m WHERE m.session_id = s.id)"
+                    " FROM session s WHERE s.parent_id IS NULL"
+                )
+            except (OSError, SessionQueryError) as error:
+                self.problems = [StoreProblem(self.database, str(error))]
+                return self._records if self._records is not None else []
+            listed: dict[str, _Listed] = {}
+            for session_id, directory, title, created, updated, count, newest in rows:
+                if not isinstance(session_id, str) or not session_id:
+                    continue
+                header = SessionHeader(
+                    id=self.prefix + session_id,
+                    created_at=created if isinstance(created, int) and created >= 0 else 0,
+                    cwd=directory if isinstance(directory, str) and directory else None,
+                )
+                revision = (0, int(count or 0), int(updated or 0), int(newest or 0))
+                known = self._listed.get(header.id)
+                entry = _Listed(header, title if isinstance(title, str) else "", revision)
+                if known is not None and known.revision == revision:
+                    entry.session = known.session
+                listed[header.id] = entry
+            records = [
+                SessionRecord.model_construct(header=e.header, live=False, persisted=True) for e in listed.values()
+            ]
+            records.sort(key=listing_order_key)
+            self._listed, self._records, self.problems, self._seen = listed, records, [], stamp
+            return records
+
+    def revision(self, session_id: str) -> Revision | None:
+        """The session's revision as the last listing saw it (``None`` when not listed)."""
+        entry = self._listed.get(session_id)
+        return entry.revision if entry is not None else None
+
+    # -- one session ------------------------------------------------------------------------------------
+
+    def session(self, session_id: str) -> ExternalSession:
+        """The session as read now (cached by its revision).
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``, or ``SESSION_QUERY_SOURCE_BUSY``.
+        """
+        self.listing()
+        entry = self._listed.get(session_id)
+        if entry is None:
+            raise not_found(session_id)
+        if entry.session is not None:
+            return entry.session
+        try:
+            rows = self._query(
+                "SELECT m.id, m.time_created, m.data, p.id,"
+                " CASE WHEN length(p.data) > ? THEN NULL ELSE p.data END"
+                " FROM message m LEFT JOIN part p ON p.message_id = m.id"
+                " WHERE m.session_id = ? ORDER BY m.time_created, m.id, p.id",
+                (MAX_PART_BYTES, session_id.removeprefix(self.prefix)),
+            )
+        except OSError as error:
+            raise not_found(session_id) from error
+        entry.session = self._fold(entry, rows)
+        return entry.session
+
+    def _fold(self, entry: _Listed, rows: list[tuple[Any, ...]]) -> ExternalSession:
+        messages: dict[str, tuple[int, dict[str, Any], list[dict[str, Any]]]] = {}
+        problems = 0
+        for message_id, created, data, _part_id, part in rows:
+            if message_id not in messages:
+                try:
+                    info = json.loads(data)
+                except (TypeError, ValueError, RecursionError):
+                    info = None
+                if not isinstance(info, dict):
+                    problems += 1
+                    info = {}
+                messages[message_id] = (created if isinstance(created, int) else entry.header.created_at, info, [])
+            if part is None:
+                continue
+            try:
+                parsed = json.loads(part)
+            except (TypeError, ValueError, RecursionError):
+                problems += 1
+                continue
+            if isinstance(parsed, dict):
+                messages[message_id][2].append(parsed)
+        builder = SurfaceBuilder()
+        first_prompt: str | None = None
+        for seq, (created, info, parts) in enumerate(messages.values()):
+            text = _text_of(parts)
+            if not text.strip():
+                continue
+            if info.get("role") == "user":
+                builder.user(seq, created, text)
+                first_prompt = first_prompt or prompt_title(text)
+            elif info.get("role") == "assistant":
+                if info.get("summary") is True:
+                    builder.checkpoint(seq, created, text)
+                else:
+                    builder.assistant(seq, created, text)
+        title = entry.title.strip() or first_prompt
+        last = len(messages) - 1 if messages else None
+        return ExternalSession(entry.header, builder.events, title, problems, last)
+
+    def surface(self, session_id: str) -> SurfaceSnapshot:
+        """``read_surface``, synchronously (for a host's own threads)."""
+        session = self.session(session_id)
+        return SurfaceSnapshot.model_construct(
+            session=session.header, captured_through_seq=session.last_seq, events=list(session.events)
+        )
+
+    def title(self, session_id: str) -> TitleSnapshot | None:
+        """``read_title``, synchronously: the session's own title (no read of its messages)."""
+        self.listing()
+        entry = self._listed.get(session_id)
+        if entry is None:
+            raise not_found(session_id)
+        title = entry.title.strip() or self.session(session_id).title
+        if title is None:
+            return None
+        return TitleSnapshot(title=title, message_seqs=[], event_seq=0, updated_at=entry.header.created_at)
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        return self.listing()
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        return self.surface(session_id)
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        return self.title(session_id)
+
+
+class KiloSource(OpenCodeSource):
+    """Kilo CLI's sessions: opencode's schema in ``<data>/kilo/kilo.db`` (read-only)."""
+
+    prefix = KILO_PREFIX
+    name = "Kilo CLI"
+    database_name = "kilo.db"
+    database_variable = None
