@@ -133,7 +133,14 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     config = tmp_path / "config.toml"
     config.write_text("")
     monkeypatch.setenv("HOME", str(tmp_path))
-    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "QWEN_RUNTIME_DIR", "QWEN_HOME"):
+    for variable in (
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+        "QWEN_RUNTIME_DIR",
+        "QWEN_HOME",
+        "COPILOT_HOME",
+    ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     assert sources() == {
@@ -143,6 +150,7 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "Qwen Code": tmp_path / ".qwen",
         "opencode": tmp_path / ".local" / "share" / "opencode",
         "Kilo CLI": tmp_path / ".local" / "share" / "kilo",
+        "Copilot CLI": tmp_path / ".copilot",
     }
     # Each agent's own variable, as the agent itself reads it.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
@@ -150,15 +158,18 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "gh"))
     monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qh"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "cp"))
     found = sources()
+    assert found["Copilot CLI"] == tmp_path / "cp"
     assert found["Claude Code"] == tmp_path / "cc" and found["Codex"] == tmp_path / "cx"
     assert found["Gemini CLI"] == tmp_path / "gh" / ".gemini" and found["Qwen Code"] == tmp_path / "qh"
     assert found["opencode"] == tmp_path / "data" / "opencode" and found["Kilo CLI"] == tmp_path / "data" / "kilo"
     # Flags win.
     found = sources("--claude-root", "/a", "--codex-root", "/b", "--gemini-root", "/c", "--qwen-root", "/d",
-                    "--opencode-root", "/e", "--kilo-root", "/f")  # fmt: skip
-    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f"]
+                    "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g")  # fmt: skip
+    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g"]
     assert sources("--no-external") == {}
+    monkeypatch.delenv("COPILOT_HOME")
     assert sources("--demo") == {}  # the demo stays the demo (the agents' own variables do not count)
     assert list(sources("--demo", "--codex-root", "/b")) == ["Codex"]
     # The config file's [sources] table gives the same (a flag still wins; enabled = false turns all off).

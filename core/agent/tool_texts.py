@@ -164,8 +164,9 @@ def tool_definitions(read_bytes: int) -> list[ToolDefinition]:
             "function": {
                 "name": "search_sessions",
                 "description": (
-                    "Search the user's other chat sessions (this store; Claude Code, Codex, Gemini CLI and Qwen "
-                    "Code sessions; sessions teammates shared) by title, id, folder and words said in them. "
+                    "Search the user's other chat sessions (this store; other agents' sessions: Claude Code, Codex, "
+                    "Gemini CLI, Qwen Code, opencode, Copilot CLI; sessions teammates shared) by title, id, folder "
+                    "and words said in them. "
                     "Returns the best matches "
                     "first, each with its id (session), its dsh-session: URI (uri), its title (label), its "
                     "folder (cwd) when it has one, and either the words said that matched (said, with the "

@@ -15,7 +15,14 @@ from core.settings.config_file import (
 )
 from core.settings.declared import Settings
 from core.settings.effective import Effective, effective_settings, format_effective, reference_config
-from core.settings.flags import CommandTaker, add_database_options, add_setting_flags, given, required_database_url
+from core.settings.flags import (
+    CommandTaker,
+    add_database_options,
+    add_setting_flags,
+    given,
+    required_database_url,
+    source_settings,
+)
 from core.settings.sources import external_sources
 
 __all__ = [
@@ -36,5 +43,6 @@ __all__ = [
     "redact_conninfo",
     "reference_config",
     "required_database_url",
+    "source_settings",
     "window_memory_path",
 ]

@@ -267,7 +267,7 @@ class Settings:
     external: bool = setting(
         True,
         "list only this store's sessions, not other agents' (Claude Code's, Codex's, Gemini CLI's, Qwen Code's, "
-        "opencode's, Kilo CLI's); --demo lists another "
+        "opencode's, Kilo CLI's, Copilot CLI's); --demo lists another "
         "agent's only when its folder is given",
         flag="--no-external",
         file=("sources", "enabled"),
@@ -336,6 +336,17 @@ class Settings:
         min_length=1,
         must="a folder",
         unset="~/.local/share/kilo",
+    )
+    copilot_root: str | None = setting(
+        None,
+        "GitHub Copilot CLI's folder, whose sessions are listed read-only (default: $COPILOT_HOME, else ~/.copilot)",
+        flag="--copilot-root",
+        metavar="DIR",
+        file=("sources", "copilot"),
+        env="COPILOT_HOME",
+        min_length=1,
+        must="a folder",
+        unset="~/.copilot",
     )
 
 

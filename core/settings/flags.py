@@ -73,6 +73,12 @@ def add_setting_flags(parser: ArgumentTaker, names: Iterable[str] | None = None)
         )
 
 
+def source_settings() -> list[str]:
+    """The settings of the other agents' sources (the ``[sources]`` table): their folders, and whether
+    they are listed at all."""
+    return [name for name, _default, declared in declarations() if declared.file and declared.file[0] == "sources"]
+
+
 def given(args: argparse.Namespace) -> dict[str, object]:
     """The settings given as flags (setting name -> value), from parsed arguments."""
     return {

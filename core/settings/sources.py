@@ -6,6 +6,7 @@ from pathlib import Path
 
 from core.sessions.sources.claude import ClaudeCodeSource, claude_root
 from core.sessions.sources.codex import CodexSource, codex_root
+from core.sessions.sources.copilot import CopilotCliSource, copilot_root
 from core.sessions.sources.gemini import GeminiCliSource, gemini_root
 from core.sessions.sources.merged import ExternalSource
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource, kilo_root, opencode_root
@@ -43,4 +44,6 @@ def external_sources(effective: Effective, *, demo: bool = False) -> tuple[Exter
         sources.append(OpenCodeSource(_folder(settings.opencode_root) or opencode_root()))
     if not demo or _chosen(origins["kilo_root"]):
         sources.append(KiloSource(_folder(settings.kilo_root) or kilo_root()))
+    if not demo or _chosen(origins["copilot_root"]):
+        sources.append(CopilotCliSource(_folder(settings.copilot_root) or copilot_root()))
     return tuple(sources)

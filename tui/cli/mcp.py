@@ -19,7 +19,7 @@ EXIT_STORE = 3
 
 def add_commands(commands: CommandTaker) -> None:
     """``sessionref mcp`` in the command line's parser."""
-    from core.settings import add_setting_flags, default_config_path
+    from core.settings import add_setting_flags, default_config_path, source_settings
     from tui.cli.options import default_root
 
     parser = commands.add_parser(
@@ -31,9 +31,7 @@ def add_commands(commands: CommandTaker) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
     add_setting_flags(where, ["store"])
-    add_setting_flags(
-        parser, ["external", "claude_root", "codex_root", "gemini_root", "qwen_root", "opencode_root", "kilo_root"]
-    )
+    add_setting_flags(parser, source_settings())
     parser.add_argument(
         "--config",
         metavar="PATH",

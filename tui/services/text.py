@@ -95,9 +95,17 @@ def bar(used: int, total: int, width: int = 10) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
-TOOL_BADGES = {"claude:": "CC", "codex:": "CX", "gemini:": "GM", "qwen:": "QW", "opencode:": "OC", "kilo:": "KL"}
+TOOL_BADGES = {
+    "claude:": "CC",
+    "codex:": "CX",
+    "gemini:": "GM",
+    "qwen:": "QW",
+    "opencode:": "OC",
+    "kilo:": "KL",
+    "copilot:": "CP",
+}
 """The badge of a session another agent wrote, by its id's namespace: Claude Code, Codex CLI, Gemini
-CLI, Qwen Code, opencode, Kilo CLI."""
+CLI, Qwen Code, opencode, Kilo CLI, GitHub Copilot CLI."""
 
 
 OWNER_BADGE_CELLS = 10

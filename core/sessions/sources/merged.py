@@ -18,11 +18,14 @@ from core.sessions.models import (
 from core.sessions.query import SessionQuery, listing_order_key
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource
 from core.sessions.sources.qwen import QwenCodeSource
 
-ExternalSource = ClaudeCodeSource | CodexSource | GeminiCliSource | QwenCodeSource | OpenCodeSource | KiloSource
+ExternalSource = (
+    ClaudeCodeSource | CodexSource | GeminiCliSource | QwenCodeSource | OpenCodeSource | KiloSource | CopilotCliSource
+)
 """A read-only source of another agent's sessions."""
 
 
