@@ -12,9 +12,11 @@ an assistant message's text parts an answer, a compaction's summary a compact ch
 tool calls and results, files and step markers are left out. Sub-agents' sessions are part of
 their parent's, never listed. The title is the session's own.
 
-Reading never disturbs opencode: the database is opened read-only (``mode=ro``, never created),
-each read is one transaction (a consistent snapshot even while opencode writes), a locked database
-is a clear "busy, try again", and a part larger than ``MAX_PART_BYTES`` is left out.
+Reading never disturbs opencode: the database is opened read-only and never created (``mode=ro``
+while its write-ahead log is there, ``immutable`` when there is none, so no ``-shm`` or ``-wal`` is
+ever made), never through a link; each read is one transaction (a consistent snapshot even while
+opencode writes); a locked database is a clear "busy, try again"; a part larger than
+``MAX_PART_BYTES`` is left out.
 """
 
 from __future__ import annotations
@@ -96,7 +98,8 @@ class OpenCodeSource:
         self._listed: dict[str, _Listed] = {}
         self._records: list[SessionRecord] | None = None
         self._seen: tuple[object, ...] | None = None
-        self._lock = threading.Lock()
+        self._kept: tuple[sqlite3.Connection, int] | None = None
+        self._lock = threading.RLock()
 
     def _default_database(self) -> Path:
         named = os.environ.get(self.database_variable) if self.database_variable else None
@@ -106,46 +109,82 @@ class OpenCodeSource:
 
     # -- the database, read-only ----------------------------------------------------------------------
 
-    def _stamp(self) -> tuple[object, ...] | None:
-        """What changes when opencode writes: the database's and its write-ahead log's size and time."""
-        stamp: list[object] = []
-        for suffix in ("", "-wal"):
-            try:
-                status = os.stat(str(self.database) + suffix)
-            except FileNotFoundError:
-                if not suffix:
-                    return None
-                stamp.append(None)
-                continue
-            stamp.append((status.st_ino, status.st_size, status.st_mtime_ns))
-        return tuple(stamp)
+    def _wal(self) -> bool:
+        return os.path.exists(str(self.database) + "-wal")
 
-    def _connect(self) -> sqlite3.Connection:
-        """A read-only connection: never creates the database, never writes to it (``mode=ro``)."""
+    def _connection(self) -> sqlite3.Connection:
+        """A read-only connection, never one that creates or changes a file of opencode's.
+
+        While opencode's write-ahead log is there (it is while opencode runs, and stays after), a
+        ``mode=ro`` connection, kept open: it reads the log too, and ``data_version`` says when
+        opencode committed. Without a log the database file is the whole state: it is opened
+        ``immutable`` (no lock, no ``-shm`` or ``-wal`` created), once per read.
+        """
         if os.path.islink(self.database) or not self.database.is_file():
             raise FileNotFoundError(str(self.database))
-        uri = "file:" + self.database.as_posix().replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-        connection = sqlite3.connect(uri, uri=True, timeout=BUSY_SECONDS, check_same_thread=False)
-        connection.execute("PRAGMA query_only = ON")
-        return connection
+        path = self.database.as_posix().replace("?", "%3f").replace("#", "%23")
+        if not self._wal():
+            self._close()
+            connection = sqlite3.connect(
+                f"file:{path}?mode=ro&immutable=1", uri=True, timeout=BUSY_SECONDS, check_same_thread=False
+            )
+            connection.execute("PRAGMA query_only = ON")
+            return connection
+        inode = os.stat(self.database).st_ino
+        if self._kept is None or self._kept[1] != inode:
+            self._close()
+            connection = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, timeout=BUSY_SECONDS, check_same_thread=False
+            )
+            connection.execute("PRAGMA query_only = ON")
+            self._kept = (connection, inode)
+        return self._kept[0]
+
+    def _close(self) -> None:
+        if self._kept is not None:
+            self._kept[0].close()
+            self._kept = None
+
+    def _stamp(self) -> tuple[object, ...] | None:
+        """What changes when opencode commits: ``data_version`` of the kept connection (with the
+        log), else the database file's identity, size and time (without one)."""
+        try:
+            status = os.stat(self.database)
+        except OSError:
+            return None
+        if not self._wal():
+            return ("file", status.st_ino, status.st_size, status.st_mtime_ns)
+        try:
+            version = self._connection().execute("PRAGMA data_version").fetchone()[0]
+        except (OSError, sqlite3.Error):
+            self._close()
+            return ("unreadable", status.st_mtime_ns)
+        return ("log", status.st_ino, version)
 
     def _query(self, sql: str, parameters: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         """Rows of one read in one transaction (one snapshot of the database)."""
         try:
-            connection = self._connect()
-        except sqlite3.Error as error:
+            connection = self._connection()
+        except (OSError, sqlite3.Error) as error:
             raise OSError(f"cannot open {self.database}: {error}") from None
+        kept = self._kept is not None and connection is self._kept[0]
         try:
             connection.execute("BEGIN")
-            rows = connection.execute(sql, parameters).fetchall()
-            connection.execute("COMMIT")
-            return rows
+            try:
+                return connection.execute(sql, parameters).fetchall()
+            finally:
+                connection.execute("COMMIT")
         except sqlite3.OperationalError as error:
+            self._close()
             if "locked" in str(error) or "busy" in str(error):
                 raise SourceBusy(self.name) from None
             raise OSError(f"cannot read {self.database}: {error}") from None
+        except sqlite3.Error as error:
+            self._close()
+            raise OSError(f"cannot read {self.database}: {error}") from None
         finally:
-            connection.close()
+            if not kept:
+                connection.close()
 
     # -- the listing ------------------------------------------------------------------------------------
 
@@ -203,6 +242,10 @@ class OpenCodeSource:
         Raises:
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``, or ``SESSION_QUERY_SOURCE_BUSY``.
         """
+        with self._lock:
+            return self._session(session_id)
+
+    def _session(self, session_id: str) -> ExternalSession:
         self.listing()
         entry = self._listed.get(session_id)
         if entry is None:
