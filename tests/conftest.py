@@ -163,6 +163,7 @@ _MODULE_MARKERS = {
     "test_terminal_pg": ("tmux", "postgres"),
     "test_terminal_tools": ("tmux",),
     "test_agents_mcp": ("interop",),
+    "test_agents_real": ("interop",),
     "test_browser": ("browser",),
     "test_interop": ("interop",),
     "test_interop_engine": ("interop",),
