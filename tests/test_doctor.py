@@ -35,7 +35,8 @@ def make_store(root: Path, compression: Any = "zstd") -> JsonlSessionStore:
 
 
 def doctor(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
-    code = main(["doctor", "--root", str(root), *extra])
+    # The store alone: the other agents' sources have their own test (tests/test_other_agents.py).
+    code = main(["doctor", "--root", str(root), "--no-external", *extra])
     return code, capsys.readouterr().out
 
 

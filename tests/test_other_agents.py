@@ -604,3 +604,30 @@ async def test_a_reference_to_each_new_agent_holds_its_conversation_in_order(tmp
         assert isinstance(context, str)
         first, second = context.index(f"{marker}-1 question"), context.index(f"{marker}-2 answer")
         assert first < second
+
+
+def test_doctor_notes_what_each_source_lists_and_cannot_read_without_failing_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from core import JsonlSessionStore
+    from tui.cli.command import main
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    store = tmp_path / "store"
+    JsonlSessionStore(store).close()
+    store.chmod(0o700)
+    gemini = tmp_path / ".gemini"
+    gemini_file(gemini, [gemini_header(), g_user("u1", "hello")])
+    gemini_file(gemini, ["not json at all"], name="session-2026-12-05T10-59-broken")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[sources]\ngemini = "{gemini}"\n')
+    code = main(["doctor", "--root", str(store), "--config", str(config), "--json"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert code == 0  # another tool's broken file is a note, never the store's trouble
+    notes = {(f["kind"], f["message"]) for f in findings}
+    assert ("source", "Gemini CLI: 1 session listed read-only") in notes
+    assert ("source", "Qwen Code: nothing here (not installed, or never run)") in notes
+    (broken,) = [f for f in findings if f["kind"] == "source_unreadable"]
+    assert broken["path"].endswith("session-2026-12-05T10-59-broken.jsonl") and broken["severity"] == "info"
+    assert main(["doctor", "--root", str(store), "--no-external", "--json"]) == 0
+    assert not [f for f in json.loads(capsys.readouterr().out)["findings"] if f["kind"].startswith("source")]

@@ -39,12 +39,15 @@ from core.settings import (
     ConfigError,
     Effective,
     LoadedConfig,
+    add_setting_flags,
+    default_config_path,
     effective_settings,
     external_sources,
     format_effective,
     given,
     load_config,
     reference_config,
+    source_settings,
     window_memory_path,
 )
 from core.settings import Settings as RunSettings
@@ -178,6 +181,11 @@ def _add_doctor_command(commands: CommandTaker) -> None:
         "of the other one are noted with the flag that opens them, not reported as damage",
     )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON, for scripts")
+    parser.add_argument(
+        "--config", metavar="PATH", help=f"the config file whose [sources] it reads (default: {default_config_path()})"
+    )
+    # The other agents' folders, noted (what each lists, what it cannot read): never the store's health.
+    add_setting_flags(parser, source_settings())
     parser.set_defaults(run=doctor, parser=parser)
 
 
@@ -210,6 +218,11 @@ def doctor(args: argparse.Namespace) -> int:
         diagnosis = diagnose_database(args.store)
     else:
         diagnosis = diagnose(args.root or default_root(), args.compression)
+    if not any(finding.kind in ("missing_root", "unreachable") for finding in diagnosis.findings):
+        from core.catalog.source_check import check_sources
+
+        _config, effective = _settings(args.parser, args)
+        diagnosis.findings.extend(check_sources(external_sources(effective)))
     if args.json:
         # ASCII JSON: every control, reordering or non-ASCII character of a file name is a \u escape.
         print(json.dumps(diagnosis.to_json(), ensure_ascii=True, indent=2))
