@@ -353,34 +353,41 @@ def test_gemini_cli_sessions_list_search_and_reference(tmp_path: Path) -> None:
     check_search("--gemini-root", home / ".gemini", "quokkas", quokka, tmp_path)
 
 
+def docs_block(needle: str) -> dict[str, Any]:
+    """The JSON block of docs/mcp.md that holds ``needle``, parsed as written."""
+    page = (REPO / "docs" / "mcp.md").read_text()
+    (block,) = [text for text in re.findall(r"```json\n(.*?)```", page, re.S) if needle in text]
+    parsed: dict[str, Any] = json.loads(block)
+    return parsed
+
+
+def sessionref_on_path(tmp_path: Path, home: Path) -> tuple[str, Path]:
+    """A ``sessionref`` command on PATH (what an install puts there) and its default store, under
+    ``home``, holding the ``design`` session."""
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    command = bin_folder / "sessionref"
+    command.write_text(f'#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m tui.cli "$@"\n')
+    command.chmod(0o755)
+    root = home / ".local" / "share" / "sessionref" / "sessions"  # the default store under XDG_DATA_HOME
+    _store(root)
+    return f"{bin_folder}{os.pathsep}{os.environ.get('PATH', '')}", root
+
+
 @needs_node
 @needs_gemini
 def test_gemini_cli_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
     home, work = setup_work(tmp_path)
-    root = tmp_path / "store"
-    _store(root)
+    path, root = sessionref_on_path(tmp_path, home)
     settings = home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True)
-    # As docs/mcp.md configures it (mcpServers in settings.json), with this checkout's interpreter.
-    settings.write_text(
-        json.dumps(
-            {
-                "security": {"auth": {"selectedType": "gemini-api-key"}},
-                # A 64 KiB snapshot passes Gemini CLI's 40,000-character cut whole (docs/mcp.md).
-                "tools": {"truncateToolOutputThreshold": 200000},
-                "mcpServers": {
-                    "sessionref": {
-                        "command": sys.executable,
-                        "args": ["-m", "tui.cli", "mcp", "--root", str(root), "--no-external"],
-                        "env": {"PYTHONPATH": str(REPO)},
-                        "trust": True,
-                    }
-                },
-            }
-        )
-    )
+    # docs/mcp.md's settings.json, as written, plus this run's offline authentication.
+    configured = docs_block("truncateToolOutputThreshold")
+    settings.write_text(json.dumps({**configured, "security": {"auth": {"selectedType": "gemini-api-key"}}}))
     with stub(_Gemini) as (port, script):
-        out = gemini(home, work, port, "-p", "REFERENCE DESIGN please")
+        assert NODE is not None
+        environment = {**gemini_environment(home, port), "PATH": path}
+        out = run([NODE, str(GEMINI), "-m", "gemini-2.5-flash", "-p", "REFERENCE DESIGN please"], work, environment)
     assert "ANSWER" in out
     offered = [d.get("name") for t in script.requests[0].get("tools", []) for d in t.get("functionDeclarations", [])]
     assert any(str(name).endswith("reference_session") for name in offered), offered
@@ -427,7 +434,8 @@ def test_qwen_code_sessions_list_search_and_reference(tmp_path: Path) -> None:
 # -- opencode -----------------------------------------------------------------------------------------
 
 
-def opencode_config(home: Path, port: int, mcp: dict[str, Any] | None = None) -> None:
+def opencode_config(home: Path, port: int, configured: dict[str, Any] | None = None) -> None:
+    """``opencode.json``: ``configured`` (docs/mcp.md's, as written) with the stub as its provider."""
     config = home / ".config" / "opencode" / "opencode.json"
     config.parent.mkdir(parents=True, exist_ok=True)
     provider = {
@@ -438,29 +446,23 @@ def opencode_config(home: Path, port: int, mcp: dict[str, Any] | None = None) ->
             "models": {"stub-model": {"name": "Stub", "tool_call": True}},
         }
     }
-    body: dict[str, Any] = {
-        "$schema": "https://opencode.ai/config.json",
-        "provider": provider,
-        "model": "stub/stub-model",
-    }
-    if mcp is not None:
-        body["mcp"] = mcp
-        # A 64 KiB snapshot passes opencode's 50 KiB cut of a tool's output whole (docs/mcp.md).
-        body["tool_output"] = {"max_bytes": 262144}
-    config.write_text(json.dumps(body))
+    config.write_text(json.dumps({**(configured or {}), "provider": provider, "model": "stub/stub-model"}))
 
 
-def opencode(home: Path, work: Path, *arguments: str) -> str:
-    assert OPENCODE is not None
+def opencode_environment(home: Path, work: Path) -> dict[str, str]:
     # opencode takes its folder from $PWD, not from the process's working directory.
-    environment = {
+    return {
         **base_environment(home),
         "PWD": str(work),
         "OPENCODE_DISABLE_MODELS_FETCH": "1",
         "OPENCODE_DISABLE_AUTOUPDATE": "1",
         "OPENCODE_PERMISSION": json.dumps({"*": "allow"}),
     }
-    return run([str(OPENCODE), "run", *arguments], work, environment)
+
+
+def opencode(home: Path, work: Path, *arguments: str) -> str:
+    assert OPENCODE is not None
+    return run([str(OPENCODE), "run", *arguments], work, opencode_environment(home, work))
 
 
 @needs_opencode
@@ -481,28 +483,16 @@ def test_opencode_sessions_list_search_and_reference(tmp_path: Path) -> None:
 @needs_opencode
 def test_opencode_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
     home, work = setup_work(tmp_path)
-    root = tmp_path / "store"
-    _store(root)
+    path, root = sessionref_on_path(tmp_path, home)
     with stub(_OpenAI) as (port, script):
-        # As docs/mcp.md configures it (a local server in opencode.json's mcp block).
-        opencode_config(
-            home,
-            port,
-            {
-                "sessionref": {
-                    "type": "local",
-                    "enabled": True,
-                    "command": [sys.executable, "-m", "tui.cli", "mcp", "--root", str(root), "--no-external"],
-                    "environment": {"PYTHONPATH": str(REPO)},
-                }
-            },
-        )
-        out = opencode(home, work, "REFERENCE DESIGN please")
+        opencode_config(home, port, docs_block('"$schema"'))  # docs/mcp.md's opencode.json, as written
+        assert OPENCODE is not None
+        environment = {**opencode_environment(home, work), "PATH": path}
+        out = run([str(OPENCODE), "run", "REFERENCE DESIGN please"], work, environment)
     assert "ANSWER" in out
     offered = [t.get("function", {}).get("name", "") for body in script.requests for t in body.get("tools") or []]
     assert any(name.endswith("reference_session") for name in offered), offered
     results = [m for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"]
-    assert results, "opencode never sent the tool's result back"
     assert any(_said(m.get("content")).endswith("\n\n" + snapshot(root)) for m in results)  # whole
 
 
