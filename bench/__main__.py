@@ -127,6 +127,7 @@ def main() -> None:
             "tools",
             "mcp",
             "external",
+            "agents",
             "app",
             "memory",
             "context",
@@ -165,6 +166,10 @@ def main() -> None:
         from bench.external import main as bench_external
 
         bench_external(args.repeats)
+    if args.only in (None, "agents"):
+        from bench.agents import main as bench_agents
+
+        bench_agents(args.repeats)
     if args.only in (None, "context"):
         from bench.context import main as bench_context
 

@@ -102,3 +102,75 @@ async def test_an_unreadable_claude_code_file_is_listed_as_unreadable_and_the_re
         assert any("✖ 0000dead-0000-4000" in row for row in rows)  # the file, cut to the sidebar
         await open_picker(pilot)
         assert CLAUDE_ID in picker_ids(app) and not any("0000dead" in sid for sid in picker_ids(app))
+
+
+async def test_gemini_cli_and_opencode_sessions_show_their_badges_and_are_referenced_by_a_word_said(
+    demo_template: Path, tmp_path: Path
+) -> None:
+    import json
+    import sqlite3
+
+    from core.sessions.sources.gemini import GeminiCliSource
+    from core.sessions.sources.opencode import OpenCodeSource
+    from tui.cli.demo import DEMO_OTHER, DEMO_PROJECT, DEMO_START
+
+    gemini = tmp_path / "gemini"
+    chats = gemini / "tmp" / "sessionref" / "chats"
+    chats.mkdir(parents=True)
+    (chats.parent / ".project_root").write_text(DEMO_PROJECT)
+    started = _iso_seconds(DEMO_START + 6 * 60_000 + 40_000) + ".000Z"
+    lines = [
+        {"sessionId": "gm-1", "projectHash": "0" * 64, "startTime": started, "kind": "main"},
+        {"id": "u1", "type": "user", "timestamp": started, "content": [{"text": "Gemini: is the quokka cache warm?"}]},
+        {"id": "r1", "type": "gemini", "timestamp": started, "content": "Warm since the deploy."},
+    ]
+    (chats / "session-x-gm1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    database = tmp_path / "opencode" / "opencode.db"
+    database.parent.mkdir()
+    connection = sqlite3.connect(database)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.executescript(
+        "CREATE TABLE session (id text, parent_id text, directory text, title text, time_created integer,"
+        " time_updated integer);"
+        "CREATE TABLE message (id text, session_id text, time_created integer, time_updated integer, data text);"
+        "CREATE TABLE part (id text, message_id text, session_id text, time_created integer, time_updated integer,"
+        " data text);"
+    )
+    at = DEMO_START - 120_000
+    connection.execute("INSERT INTO session VALUES ('ses_oc', NULL, ?, 'Numbat migration', ?, ?)", (DEMO_OTHER, at, at))
+    for number, (role, said) in enumerate((("user", "plan the numbat migration"), ("assistant", "In three steps."))):
+        mid = f"msg_{number}"
+        connection.execute(
+            "INSERT INTO message VALUES (?, 'ses_oc', ?, ?, ?)", (mid, at + number, at, json.dumps({"role": role}))
+        )
+        part = json.dumps({"type": "text", "text": said})
+        connection.execute("INSERT INTO part VALUES (?, ?, 'ses_oc', ?, ?, ?)", (f"prt_{number}", mid, at, at, part))
+    connection.commit()
+    before = {**tree_state(gemini), **tree_state(database.parent)}
+    external = (GeminiCliSource(gemini), OpenCodeSource(database.parent))
+    app, store = open_app(demo_template, tmp_path / "store", external=external)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        sidebar = app.chat.query_one(SessionSidebar)
+        rows = [sidebar.row_text(i) for i in range(len(sidebar.rows))]
+        assert rows[1].startswith("  GM Gemini: is the quokka cache")  # the newest, in this folder
+        assert any(row.startswith("  OC Numbat migration") for row in rows[rows.index("Elsewhere (2)") :])
+        await type_text(pilot, "continue ")
+        await open_picker(pilot, "numbat")
+        await until(pilot, lambda: picker_ids(app) == ["opencode:ses_oc"])
+        assert picker_rows(app)[1].startswith("OC Numbat migration")
+        await pilot.press("tab", "enter")
+        await until(pilot, lambda: app.trace.sent == 1 and app.workspace.agent.status == "idle")
+    connection.close()
+    store.close()
+    events = JsonlSessionStore(tmp_path / "store").get("today").events
+    prompt = next(event for event in events if event.type == "user/message")
+    context = prompt.data["content"][0]["text"]
+    assert context.index("plan the numbat migration") < context.index("In three steps.")
+    assert {**tree_state(gemini), **tree_state(database.parent)} == before  # never written
+
+
+def _iso_seconds(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S")

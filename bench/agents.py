@@ -1,0 +1,265 @@
+"""Benchmarks of every other agent's source together: 10,000 sessions spread over Claude Code, Codex,
+Gemini CLI, Qwen Code, Copilot CLI, opencode and Kilo CLI (in each tool's own shapes), listed cold and
+warm, a picker keystroke in the app over all of them, and one 1,000-message opencode session read
+from its SQLite database.
+
+Files are written once into a temp folder cached across runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.app import print_latencies, type_mentions
+from bench.external import _claude_records, _codex_records, _write
+from core import EchoModel, MemorySessionStore
+from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.copilot import CopilotCliSource
+from core.sessions.sources.gemini import GeminiCliSource
+from core.sessions.sources.merged import ExternalSource
+from core.sessions.sources.opencode import KiloSource, OpenCodeSource
+from core.sessions.sources.qwen import QwenCodeSource
+
+TOTAL = 10_000
+KINDS = 7
+_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v1"
+LONG_MESSAGES = 1_000
+PROJECT = "/home/user/project-0"
+
+
+def _stamp(index: int, turn: int = 0) -> str:
+    return f"2025-08-{1 + index % 28:02}T10:{turn % 60:02}:{index % 60:02}.000Z"
+
+
+def _gemini(index: int, turns: int) -> list[dict[str, object]]:
+    records: list[dict[str, object]] = [
+        {"sessionId": f"gm-{index:06d}", "projectHash": "0" * 64, "startTime": _stamp(index), "kind": "main"}
+    ]
+    for turn in range(turns):
+        records.append(
+            {
+                "id": f"u{turn}",
+                "timestamp": _stamp(index, turn),
+                "type": "user",
+                "content": [{"text": f"question {turn}: " + "why does it fail? " * 10}],
+            }
+        )
+        records.append(
+            {
+                "id": f"r{turn}",
+                "timestamp": _stamp(index, turn),
+                "type": "gemini",
+                "content": "because of the lock. " * 20,
+                "thoughts": [],
+            }
+        )
+        records.append({"$set": {"lastUpdated": _stamp(index, turn)}})
+    return records
+
+
+def _qwen(index: int, turns: int) -> list[dict[str, object]]:
+    records: list[dict[str, object]] = []
+    parent = None
+    for turn in range(turns):
+        for kind, role, text in (
+            ("user", "user", f"question {turn}: " + "refactor the parser " * 10),
+            ("assistant", "model", "done. " * 40),
+        ):
+            uuid = f"{kind[0]}{turn}"
+            records.append(
+                {
+                    "uuid": uuid,
+                    "parentUuid": parent,
+                    "sessionId": f"qw-{index:06d}",
+                    "timestamp": _stamp(index, turn),
+                    "type": kind,
+                    "cwd": f"/home/user/project-{index % 40}",
+                    "provenance": "real_user" if kind == "user" else "assistant_output",
+                    "message": {"role": role, "parts": [{"text": text}]},
+                }
+            )
+            parent = uuid
+    return records
+
+
+def _copilot(index: int, turns: int) -> list[dict[str, object]]:
+    records: list[dict[str, object]] = [
+        {
+            "type": "session.start",
+            "timestamp": _stamp(index),
+            "data": {
+                "sessionId": f"cp-{index:06d}",
+                "startTime": _stamp(index),
+                "context": {"cwd": f"/home/user/project-{index % 40}"},
+            },
+        }
+    ]
+    for turn in range(turns):
+        records.append(
+            {
+                "type": "user.message",
+                "timestamp": _stamp(index, turn),
+                "data": {"content": f"task {turn}: " + "write the tests " * 10},
+            }
+        )
+        records.append(
+            {
+                "type": "assistant.message",
+                "timestamp": _stamp(index, turn),
+                "data": {"content": "written. " * 40, "toolRequests": []},
+            }
+        )
+    return records
+
+
+SCHEMA = """
+CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, parent_id text, slug text NOT NULL,
+  directory text NOT NULL, title text NOT NULL, version text NOT NULL, time_created integer NOT NULL,
+  time_updated integer NOT NULL);
+CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL, time_created integer NOT NULL,
+  time_updated integer NOT NULL, data text NOT NULL);
+CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL,
+  time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+CREATE INDEX message_session_time_created_id_idx ON message (session_id, time_created, id);
+CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+CREATE INDEX part_session_idx ON part (session_id);
+"""
+
+
+def _database(path: Path, sessions: list[tuple[str, int]]) -> None:
+    """An opencode database (its schema, WAL mode) with ``(id, messages)`` sessions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.executescript(SCHEMA)
+    clock = 1_750_000_000_000
+    for number, (sid, messages) in enumerate(sessions):
+        connection.execute(
+            "INSERT INTO session VALUES (?, 'global', NULL, 'slug', ?, ?, '1.18.33', ?, ?)",
+            (sid, f"/home/user/project-{number % 40}", f"opencode session {number}", clock, clock),
+        )
+        for message in range(messages):
+            clock += 1
+            mid = f"msg_{sid}_{message:05d}"
+            role = "user" if message % 2 == 0 else "assistant"
+            connection.execute(
+                "INSERT INTO message VALUES (?, ?, ?, ?, ?)", (mid, sid, clock, clock, json.dumps({"role": role}))
+            )
+            parts = [
+                {"type": "step-start"},
+                {"type": "text", "text": f"message {message}: " + "plan the release " * 12},
+                {"type": "step-finish", "reason": "stop"},
+            ]
+            for p, part in enumerate(parts):
+                connection.execute(
+                    "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                    (f"prt_{mid}_{p}", mid, sid, clock, clock, json.dumps(part)),
+                )
+    connection.commit()
+    connection.close()
+
+
+def seed(root: Path = _ROOT) -> dict[str, Path]:
+    """The seven roots, 10,000 sessions in all, and a database with one 1,000-message session."""
+    roots = {name: root / name for name in ("claude", "codex", "gemini", "qwen", "copilot", "opencode", "kilo", "long")}
+    if (root / ".complete").exists():
+        return roots
+    per = TOTAL // KINDS + 1
+    for index in range(per):
+        project = f"-home-user-project-{index % 40}"
+        uuid = f"{index:08x}-0000-4000-8000-000000000000"
+        _write(roots["claude"] / "projects" / project / f"{uuid}.jsonl", _claude_records(index, 2))
+        day = f"{1 + index % 28:02}"
+        name = f"rollout-2025-07-{day}T09-00-00-{index:08x}-1111-4000-8000-000000000000.jsonl"
+        _write(roots["codex"] / "sessions" / "2025" / "07" / day / name, _codex_records(index, 3))
+        folder = roots["gemini"] / "tmp" / f"project-{index % 40}"
+        _write(folder / "chats" / f"session-2025-08-01T10-00-{index:08x}.jsonl", _gemini(index, 3))
+        (folder / ".project_root").write_text(f"/home/user/project-{index % 40}")
+        _write(roots["qwen"] / "projects" / project / "chats" / f"qw-{index:06d}.jsonl", _qwen(index, 3))
+        _write(roots["copilot"] / "session-state" / f"cp-{index:06d}" / "events.jsonl", _copilot(index, 3))
+    _database(roots["opencode"] / "opencode.db", [(f"ses_oc{index:06d}", 6) for index in range(per)])
+    _database(roots["kilo"] / "kilo.db", [(f"ses_kl{index:06d}", 6) for index in range(TOTAL - 6 * per)])
+    _database(roots["long"] / "opencode.db", [("ses_long", LONG_MESSAGES)])
+    (root / ".complete").write_text("ok")
+    return roots
+
+
+def sources(roots: dict[str, Path]) -> list[ExternalSource]:
+    return [
+        ClaudeCodeSource(roots["claude"]),
+        CodexSource(roots["codex"]),
+        GeminiCliSource(roots["gemini"]),
+        QwenCodeSource(roots["qwen"]),
+        CopilotCliSource(roots["copilot"]),
+        OpenCodeSource(roots["opencode"], database=roots["opencode"] / "opencode.db"),
+        KiloSource(roots["kilo"]),
+    ]
+
+
+def _median(work: Any, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        work()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+async def _keystrokes(roots: dict[str, Path], rounds: int) -> list[float]:
+    from tui.app.sessionref_app import make_app
+
+    app = make_app(
+        MemorySessionStore(),
+        EchoModel(),
+        cwd=PROJECT,
+        refresh_interval=3600,
+        cursor_blink=False,
+        external=tuple(sources(roots)),
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 120)
+        await type_mentions(app, pilot, ["project-1"] * rounds)
+    return app.trace.picker_latencies
+
+
+def main(repeats: int = 5) -> None:
+    roots = seed()
+    print(
+        f"\n## Every other agent: {TOTAL:,} sessions over Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI,"
+        " opencode and Kilo CLI"
+    )
+    counted: list[int] = []
+    cold = _median(lambda: counted.append(sum(len(source.listing()) for source in sources(roots))), repeats)
+    warm_sources = sources(roots)
+    for source in warm_sources:
+        source.listing()
+    warm = _median(lambda: [source.listing() for source in warm_sources], repeats)
+    print(f"  cold listing of {counted[-1]:,} (fresh sources):  {cold * 1000:7.0f} ms   (target: 100,000 in <= 5 s)")
+    print(f"  warm listing (nothing changed):          {warm * 1000:7.1f} ms")
+    print("  picker in the app over all of them: key received -> picker painted")
+    print_latencies(asyncio.run(_keystrokes(roots, max(3, repeats))), indent="    ")
+
+    database = roots["long"] / "opencode.db"
+
+    def read_long() -> None:
+        source = OpenCodeSource(roots["long"], database=database)  # nothing cached
+        assert len(source.session("opencode:ses_long").events) == LONG_MESSAGES
+
+    read = _median(read_long, max(repeats, 5))
+    print(
+        f"  a {LONG_MESSAGES:,}-message opencode session read from SQLite (fresh source): {read * 1000:6.1f} ms"
+        "   (target <= 50 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
