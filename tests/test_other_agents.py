@@ -631,3 +631,31 @@ def test_doctor_notes_what_each_source_lists_and_cannot_read_without_failing_the
     assert broken["path"].endswith("session-2026-12-05T10-59-broken.jsonl") and broken["severity"] == "info"
     assert main(["doctor", "--root", str(store), "--no-external", "--json"]) == 0
     assert not [f for f in json.loads(capsys.readouterr().out)["findings"] if f["kind"].startswith("source")]
+
+
+def test_links_out_of_the_new_agents_folders_are_never_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    elsewhere = write_lines(
+        outside / "session-2026-12-05T10-51-aaaaaaaa.jsonl", [gemini_header(), g_user("u", "OUTSIDE")]
+    )
+    root = tmp_path / ".gemini"
+    gemini_file(root, [gemini_header(sessionId="inside"), g_user("u1", "inside")])
+    os.symlink(elsewhere, root / "tmp" / "proj" / "chats" / "session-2026-12-05T10-52-linked.jsonl")
+    (root / "tmp" / "linked-project").mkdir(parents=True)
+    os.symlink(outside, root / "tmp" / "linked-project" / "chats")
+    os.symlink(outside, root / "tmp" / "linked-folder")
+    source = GeminiCliSource(root)
+    assert [record.header.id for record in source.listing()] == ["gemini:inside"]
+    assert [problem.path.name for problem in source.problems] == ["session-2026-12-05T10-52-linked.jsonl"]
+    qwen = tmp_path / ".qwen"
+    chats = qwen / "projects" / "-w" / "chats"
+    chats.mkdir(parents=True)
+    os.symlink(
+        write_lines(outside / "q.jsonl", [q_record("u1", None, "user", message=q_text("user", "OUTSIDE"))]),
+        chats / "q.jsonl",
+    )
+    assert QwenCodeSource(qwen).listing() == []
+    copilot = tmp_path / ".copilot" / "session-state"
+    copilot.mkdir(parents=True)
+    os.symlink(outside, copilot / "linked")
+    assert CopilotCliSource(tmp_path / ".copilot").listing() == []

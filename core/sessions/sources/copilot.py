@@ -72,6 +72,7 @@ class CopilotCliSource(FileSource):
 
     prefix = COPILOT_PREFIX
     name = "Copilot CLI"
+    follow_links = False
 
     def _files(self) -> Iterator[str]:
         states = self.root / "session-state"
@@ -88,7 +89,7 @@ class CopilotCliSource(FileSource):
         session_id = workspace.get("id") if isinstance(workspace.get("id"), str) else None
         cwd = workspace.get("cwd") if isinstance(workspace.get("cwd"), str) and workspace.get("cwd") else None
         created = millis(workspace.get("created_at")) if isinstance(workspace.get("created_at"), str) else None
-        for _number, event in json_lines(path, HEAD_BYTES):
+        for _number, event in json_lines(path, HEAD_BYTES, follow=False):
             if session_id is not None and cwd is not None and created is not None:
                 break
             if not isinstance(event, dict) or event.get("type") != "session.start":
@@ -113,7 +114,7 @@ class CopilotCliSource(FileSource):
         title: str | None = None
         problems = 0
         last_seq: int | None = None
-        for number, event in json_lines(path):
+        for number, event in json_lines(path, follow=False):
             last_seq = number
             if type(event) is not dict or type(event.get("type")) is not str:
                 problems += 1

@@ -68,15 +68,15 @@ def decode_line(text: str) -> Any:
     return value
 
 
-def json_lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, Any]]:
+def json_lines(path: Path, limit: int | None = None, *, follow: bool = True) -> Iterator[tuple[int, Any]]:
     """(line number, parsed JSON or ``None`` when malformed) of every complete line, streamed.
 
     Only bytes present when the file was opened are read, and a last line without its newline
     (being written) is left out, so a file another program appends to reads as a consistent prefix.
     """
-    # Another tool's files may be symlinks (people link ~/.claude), but only a regular file is opened:
-    # a FIFO would block the listing, a device never end.
-    with os.fdopen(open_regular(path, follow=True), "rb") as handle:
+    # Another tool's files may be symlinks (people link ~/.claude; ``follow``), but only a regular file
+    # is opened: a FIFO would block the listing, a device never end.
+    with os.fdopen(open_regular(path, follow=follow), "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         budget = size if limit is None else min(size, limit)
         read = 0
@@ -197,6 +197,9 @@ class FileSource(ABC):
 
     prefix = ""
     name = ""
+    follow_links = True
+    """Whether a session file that is a symlink is read (Claude Code's and Codex's: people link their
+    folders); the other agents' sources read only regular files inside their folders."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -225,7 +228,7 @@ class FileSource(ABC):
         changed = self._records is None
         for path in self._files():
             try:
-                revision = file_revision(path, follow=True)
+                revision = file_revision(path, follow=self.follow_links)
             except OSError:
                 changed = True
                 continue  # gone meanwhile
@@ -269,7 +272,7 @@ class FileSource(ABC):
         if entry is None or entry.header is None:
             raise not_found(session_id)
         try:
-            revision = file_revision(entry.path, follow=True)
+            revision = file_revision(entry.path, follow=self.follow_links)
             if entry.session is None or revision != entry.revision:
                 entry.revision = revision
                 with collector_paused():  # tens of thousands of small acyclic containers

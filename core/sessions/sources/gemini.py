@@ -111,6 +111,7 @@ class GeminiCliSource(FileSource):
 
     prefix = GEMINI_PREFIX
     name = "Gemini CLI"
+    follow_links = False
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         super().__init__(root)
@@ -125,6 +126,8 @@ class GeminiCliSource(FileSource):
         self._folders = {}
         for folder in folders:
             chats = os.path.join(folder.path, "chats")
+            if os.path.islink(chats):
+                continue  # a link out of the tool's folder is never followed
             try:
                 names = os.listdir(chats)
             except OSError:
@@ -170,7 +173,7 @@ class GeminiCliSource(FileSource):
 
     def _load(self, path: Path, limit: int | None) -> tuple[dict[str, Any], dict[str, tuple[int, dict[str, Any]]], int]:
         if path.suffix == ".json":
-            with os.fdopen(open_regular(path, follow=True), "rb") as handle:
+            with os.fdopen(open_regular(path, follow=False), "rb") as handle:
                 raw = handle.read(LEGACY_BYTES + 1)
             if len(raw) > LEGACY_BYTES:
                 raise OSError(f"larger than {LEGACY_BYTES // (1024 * 1024)} MiB")
@@ -179,7 +182,7 @@ class GeminiCliSource(FileSource):
             except (ValueError, RecursionError):
                 return {}, {}, 1
             return fold_records(iter([(0, record)]))
-        return fold_records(json_lines(path, limit))
+        return fold_records(json_lines(path, limit, follow=False))
 
     def _header(self, path: Path) -> SessionHeader | None:
         metadata, _messages, _problems = self._load(path, HEAD_BYTES)

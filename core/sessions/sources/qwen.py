@@ -75,6 +75,7 @@ class QwenCodeSource(FileSource):
 
     prefix = QWEN_PREFIX
     name = "Qwen Code"
+    follow_links = False
 
     def _files(self) -> Iterator[str]:
         projects = self.root / "projects"
@@ -84,6 +85,8 @@ class QwenCodeSource(FileSource):
             return
         for folder in folders:
             chats = os.path.join(folder.path, "chats")
+            if os.path.islink(chats):
+                continue  # a link out of the tool's folder is never followed
             try:
                 names = os.listdir(chats)
             except OSError:
@@ -96,7 +99,7 @@ class QwenCodeSource(FileSource):
         created: int | None = None
         cwd: str | None = None
         session_id: str | None = None
-        for _number, record in json_lines(path, HEAD_BYTES):
+        for _number, record in json_lines(path, HEAD_BYTES, follow=False):
             if not isinstance(record, Mapping) or not isinstance(record.get("uuid"), str):
                 continue
             if session_id is None and isinstance(record.get("sessionId"), str) and record["sessionId"]:
@@ -119,7 +122,7 @@ class QwenCodeSource(FileSource):
         titles: list[tuple[str, str]] = []
         problems = 0
         last_seq: int | None = None
-        for number, record in json_lines(path):
+        for number, record in json_lines(path, follow=False):
             last_seq = number
             if type(record) is not dict:
                 problems += 1
