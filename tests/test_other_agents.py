@@ -659,3 +659,48 @@ def test_links_out_of_the_new_agents_folders_are_never_followed(tmp_path: Path) 
     copilot.mkdir(parents=True)
     os.symlink(outside, copilot / "linked")
     assert CopilotCliSource(tmp_path / ".copilot").listing() == []
+
+
+def write_json(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=2))
+
+
+def test_opencode_older_json_storage_is_read_beside_the_database_and_never_leads_out_of_it(tmp_path: Path) -> None:
+    data = tmp_path / "opencode"
+    storage = data / "storage"
+    session = {
+        "id": "ses_old",
+        "directory": "/work/old",
+        "title": "New session - 2026-01-01T00:00:00.000Z",
+        "time": {"created": 1_700_000_000_000, "updated": 1_700_000_001_000},
+    }
+    write_json(storage / "session" / "global" / "ses_old.json", session)
+    for number, (role, said) in enumerate((("user", "OLD-1 question"), ("assistant", "OLD-2 answer"))):
+        mid = f"msg_{number}"
+        write_json(
+            storage / "message" / "ses_old" / f"{mid}.json",
+            {"id": mid, "sessionID": "ses_old", "role": role, "time": {"created": 1_700_000_000_000 + number}},
+        )
+        write_json(storage / "part" / mid / f"prt_{number}a.json", {"id": f"prt_{number}a", "type": "step-start"})
+        write_json(
+            storage / "part" / mid / f"prt_{number}b.json", {"id": f"prt_{number}b", "type": "text", "text": said}
+        )
+    # A sub-agent's session, and a hostile file whose id would lead out of the storage: never listed.
+    write_json(storage / "session" / "global" / "ses_child.json", {**session, "id": "ses_child", "parentID": "ses_old"})
+    write_json(storage / "session" / "global" / "evil.json", {**session, "id": "../../outside"})
+    write_json(tmp_path / "outside.json", {"id": "x", "role": "user"})
+    # The database (a newer opencode) beside it: both are listed, each once.
+    db = OpenCodeDb(data / "opencode.db")
+    db.session("ses_new", title="Newer")
+    db.message("ses_new", "m1", {"role": "user"}, text("NEW-1 question"))
+    source = OpenCodeSource(data)
+    assert sorted(record.header.id for record in source.listing()) == ["opencode:ses_new", "opencode:ses_old"]
+    assert surface(source, "opencode:ses_old") == [("user", "OLD-1 question"), ("assistant", "OLD-2 answer")]
+    assert source.title("opencode:ses_old").title == "OLD-1 question"  # not opencode's placeholder title
+    write_json(
+        storage / "message" / "ses_old" / "msg_2.json",
+        {"id": "msg_2", "role": "user", "time": {"created": 1_700_000_000_009}},
+    )
+    write_json(storage / "part" / "msg_2" / "prt_2.json", {"id": "prt_2", "type": "text", "text": "OLD-3 later"})
+    assert surface(source, "opencode:ses_old")[-1] == ("user", "OLD-3 later")

@@ -35,6 +35,7 @@ from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, Sur
 from core.sessions.query import listing_order_key
 from core.sessions.session import not_found
 from core.sessions.sources.files import ExternalSession, SurfaceBuilder, prompt_title
+from core.sessions.sources.opencode_files import STORAGE, stored_rows, stored_sessions
 
 OPENCODE_PREFIX = "opencode:"
 KILO_PREFIX = "kilo:"
@@ -73,6 +74,8 @@ class _Listed:
     title: str
     revision: Revision
     session: ExternalSession | None = None
+    stored: bool = False
+    """Read from the older JSON storage, not the database."""
 
 
 def _text_of(parts: list[dict[str, Any]]) -> str:
@@ -81,6 +84,12 @@ def _text_of(parts: list[dict[str, Any]]) -> str:
         for part in parts
         if part.get("type") == "text" and isinstance(part.get("text"), str) and part.get("synthetic") is not True
     )
+
+
+def _own_title(title: str) -> str | None:
+    """A session's title, unless it is opencode's placeholder (``New session - <time>``)."""
+    title = title.strip()
+    return None if not title or title.startswith(("New session - ", "Child session - ")) else title
 
 
 class OpenCodeSource:
@@ -189,45 +198,64 @@ class OpenCodeSource:
     # -- the listing ------------------------------------------------------------------------------------
 
     def listing(self) -> list[SessionRecord]:
-        """Every top-level session, newest first; the same list while the database did not change."""
+        """Every top-level session, newest first (the database's, then the older storage's it does
+        not hold); the same list while neither changed."""
         with self._lock:
             stamp = self._stamp()
-            if stamp is None:
-                self._listed, self._records, self.problems, self._seen = {}, [], [], None
+            stored = stored_sessions(self.root, MAX_PART_BYTES) if (self.root / STORAGE).is_dir() else []
+            seen = (stamp, tuple(session.revision for session in stored))
+            if seen == self._seen and self._records is not None:
                 return self._records
-            if stamp == self._seen and self._records is not None:
-                return self._records
-            try:
-                rows = self._query(
-                    "SELECT s.id, s.directory, s.title, s.time_created, s.time_updated,"
-                    " (SELECT count(*) FROM message m WHERE m.session_id = s.id),"
-                    " (SELECT max(m.time_updated) FROM message m WHERE m.session_id = s.id)"
-                    " FROM session s WHERE s.parent_id IS NULL"
-                )
-            except (OSError, SessionQueryError) as error:
-                self.problems = [StoreProblem(self.database, str(error))]
-                return self._records if self._records is not None else []
+            problems: list[StoreProblem] = []
+            rows: list[tuple[Any, ...]] = []
+            if stamp is not None:
+                try:
+                    rows = self._query(
+                        "SELECT s.id, s.directory, s.title, s.time_created, s.time_updated,"
+                        " (SELECT count(*) FROM message m WHERE m.session_id = s.id),"
+                        " (SELECT max(m.time_updated) FROM message m WHERE m.session_id = s.id)"
+                        " FROM session s WHERE s.parent_id IS NULL"
+                    )
+                except (OSError, SessionQueryError) as error:
+                    self.problems = [StoreProblem(self.database, str(error))]
+                    return self._records if self._records is not None else []
             listed: dict[str, _Listed] = {}
             for session_id, directory, title, created, updated, count, newest in rows:
-                if not isinstance(session_id, str) or not session_id:
-                    continue
-                header = SessionHeader(
-                    id=self.prefix + session_id,
-                    created_at=created if isinstance(created, int) and created >= 0 else 0,
-                    cwd=directory if isinstance(directory, str) and directory else None,
-                )
-                revision = (0, int(count or 0), int(updated or 0), int(newest or 0))
-                known = self._listed.get(header.id)
-                entry = _Listed(header, title if isinstance(title, str) else "", revision)
-                if known is not None and known.revision == revision:
-                    entry.session = known.session
-                listed[header.id] = entry
+                if isinstance(session_id, str) and session_id:
+                    revision = (0, int(count or 0), int(updated or 0), int(newest or 0))
+                    self._list(listed, session_id, directory, title, created, revision, stored=False)
+            for session in stored:
+                if self.prefix + session.session_id not in listed:  # (a database copies them in)
+                    self._list(listed, session.session_id, session.directory, session.title, session.created,
+                               session.revision, stored=True)  # fmt: skip
             records = [
                 SessionRecord.model_construct(header=e.header, live=False, persisted=True) for e in listed.values()
             ]
             records.sort(key=listing_order_key)
-            self._listed, self._records, self.problems, self._seen = listed, records, [], stamp
+            self._listed, self._records, self.problems, self._seen = listed, records, problems, seen
             return records
+
+    def _list(
+        self,
+        listed: dict[str, _Listed],
+        session_id: str,
+        directory: object,
+        title: object,
+        created: object,
+        revision: Revision,
+        *,
+        stored: bool,
+    ) -> None:
+        header = SessionHeader(
+            id=self.prefix + session_id,
+            created_at=created if isinstance(created, int) and created >= 0 else 0,
+            cwd=directory if isinstance(directory, str) and directory else None,
+        )
+        entry = _Listed(header, title if isinstance(title, str) else "", revision, stored=stored)
+        known = self._listed.get(header.id)
+        if known is not None and known.revision == revision:
+            entry.session = known.session
+        listed[header.id] = entry
 
     def revision(self, session_id: str) -> Revision | None:
         """The session's revision as the last listing saw it (``None`` when not listed)."""
@@ -251,6 +279,11 @@ class OpenCodeSource:
         if entry is None:
             raise not_found(session_id)
         if entry.session is not None:
+            return entry.session
+        if entry.stored:
+            entry.session = self._fold(
+                entry, stored_rows(self.root, session_id.removeprefix(self.prefix), MAX_PART_BYTES)
+            )
             return entry.session
         try:
             rows = self._query(
@@ -301,7 +334,7 @@ class OpenCodeSource:
                     builder.checkpoint(seq, created, text)
                 else:
                     builder.assistant(seq, created, text)
-        title = entry.title.strip() or first_prompt
+        title = _own_title(entry.title) or first_prompt
         last = len(messages) - 1 if messages else None
         return ExternalSession(entry.header, builder.events, title, problems, last)
 
@@ -318,7 +351,7 @@ class OpenCodeSource:
         entry = self._listed.get(session_id)
         if entry is None:
             raise not_found(session_id)
-        title = entry.title.strip() or self.session(session_id).title
+        title = _own_title(entry.title) or self.session(session_id).title
         if title is None:
             return None
         return TitleSnapshot(title=title, message_seqs=[], event_seq=0, updated_at=entry.header.created_at)
