@@ -44,6 +44,8 @@ QWEN = MODULES / "@qwen-code" / "qwen-code" / "cli.js"
 # npm ci --ignore-scripts leaves opencode's and Copilot's own bins placeholders; the native binary is
 # the platform package that matches this machine (the one npm installed).
 OPENCODE = next(iter(sorted(MODULES.glob("opencode-linux-*/bin/opencode"))), None)
+# An opencode from before its database (1.1.65), which kept sessions as JSON files under storage/.
+OPENCODE_LEGACY = next(iter(sorted(MODULES.glob("opencode-legacy-linux-*/bin/opencode"))), None)
 COPILOT = next(iter(sorted(MODULES.glob("@github/copilot-linux-*/copilot"))), None)
 
 _OPTIONAL = os.environ.get("SESSIONREF_REQUIRE_INTEROP") != "1"
@@ -222,11 +224,16 @@ def tool_turn_made(script: Script) -> bool:
     return False
 
 
+RUNS: list[str] = []
+"""What each agent run printed (a failure's message shows them)."""
+
+
 def run(command: list[str], cwd: Path, environment: dict[str, str], timeout: float = 240) -> str:
     done = subprocess.run(
         command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
     )
     assert done.returncode == 0, f"{command[:3]} exit {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    RUNS.append(f"$ {' '.join(command[-4:])}\n{(done.stdout + done.stderr)[-1500:]}")
     return done.stdout + done.stderr
 
 
@@ -247,6 +254,15 @@ def base_environment(home: Path) -> dict[str, str]:
 # -- what sessionref makes of what they wrote ----------------------------------------------------------
 
 
+def _files_seen(root: Path) -> str:
+    """What the agent wrote (for a failure's message): each file under ``root`` and its head."""
+    shown = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix in (".jsonl", ".json", ".yaml") and path.stat().st_size < 1_000_000:
+            shown.append(f"== {path.relative_to(root)}\n{path.read_text(errors='replace')[:3000]}")
+    return "\n".join(shown)[-20000:]
+
+
 def check_sessions(source: ExternalSource, marker: str, cwd: Path) -> list[str]:
     """Every listed session of ``source`` is in ``cwd``; the one that holds ``<marker>-MARK-1`` holds
     every prompt and answer in order, the tool turn without the tool's output, the resumed turns,
@@ -263,7 +279,11 @@ def check_sessions(source: ExternalSource, marker: str, cwd: Path) -> list[str]:
             service.prepare(target, [{"type": "text", "text": "go"}], [ReferenceInput(session_id=record.header.id)])
         )
         contexts.append(str(prepared.contexts[0].content[0]["text"]))
-    (context,) = [text for text in contexts if f"{marker}-MARK-1" in text]
+    found = [text for text in contexts if f"{marker}-MARK-1" in text]
+    assert len(found) == 1, (
+        f"{marker}-MARK-1 in {len(found)} of {len(records)} sessions:\n" + _files_seen(source.root) + "\n".join(RUNS)
+    )
+    (context,) = found
     expected = [
         f"{marker}-MARK-1",
         f"ANSWER {marker}-MARK-1",
@@ -321,7 +341,16 @@ def gemini_environment(home: Path, port: int) -> dict[str, str]:
     settings = home / ".gemini" / "settings.json"
     if not settings.exists():
         settings.parent.mkdir(parents=True, exist_ok=True)
-        settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+        # Without sessionRetention: under load, Gemini CLI 0.61's cleanup at start can delete the
+        # previous session while the same start writes that session's summary into it (seen here).
+        settings.write_text(
+            json.dumps(
+                {
+                    "security": {"auth": {"selectedType": "gemini-api-key"}},
+                    "general": {"sessionRetention": {"enabled": False}},
+                }
+            )
+        )
     return {
         **base_environment(home),
         "GEMINI_API_KEY": "stub",
@@ -349,7 +378,7 @@ def test_gemini_cli_sessions_list_search_and_reference(tmp_path: Path) -> None:
     source = GeminiCliSource(home / ".gemini")
     ids = check_sessions(source, "GM", work)
     assert len(ids) == 2
-    (quokka,) = [i for i in ids if "quokka" in (source.title(i).title if source.title(i) else "")]  # type: ignore[union-attr]
+    (quokka,) = [i for i in ids if any("quokkas" in e.data["content"][0]["text"] for e in source.surface(i).events)]
     check_search("--gemini-root", home / ".gemini", "quokkas", quokka, tmp_path)
 
 
@@ -460,9 +489,9 @@ def opencode_environment(home: Path, work: Path) -> dict[str, str]:
     }
 
 
-def opencode(home: Path, work: Path, *arguments: str) -> str:
-    assert OPENCODE is not None
-    return run([str(OPENCODE), "run", *arguments], work, opencode_environment(home, work))
+def opencode(home: Path, work: Path, *arguments: str, binary: Path | None = OPENCODE) -> str:
+    assert binary is not None
+    return run([str(binary), "run", *arguments], work, opencode_environment(home, work))
 
 
 @needs_opencode
@@ -478,6 +507,23 @@ def test_opencode_sessions_list_search_and_reference(tmp_path: Path) -> None:
     source = OpenCodeSource(data)
     (session_id,) = check_sessions(source, "OC", work)
     check_search("--opencode-root", data, "wombat", session_id, tmp_path)
+
+
+@needs_opencode
+@pytest.mark.skipif(_OPTIONAL and OPENCODE_LEGACY is None, reason="opencode 1.1.65 is not installed (make interop)")
+def test_opencode_sessions_of_its_older_json_storage_beside_its_database(tmp_path: Path) -> None:
+    home, work = setup_work(tmp_path)
+    with stub(_OpenAI) as (port, script):
+        opencode_config(home, port)
+        opencode(home, work, "OL-MARK-1 hello, what is a wombat?", binary=OPENCODE_LEGACY)
+        opencode(home, work, "--continue", "OL-MARK-2 please USE A TOOL to list the files", binary=OPENCODE_LEGACY)
+        opencode(home, work, "--continue", f"OL-MARK-3 resumed. {HOSTILE}", binary=OPENCODE_LEGACY)
+        opencode(home, work, "a newer opencode's session about quokkas")  # its database, beside the files
+    assert tool_turn_made(script)
+    data = home / ".local" / "share" / "opencode"
+    assert (data / "storage" / "session").is_dir() and (data / "opencode.db").is_file()
+    ids = check_sessions(OpenCodeSource(data), "OL", work)
+    assert len(ids) == len(set(ids)) == 2
 
 
 @needs_opencode

@@ -94,7 +94,12 @@ def test_help_and_doctor_run(installed: tuple[Path, Path, Path]) -> None:
     empty.mkdir(mode=0o700)
     checked = _run([str(bin_ / "sessionref"), "doctor", "--root", str(empty)], outside)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert checked.stdout.splitlines() == [f"store {empty}: 0 sessions in 0 files (0.0 MiB)", "healthy"]
+    lines = checked.stdout.splitlines()
+    # The store, then a note per other agent's source (none is installed here), and healthy.
+    assert lines[0] == f"store {empty}: 0 sessions in 0 files (0.0 MiB)" and lines[-1] == "healthy (7 notes)"
+    assert [line.split(": ")[3] for line in lines[1:-1]] == [
+        "Claude Code", "Codex", "Gemini CLI", "Qwen Code", "opencode", "Kilo CLI", "Copilot CLI"
+    ]  # fmt: skip
 
 
 def test_the_app_starts_headless_on_a_demo_store(installed: tuple[Path, Path, Path]) -> None:
