@@ -1,0 +1,158 @@
+"""Finding secrets in text and masking them: ``find_secrets`` gives each secret's span and kind,
+``mask_secrets`` replaces each by ``[redacted: <kind>]`` and says how many of each kind it masked.
+
+Fast: each rule names literal text every match of it contains (``anchors``, or case-insensitive
+``keywords``); one Aho-Corasick pass (``pyahocorasick``) finds them all, and a rule's pattern runs only
+around them (a private key's, over what may be its body). A keyword of an assignment rule counts only inside a
+name followed by ``=`` or ``:``. A mask replaces the
+secret only (``password=`` and a URL's user stay); overlapping finds keep the longer one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import ahocorasick
+
+from core.secrets.rules import RULES, Rule
+
+MASK = "[redacted: {kind}]"
+"""What a secret becomes."""
+
+PEM_REACH = 12_000
+"""Characters after a private key's header that may still be its body (a 4096-bit key is ~3,300)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """One secret found: where it is (``text[start:end]``) and what kind it is."""
+
+    start: int
+    end: int
+    kind: str
+
+
+_ASSIGNED = re.compile(r"[A-Za-z0-9_.\-]*[\"']?\s{0,3}(?::=|=>|=|:)")
+"""After a keyword: the rest of its name, then ``=`` or ``:`` (an assignment, a key of a map)."""
+BACK, AHEAD = 160, 480
+"""Characters before and after an anchor a rule's match may reach (within its line)."""
+
+
+def _automaton() -> Any:
+    """One Aho-Corasick automaton over every rule's anchors and keywords, in lower case: one pass over
+    the lowered text finds them all (an anchor is then checked in its own case)."""
+    automaton = ahocorasick.Automaton()
+    needles: dict[str, list[tuple[int, str, bool]]] = {}
+    for number, rule in enumerate(RULES):
+        for anchor in rule.anchors:
+            needles.setdefault(anchor.lower(), []).append((number, anchor, False))
+        for keyword in rule.keywords:
+            needles.setdefault(keyword, []).append((number, keyword, True))
+    for needle, users in needles.items():
+        automaton.add_word(needle, (len(needle), users))
+    automaton.make_automaton()
+    return automaton
+
+
+_NEEDLES = _automaton()
+
+
+def _window(text: str, position: int, rule: Rule) -> tuple[int, int]:
+    """Where ``rule`` may match around a needle at ``position``: its line, at most ``BACK`` before
+    and ``AHEAD`` after (a private key's body, ``PEM_REACH``)."""
+    line_start = text.rfind("\n", max(0, position - BACK), position) + 1
+    start = max(line_start, position - BACK)
+    if rule.kind == "private-key":
+        return start, min(len(text), position + PEM_REACH)
+    line_end = text.find("\n", position, position + AHEAD)
+    return start, (line_end if line_end >= 0 else min(len(text), position + AHEAD))
+
+
+def find_secrets(text: str) -> list[Secret]:
+    """Every secret in ``text``, in order, none overlapping."""
+    if not text:
+        return []
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)  # (positions must agree)
+    windows: dict[int, list[tuple[int, int]]] = {}
+    for last, (length, users) in _NEEDLES.iter(lowered):
+        position = last - length + 1
+        for number, needle, keyword in users:
+            if keyword:
+                rule = RULES[number]
+                if rule.assignment and _ASSIGNED.match(text, position + length) is None:
+                    continue  # a word in a sentence, not a name followed by = or :
+            elif not text.startswith(needle, position):
+                continue  # an anchor is case-sensitive
+            windows.setdefault(number, []).append(_window(text, position, RULES[number]))
+    found: list[Secret] = []
+    for number, spans in windows.items():
+        rule = RULES[number]
+        for start, end in _merged(spans):
+            for match in rule.pattern.finditer(text, start, end):
+                groups = 0 if rule.whole else match.re.groups
+                group = next((index for index in range(1, groups + 1) if match.group(index)), 0)
+                value = match.group(group)
+                if not value or (rule.check is not None and not rule.check(value)):
+                    continue
+                found.append(Secret(match.start(group), match.end(group), rule.kind))
+    return _without_overlaps(found)
+
+
+def _merged(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(windows):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+GENERIC = frozenset(
+    {"assigned-secret", "connection-password", "authorization-header", "url-password", "aws-secret-key"}
+)
+"""Kinds found by where a value is written, not by its own shape: a shape's kind wins on a tie."""
+
+
+def _without_overlaps(found: list[Secret]) -> list[Secret]:
+    """The finds in order; of two that overlap, the longer stays (on a tie, the one named by its shape)."""
+    kept: list[Secret] = []
+    for secret in sorted(found, key=lambda s: (s.start, -(s.end - s.start), s.kind in GENERIC)):
+        if kept and secret.start < kept[-1].end:
+            last = kept[-1]
+            longer = secret.end - secret.start > last.end - last.start
+            same = secret.end - secret.start == last.end - last.start
+            if longer or (same and last.kind in GENERIC and secret.kind not in GENERIC):
+                kept[-1] = secret
+            continue
+        kept.append(secret)
+    return kept
+
+
+@dataclass(frozen=True, slots=True)
+class Masked:
+    """``text`` with its secrets masked, and how many of each kind were."""
+
+    text: str
+    kinds: Counter[str]
+
+
+def mask_secrets(text: str, secrets: list[Secret] | None = None) -> Masked:
+    """``text`` with each secret replaced by ``[redacted: <kind>]`` (the same string when none)."""
+    if secrets is None:
+        secrets = find_secrets(text)
+    if not secrets:
+        return Masked(text, Counter())
+    pieces: list[str] = []
+    position = 0
+    for secret in secrets:
+        pieces.append(text[position : secret.start])
+        pieces.append(MASK.format(kind=secret.kind))
+        position = secret.end
+    pieces.append(text[position:])
+    return Masked("".join(pieces), Counter(secret.kind for secret in secrets))
