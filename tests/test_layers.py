@@ -9,6 +9,7 @@ CORE = Path(__file__).resolve().parent.parent / "core"
 ORDER = [
     "base",
     "sessions",
+    "secrets",
     "folder",
     "reference",
     "search",
@@ -22,14 +23,16 @@ ORDER = [
 ALLOWED = {
     "base": {"base"},
     "sessions": {"base", "sessions"},
+    # What a secret looks like and masking a projected conversation.
+    "secrets": {"base", "sessions", "secrets"},
     "folder": {"base", "sessions", "folder"},
-    "reference": {"base", "sessions", "reference"},
+    "reference": {"base", "sessions", "secrets", "reference"},
     "search": {"base", "sessions", "folder", "reference", "search"},
     "database": {"base", "sessions", "folder", "reference", "search", "database"},
     # Opening a store names the database store (imported only when a database is named).
     "stores": {"base", "sessions", "folder", "reference", "search", "database", "stores"},
     # The session tools search as the picker searches (never the database layer: that stays optional).
-    "agent": {"base", "sessions", "reference", "search", "agent"},
+    "agent": {"base", "sessions", "secrets", "reference", "search", "agent"},
     # The listing the app and the MCP server keep in memory, over any store and other tools' sources.
     "catalog": {"base", "sessions", "folder", "reference", "search", "stores", "catalog"},
     # The session tools served over MCP, over a catalog.

@@ -45,11 +45,11 @@ from core.agent.tool_texts import (
 )
 from core.display import visible
 from core.errors import SessionQueryError, SessionReferenceError, SessionrefError
-from core.reference.projection import project_conversation
 from core.reference.retention import truncate_with_notice
 from core.reference.service import SessionReferenceService, build_context
 from core.reference.uri import ReferenceInput, decode_session_reference_uri, encode_session_reference_uri
 from core.search.finder import SessionSearch
+from core.search.matching import Snippet, fold, make_snippet
 from core.serialization import utf8_length
 from core.sessions.models import SessionRecord
 from core.sessions.wire_shapes import ToolDefinition
@@ -169,8 +169,9 @@ class SessionTools:
             }
             if candidate.cwd is not None:
                 found["cwd"] = candidate.cwd
-            if hit.snippet is not None:
-                found["said"] = {"role": hit.snippet.role, "text": hit.snippet.text}
+            said = await self._said(candidate.session_id, query, hit.snippet) if hit.snippet is not None else None
+            if said is not None:
+                found["said"] = {"role": said.role, "text": said.text}
             elif hit.field is not None:
                 found["matched"] = hit.field
             hits.append(found)
@@ -206,7 +207,7 @@ class SessionTools:
                 raise _ToolError(f"there is no session {json.dumps(session_id)}", TOOL_SESSION_NOT_FOUND) from None
             what = f"session {json.dumps(session_id)} cannot be read: {visible(error.message)}"
             raise _ToolError(what, TOOL_READ_FAILED) from None
-        items = project_conversation(snapshot)
+        items = self.service.conversation(snapshot).items  # (its secrets masked)
         total = len(items)
         start = _integer(arguments, "from_message", 0, low=0, high=max(total - 1, 0))
         stop = _integer(arguments, "to_message", total, low=start, high=total)
@@ -220,6 +221,20 @@ class SessionTools:
         text = notice + "\n\n" + framed("session-messages", page.frame())
         covered = f"messages {page.start}–{page.stop - 1}" if page.stop > page.start else "no messages"
         return ToolResult(text, summary=f"{session_id} · {covered} of {total} · {_size(text)}")
+
+    async def _said(self, session_id: str, query: str, snippet: Snippet) -> Snippet | None:
+        """The words said that matched, as they may leave the session: cut from the message with its
+        secrets masked (a snippet of the stored text could hold part of a key); ``None`` when the
+        words matched only inside a secret."""
+        if not self.service.redact:
+            return snippet
+        try:
+            items = self.service.conversation(await self.service.query.read_surface(session_id)).items
+        except Exception:  # (the hit stays; only the words said are left out)
+            return None
+        if not 0 <= snippet.message < len(items):
+            return None
+        return make_snippet(items[snippet.message].text, fold(query), snippet.role, snippet.message)
 
     # -- arguments --------------------------------------------------------------------------------
 

@@ -115,11 +115,12 @@ class SessionToolServer:
         read_bytes: int = READ_BYTES,
         body_search: bool = True,
         index_path: str | os.PathLike[str] | None = None,
+        redact: bool = True,
     ) -> None:
         self.catalog = catalog
         self.cwd = cwd
         self.read_bytes = read_bytes
-        self.service = SessionReferenceService(catalog, config)
+        self.service = SessionReferenceService(catalog, config, redact=redact)
         store = catalog.store
         self.own_index = catalog.hosted.message_index() if body_search else None
         self.body_index: BodyIndex | None = None

@@ -16,7 +16,7 @@ from typing import Any
 from core.collector import collector_paused
 from core.reference.projection import project_conversation
 from core.serialization import js_json_stringify, tag_safe_json_length, utf8_encode, utf8_length
-from core.sessions.models import RetainedSource, SurfaceSnapshot
+from core.sessions.models import ProjectedItem, RetainedSource, SurfaceSnapshot
 
 OMISSION_NOTICE_HEAD = "\n[… omitted "
 """How every truncation notice starts (hosts count cut messages by it)."""
@@ -140,14 +140,20 @@ def _total(fixed: int, items: int, payload: int) -> int:
     return fixed + payload + max(items - 1, 0)
 
 
-def retain_referenced_session(snapshot: SurfaceSnapshot, label: str, max_bytes: int) -> RetainedSource | None:
+def retain_referenced_session(
+    snapshot: SurfaceSnapshot, label: str, max_bytes: int, items: list[ProjectedItem] | None = None
+) -> RetainedSource | None:
     """Fit one source into ``max_bytes`` (CONTRACT §6); ``None`` when its fixed fields cannot fit.
 
     Phase 1 drops the oldest messages that are neither checkpoints nor the newest; phase 2 cuts the
-    longest remaining text with ``truncate_with_notice`` until the data object fits.
+    longest remaining text with ``truncate_with_notice`` until the data object fits. ``items``: the
+    snapshot's projected conversation when the caller already has it (with its secrets masked).
     """
-    with collector_paused():
-        original = project_conversation(snapshot)
+    if items is not None:
+        original = items
+    else:
+        with collector_paused():
+            original = project_conversation(snapshot)
     header = snapshot.session
     fixed_object: dict[str, Any] = {
         "sessionId": header.id,

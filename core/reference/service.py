@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import bisect
 import copy
+import dataclasses
+from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
 from core.abort import AbortSignal, cancelled_error, race_abort
+from core.collector import collector_paused
 from core.constants import MAX_SAFE_INTEGER, SESSION_REFERENCE_SOURCE
 from core.errors import (
     BUDGET_EXCEEDED,
@@ -17,8 +20,10 @@ from core.errors import (
     TOO_MANY,
     SessionReferenceError,
 )
+from core.reference.projection import project_conversation
 from core.reference.retention import retain_referenced_session
 from core.reference.uri import ReferenceInput
+from core.secrets.conversation import MaskedConversation, mask_conversation
 from core.serialization import js_json_stringify, stringify_tag_safe_json
 from core.sessions.models import (
     Candidate,
@@ -111,13 +116,19 @@ class SessionReferenceService:
     Args:
         query: any ``SessionQuery`` (a store).
         config: a ``ReferenceConfig`` or a mapping of its keys (snake_case or camelCase).
+        redact: mask the secrets in what a reference carries (``core.secrets``: each becomes
+            ``[redacted: <kind>]`` before the budget is counted; ``RetainedSource.masked`` says how
+            many of each kind). A session without secrets gives the same bytes either way.
 
     Raises:
         SessionReferenceError: ``SESSION_REFERENCE_INVALID_CONFIG`` naming the bad key.
     """
 
-    def __init__(self, query: SessionQuery, config: ReferenceConfig | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, query: SessionQuery, config: ReferenceConfig | Mapping[str, Any] | None = None, *, redact: bool = True
+    ) -> None:
         self.query = query
+        self.redact = redact
         if config is None:
             config = ReferenceConfig()
         elif not isinstance(config, ReferenceConfig):
@@ -278,12 +289,24 @@ class SessionReferenceService:
             ) from error
 
     def _retain(self, snapshot: SurfaceSnapshot, label: str) -> RetainedSource:
-        retained = retain_referenced_session(snapshot, label, self.config.max_reference_bytes)
+        masked = self.conversation(snapshot)
+        retained = retain_referenced_session(snapshot, label, self.config.max_reference_bytes, masked.items)
         if retained is None:
             raise SessionReferenceError(
                 "referenced session snapshot cannot fit the configured byte budget", BUDGET_EXCEEDED
             )
+        if masked.kinds:
+            retained = dataclasses.replace(retained, masked=tuple(sorted(masked.kinds.items())))
         return retained
+
+    def conversation(self, snapshot: SurfaceSnapshot) -> MaskedConversation:
+        """A snapshot's projected conversation as it leaves its owner: its secrets masked (unless
+        ``redact`` is off). What a reference and the session tools carry."""
+        with collector_paused():
+            items = project_conversation(snapshot)
+        if not self.redact:
+            return MaskedConversation(items, Counter())
+        return mask_conversation(items)
 
 
 class _SearchIndex:

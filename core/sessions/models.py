@@ -244,6 +244,8 @@ class RetainedSource:
     ``data["conversation"]`` holds, in order."""
     cut: tuple[int, ...] = ()
     """Those of ``kept`` whose text was cut to fit (it ends with the omission notice)."""
+    masked: tuple[tuple[str, int], ...] = ()
+    """How many secrets of each kind were masked in the source's conversation (``core.secrets``)."""
 
 
 @dataclass(frozen=True, slots=True)

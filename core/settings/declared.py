@@ -264,6 +264,13 @@ class Settings:
         must="a postgresql:// URL or a libpq connection string (host=... dbname=...)",
         unset="the JSONL store folder (--root)",
     )
+    redaction: bool = setting(
+        True,
+        "show nothing secret to a model, another agent or a teammate: keys, tokens and passwords in a referenced "
+        "session become [redacted: <kind>] (--no-redaction sends them as they are; the preview says so)",
+        flag="--no-redaction",
+        file=("redaction", "enabled"),
+    )
     external: bool = setting(
         True,
         "list only this store's sessions, not other agents' (Claude Code's, Codex's, Gemini CLI's, Qwen Code's, "

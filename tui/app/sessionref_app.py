@@ -63,6 +63,7 @@ class SessionRefApp(App[None]):
         context: ContextSettings | None = None,
         watch_store: bool = True,
         tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
+        redact: bool = True,
     ) -> None:
         super().__init__()
         workspace = self.workspace = Workspace(
@@ -78,6 +79,7 @@ class SessionRefApp(App[None]):
             external=external,
             context=context,
             tools=tools,
+            redact=redact,
         )
         self.cursor_blink = cursor_blink
         self.indexer = MessageIndexer(workspace, post=self.post_message, last_key=self._last_key)
@@ -245,6 +247,7 @@ def make_app(
     context: ContextSettings | None = None,
     watch_store: bool = True,
     tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
+    redact: bool = True,
 ) -> SessionRefApp:
     """Build the app on ``store``: open ``session_id`` (or start a new session in ``cwd``).
 
@@ -253,6 +256,7 @@ def make_app(
     ``external`` adds other agents' sessions (Claude Code, Codex) to the listing, read-only.
     ``context`` sets the model's window, where learned windows are kept and the compaction policy.
     ``tools`` offers the model the session tools (search, reference and read sessions); ``None``: none.
+    ``redact`` masks secrets in what references and the session tools carry (``core.secrets``).
 
     Raises:
         SessionQueryError: the session is missing, locked or corrupt.
@@ -274,4 +278,5 @@ def make_app(
         context=context,
         watch_store=watch_store,
         tools=tools,
+        redact=redact,
     )

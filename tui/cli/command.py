@@ -329,6 +329,7 @@ def _run_app(
             config=config,
             search_config=search_config,
             external=external_sources(effective, demo=args.demo),
+            redact=settings.redaction,
             context=_context(settings),
             tools=ToolSettings(read_bytes=settings.tool_read_bytes, max_steps=settings.max_steps)
             if settings.tools

@@ -31,7 +31,7 @@ def add_commands(commands: CommandTaker) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
     add_setting_flags(where, ["store"])
-    add_setting_flags(parser, source_settings())
+    add_setting_flags(parser, [*source_settings(), "redaction"])
     parser.add_argument(
         "--config",
         metavar="PATH",
@@ -74,6 +74,7 @@ def mcp_command(args: argparse.Namespace) -> int:
         config=config,
         read_bytes=settings.tool_read_bytes,
         body_search=settings.body_search,
+        redact=settings.redaction,
     )
     try:
         server.start()

@@ -35,7 +35,7 @@ from core.errors import (
     SESSION_QUERY_SESSION_NOT_FOUND,
     TOO_MANY,
 )
-from core.reference.service import FRAME_CLOSE, FRAME_OPEN
+from core.reference.service import FRAME_CLOSE, FRAME_OPEN, build_context
 from core.reference.staleness import earlier_references, moved_on_words
 from core.serialization import tag_safe_json_length, utf8_length
 from core.sessions.models import SessionEvent
@@ -100,6 +100,22 @@ class ReferenceCard:
     earlier: str | None = None
     """When this chat referenced the session before and it has moved on since: what the model still
     holds (``referenced in message #12 through #40 · 3 newer messages since``)."""
+    masked: tuple[tuple[str, int], ...] = ()
+    """How many secrets of each kind the reference masks (``[redacted: <kind>]``; never their values)."""
+    redaction: bool = True
+    """Whether secrets are masked at all (``--no-redaction`` sends them as they are)."""
+
+    @property
+    def masked_words(self) -> str | None:
+        """What the card says of secrets: ``2 secrets masked: aws-secret-key, openai-key``, or that
+        masking is off; ``None`` when there is nothing to say."""
+        if not self.redaction:
+            return "secrets are sent as they are: redaction is off"
+        count = sum(number for _kind, number in self.masked)
+        if not count:
+            return None
+        kinds = ", ".join(kind if number == 1 else f"{kind} ×{number}" for kind, number in self.masked)
+        return f"{count} secret{'' if count == 1 else 's'} masked: {kinds}"
 
 
 @dataclass(slots=True)
@@ -217,15 +233,18 @@ async def build_preview(
     report.references = parsed.references
     report.content = [{"type": "text", "text": parsed.text}]
     try:
-        prepared = await service.prepare(target, report.content, parsed.references, signal)
+        # prepare's own sources: build_context of them is its context, byte for byte.
+        retained = await service.retain_sources(target, parsed.references, signal)
     except SessionReferenceError as error:
         if error.code == CANCELLED:
             raise
         report.problem = problem_of(error)
     else:
-        report.contexts = prepared.contexts
-        if prepared.contexts:
-            report.cards = _cards(prepared.contexts[0], config.max_reference_bytes)
+        report.contexts = [build_context(retained)] if retained else []
+        if report.contexts:
+            report.cards = _cards(report.contexts[0], config.max_reference_bytes)
+            for card, source in zip(report.cards, retained, strict=True):
+                card.masked, card.redaction = source.masked, service.redact
             _mark_earlier(report.cards, target.events if isinstance(target, Session) else ())
         return report
     if report.problem.code == INVALID_REFERENCE:

@@ -65,6 +65,7 @@ class Workspace:
         external: tuple[ExternalSource, ...] = (),
         context: ContextSettings | None = None,
         tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
+        redact: bool = True,
     ) -> None:
         self.tools = tools
         """How the model is offered the session tools; ``None``: not at all (``--no-tools``)."""
@@ -77,7 +78,8 @@ class Workspace:
         self.catalog = SessionCatalog(store, external)
         self.catalog_loaded = asyncio.Event()
         """Set once the first listing and the likely titles are in."""
-        self.service = SessionReferenceService(self.catalog, config)
+        self.service = SessionReferenceService(self.catalog, config, redact=redact)
+        """Prepares references (their secrets masked unless ``redact`` is off, ``--no-redaction``)."""
         self.search_config = search_config if search_config is not None else SearchConfig()
         if index_path is None and isinstance(store, JsonlSessionStore):
             index_path = index_path_beside(store.root)

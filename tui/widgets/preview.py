@@ -65,6 +65,13 @@ def _card(card: ReferenceCard, home: str | None, paint: Paint) -> list[Renderabl
     if card.omitted_messages or card.omitted_bytes:
         counts.append(f" · {card.omitted_messages} omitted · {kib(card.omitted_bytes)} cut", style=paint("caution"))
     parts.append(counts)
+    secrets = card.masked_words
+    if secrets is not None:
+        parts.append(
+            Text(
+                ("🔒 " if card.redaction else "⚠ ") + secrets, style=paint("caution" if not card.redaction else "fits")
+            )
+        )
     badges = Text()
     if card.compacted:
         badges.append(" compacted ", style=paint("badge-compacted"))
