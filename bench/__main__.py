@@ -128,6 +128,7 @@ def main() -> None:
             "mcp",
             "external",
             "agents",
+            "secrets",
             "app",
             "memory",
             "context",
@@ -170,6 +171,10 @@ def main() -> None:
         from bench.agents import main as bench_agents
 
         bench_agents(args.repeats)
+    if args.only in (None, "secrets"):
+        from bench.secrets import main as bench_secrets
+
+        bench_secrets(args.repeats)
     if args.only in (None, "context"):
         from bench.context import main as bench_context
 

@@ -73,7 +73,7 @@ def test_a_key_split_over_two_messages_is_masked_in_both_and_counted_once() -> N
     assert KEY[:50] not in masked.items[0].text and KEY[50:] not in masked.items[1].text
     assert masked.items[0].text == "the key, part one: [redacted: anthropic-key]"
     assert masked.items[1].text == "[redacted: anthropic-key] (part two)"
-    assert masked.kinds == Counter({"anthropic-key": 1})
+    assert masked.kinds() == Counter({"anthropic-key": 1})
 
 
 # -- a real store ------------------------------------------------------------------------------------

@@ -43,8 +43,10 @@ from core.agent.tool_texts import (
     spelled,
     tool_definitions,
 )
+from core.collector import collector_paused
 from core.display import visible
 from core.errors import SessionQueryError, SessionReferenceError, SessionrefError
+from core.reference.projection import project_conversation
 from core.reference.retention import truncate_with_notice
 from core.reference.service import SessionReferenceService, build_context
 from core.reference.uri import ReferenceInput, decode_session_reference_uri, encode_session_reference_uri
@@ -207,10 +209,12 @@ class SessionTools:
                 raise _ToolError(f"there is no session {json.dumps(session_id)}", TOOL_SESSION_NOT_FOUND) from None
             what = f"session {json.dumps(session_id)} cannot be read: {visible(error.message)}"
             raise _ToolError(what, TOOL_READ_FAILED) from None
-        items = self.service.conversation(snapshot).items  # (its secrets masked)
-        total = len(items)
+        with collector_paused():
+            total = len(project_conversation(snapshot))
         start = _integer(arguments, "from_message", 0, low=0, high=max(total - 1, 0))
         stop = _integer(arguments, "to_message", total, low=start, high=total)
+        # The page's secrets masked (its neighbours too: a key may be split over two messages).
+        items = self.service.conversation(snapshot, range(max(0, start - 1), min(total, stop + 1)))
         page = _Page(session_id, snapshot.captured_through_seq, total, start)
         for index in range(start, stop):
             item = items[index]
@@ -229,7 +233,8 @@ class SessionTools:
         if not self.service.redact:
             return snippet
         try:
-            items = self.service.conversation(await self.service.query.read_surface(session_id)).items
+            surface = await self.service.query.read_surface(session_id)
+            items = self.service.conversation(surface, range(max(0, snippet.message - 1), snippet.message + 2))
         except Exception:  # (the hit stays; only the words said are left out)
             return None
         if not 0 <= snippet.message < len(items):

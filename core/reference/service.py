@@ -6,7 +6,7 @@ import asyncio
 import bisect
 import copy
 import dataclasses
-from collections import Counter
+from collections import OrderedDict
 from typing import Any, Iterable, Mapping, Sequence
 
 from core.abort import AbortSignal, cancelled_error, race_abort
@@ -23,12 +23,13 @@ from core.errors import (
 from core.reference.projection import project_conversation
 from core.reference.retention import retain_referenced_session
 from core.reference.uri import ReferenceInput
-from core.secrets.conversation import MaskedConversation, mask_conversation
+from core.secrets.conversation import MaskedConversation, mask_conversation, mask_for_budget
 from core.serialization import js_json_stringify, stringify_tag_safe_json
 from core.sessions.models import (
     Candidate,
     HookContext,
     PreparedMessage,
+    ProjectedItem,
     ReferenceConfig,
     RetainedSource,
     SessionHeader,
@@ -50,6 +51,8 @@ REFERENCED_SESSIONS_HEADER = (
 """The fixed warning before the frame: dsh's own words (``PROMPT_PREFIX`` of
 ``@deepseek-ai/dsh-session-reference``), so the model reads the very bytes dsh sends."""
 
+MASKED_KEPT = 16
+"""Sources whose masked conversation is kept for the next prepare (while they do not change)."""
 FRAME_OPEN = "<referenced-sessions>\n"
 FRAME_CLOSE = "\n</referenced-sessions>"
 
@@ -136,6 +139,9 @@ class SessionReferenceService:
         self.config = config
         self._seen_records: list[SessionRecord] | None = None
         self._index: tuple[list[SessionRecord], _SearchIndex] | None = None
+        self._masked: OrderedDict[tuple[object, ...], MaskedConversation] = OrderedDict()
+        """Recent sources' masked conversations, by what they hold (the preview prepares the same
+        sources again at every typing pause)."""
 
     async def list_candidates(
         self,
@@ -289,24 +295,44 @@ class SessionReferenceService:
             ) from error
 
     def _retain(self, snapshot: SurfaceSnapshot, label: str) -> RetainedSource:
-        masked = self.conversation(snapshot)
-        retained = retain_referenced_session(snapshot, label, self.config.max_reference_bytes, masked.items)
+        with collector_paused():
+            items = project_conversation(snapshot)
+        budget = self.config.max_reference_bytes
+        # (A message's characters are a lower bound of the bytes the budget counts for it: enough to
+        # know which messages can be sent, without serialising them here.)
+        masked = self._masked_for_budget(snapshot, items, budget) if self.redact else None
+        retained = retain_referenced_session(snapshot, label, budget, masked.items if masked else items)
         if retained is None:
             raise SessionReferenceError(
                 "referenced session snapshot cannot fit the configured byte budget", BUDGET_EXCEEDED
             )
-        if masked.kinds:
-            retained = dataclasses.replace(retained, masked=tuple(sorted(masked.kinds.items())))
+        kinds = masked.kinds(retained.kept) if masked is not None else None
+        if kinds:
+            retained = dataclasses.replace(retained, masked=tuple(sorted(kinds.items())))
         return retained
 
-    def conversation(self, snapshot: SurfaceSnapshot) -> MaskedConversation:
-        """A snapshot's projected conversation as it leaves its owner: its secrets masked (unless
-        ``redact`` is off). What a reference and the session tools carry."""
+    def _masked_for_budget(
+        self, snapshot: SurfaceSnapshot, items: list[ProjectedItem], budget: int
+    ) -> MaskedConversation:
+        key = (snapshot.session.id, snapshot.captured_through_seq, len(items), sum(len(i.text) for i in items), budget)
+        masked = self._masked.get(key)
+        if masked is None:
+            masked = mask_for_budget(items, lambda item: len(item.text), budget)
+            self._masked[key] = masked
+            while len(self._masked) > MASKED_KEPT:
+                self._masked.popitem(last=False)
+        else:
+            self._masked.move_to_end(key)
+        return masked
+
+    def conversation(self, snapshot: SurfaceSnapshot, positions: Iterable[int] | None = None) -> list[ProjectedItem]:
+        """A snapshot's projected conversation as it leaves its owner: the messages at ``positions``
+        (default: all) with their secrets masked, unless ``redact`` is off. What the session tools read."""
         with collector_paused():
             items = project_conversation(snapshot)
         if not self.redact:
-            return MaskedConversation(items, Counter())
-        return mask_conversation(items)
+            return items
+        return mask_conversation(items, positions).items
 
 
 class _SearchIndex:

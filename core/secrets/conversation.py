@@ -1,47 +1,100 @@
 """Masking a session's projected conversation before it leaves its owner (a reference, the session
 tools, ``sessionref mcp``, an export): each message's secrets, and a key split over two messages
 (its halves at the end of one and the start of the next, written without a space between).
+
+Only what can leave is looked at: ``mask_conversation`` takes the positions to mask (a reference's
+budget reaches only the newest messages and the checkpoints; a page, its range), and finds the
+secrets of many messages in one pass over them joined (``BATCH``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from core.secrets.finder import Secret, find_secrets, mask_secrets
 from core.sessions.models import ProjectedItem
 
-JOIN_REACH = 300
+JOIN_REACH = 200
 """Characters either side of a boundary between two messages looked at for a split key."""
+_KEY_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/=")
+"""What a key is written in: a boundary between two of these may split one."""
+SEPARATOR = "\n\x1e\n"
+"""Between two messages joined for one pass (a line of its own: no pattern matches across it)."""
+BATCH = 256
+"""Messages joined for one pass."""
 
 
 @dataclass(frozen=True, slots=True)
 class MaskedConversation:
-    """The conversation with its secrets masked, and how many of each kind were."""
+    """The conversation with its secrets masked (in the positions asked for), and per message how
+    many of each kind were."""
 
     items: list[ProjectedItem]
-    kinds: Counter[str]
+    masked: dict[int, Counter[str]]
+    """Position -> kinds masked there (only positions with a secret)."""
 
-    @property
-    def count(self) -> int:
-        """How many secrets were masked."""
-        return sum(self.kinds.values())
+    def kinds(self, positions: Iterable[int] | None = None) -> Counter[str]:
+        """How many secrets of each kind were masked (in ``positions``, else in all)."""
+        total: Counter[str] = Counter()
+        chosen = self.masked.keys() if positions is None else positions
+        for position in chosen:
+            total.update(self.masked.get(position, ()))
+        return total
 
 
-def _split_keys(items: Sequence[ProjectedItem]) -> list[tuple[int, Secret, Secret]]:
-    """Secrets that span the boundary between two neighbouring messages: ``(index, its part in
-    message index, its part in message index + 1)``."""
-    found: list[tuple[int, Secret, Secret]] = []
-    for index in range(len(items) - 1):
-        before, after = items[index].text, items[index + 1].text
-        if not before or not after or before[-1].isspace() or after[0].isspace():
+def _find_many(texts: Sequence[str]) -> list[list[Secret]]:
+    """Each text's secrets, found in passes over ``BATCH`` texts joined."""
+    found: list[list[Secret]] = [[] for _ in texts]
+    for first in range(0, len(texts), BATCH):
+        chunk = texts[first : first + BATCH]
+        starts = []
+        position = 0
+        for text in chunk:
+            starts.append(position)
+            position += len(text) + len(SEPARATOR)
+        for secret in find_secrets(SEPARATOR.join(chunk)):
+            # The text the secret starts in (a private key's reach may run past its end: cut there).
+            index = max(0, _rightmost(starts, secret.start))
+            start = secret.start - starts[index]
+            end = min(secret.end - starts[index], len(chunk[index]))
+            if end > start:
+                found[first + index].append(Secret(start, end, secret.kind))
+    return found
+
+
+def _rightmost(starts: list[int], position: int) -> int:
+    low, high = 0, len(starts)
+    while low < high:
+        middle = (low + high) // 2
+        if starts[middle] <= position:
+            low = middle + 1
+        else:
+            high = middle
+    return low - 1
+
+
+def _split_keys(items: Sequence[ProjectedItem], positions: Sequence[int]) -> list[tuple[int, Secret, Secret]]:
+    """Secrets that span the boundary between two neighbouring messages (both among ``positions``):
+    ``(position, its part there, its part in the next message)``. One pass over every boundary."""
+    chosen = set(positions)
+    joins: list[tuple[int, str, str]] = []
+    for index in positions:
+        if index + 1 not in chosen:
             continue
-        tail, head = before[-JOIN_REACH:], after[:JOIN_REACH]
-        for secret in find_secrets(tail + head):
+        before, after = items[index].text, items[index + 1].text
+        if before and after and before[-1] in _KEY_CHARACTERS and after[0] in _KEY_CHARACTERS:
+            joins.append((index, before[-JOIN_REACH:], after[:JOIN_REACH]))
+    if not joins:
+        return []
+    found: list[tuple[int, Secret, Secret]] = []
+    for position, secrets in enumerate(_find_many([tail + head for _index, tail, head in joins])):
+        index, tail, _head = joins[position]
+        before = items[index].text
+        for secret in secrets:
             if secret.start < len(tail) < secret.end:
-                offset = len(before) - len(tail)
-                first = Secret(offset + secret.start, len(before), secret.kind)
+                first = Secret(len(before) - len(tail) + secret.start, len(before), secret.kind)
                 found.append((index, first, Secret(0, secret.end - len(tail), secret.kind)))
     return found
 
@@ -50,18 +103,50 @@ def _overlaps(part: Secret, secrets: list[Secret]) -> bool:
     return any(secret.start < part.end and part.start < secret.end for secret in secrets)
 
 
-def mask_conversation(items: Sequence[ProjectedItem]) -> MaskedConversation:
-    """``items`` with every secret masked (the same items when there is none)."""
-    secrets = [find_secrets(item.text) for item in items]
-    kinds: Counter[str] = Counter(secret.kind for found in secrets for secret in found)
-    for index, first, second in _split_keys(items):
+def mask_conversation(items: Sequence[ProjectedItem], positions: Iterable[int] | None = None) -> MaskedConversation:
+    """``items`` with the secrets of those at ``positions`` (default: all) masked; the others are
+    returned as they are (the caller sends none of them)."""
+    chosen = sorted(set(range(len(items)) if positions is None else positions))
+    secrets = dict(zip(chosen, _find_many([items[index].text for index in chosen]), strict=True))
+    masked: dict[int, Counter[str]] = {}
+    for index, found in secrets.items():
+        if found:
+            masked[index] = Counter(secret.kind for secret in found)
+    for index, first, second in _split_keys(items, chosen):
         new = [(at, part) for at, part in ((index, first), (index + 1, second)) if not _overlaps(part, secrets[at])]
         for at, part in new:
             secrets[at] = sorted([*secrets[at], part], key=lambda secret: secret.start)
         if len(new) == 2:
-            kinds[first.kind] += 1  # one key, in two halves
-    masked = [
-        item if not found else item._replace(text=mask_secrets(item.text, found).text)
-        for item, found in zip(items, secrets, strict=True)
-    ]
-    return MaskedConversation(masked, kinds)
+            masked.setdefault(index, Counter())[first.kind] += 1  # one key, in two halves
+        elif new:
+            masked.setdefault(new[0][0], Counter())
+    result = list(items)
+    for index, found in secrets.items():
+        if found:
+            result[index] = items[index]._replace(text=mask_secrets(items[index].text, found).text)
+    return MaskedConversation(result, masked)
+
+
+def mask_for_budget(
+    items: Sequence[ProjectedItem], size: Callable[[ProjectedItem], int], budget: int
+) -> MaskedConversation:
+    """Mask what a reference of ``budget`` bytes can send: every checkpoint, and the newest messages
+    until, masked, their sizes (``size``: what the budget counts for each, or a lower bound of it)
+    pass it. Masking can shorten a message, so the window grows until the masked ones alone overflow
+    (or all are masked)."""
+    count = len(items)
+    checkpoints = [index for index, item in enumerate(items) if item.checkpoint]
+    total, window = 0, 0
+    while window < count and total <= budget:  # first guess: by the sizes as written
+        window += 1
+        total += size(items[count - window])
+    while True:
+        newest = range(count - window, count)
+        masked = mask_conversation(items, [*checkpoints, *newest])
+        total = 0
+        for index in newest:
+            item = masked.items[index]
+            total += size(item)
+        if window >= count or total > budget:
+            return masked
+        window = min(count, window * 2)

@@ -42,15 +42,16 @@ BACK, AHEAD = 160, 480
 
 
 def _automaton() -> Any:
-    """One Aho-Corasick automaton over every rule's anchors and keywords, in lower case: one pass over
-    the lowered text finds them all (an anchor is then checked in its own case)."""
+    """One Aho-Corasick automaton over every rule's anchors (as written) and keywords (in lower, upper
+    and title case: ``api_key``, ``API_KEY``, ``apiKey``): one pass over the text finds them all."""
     automaton = ahocorasick.Automaton()
-    needles: dict[str, list[tuple[int, str, bool]]] = {}
+    needles: dict[str, list[tuple[int, bool]]] = {}
     for number, rule in enumerate(RULES):
         for anchor in rule.anchors:
-            needles.setdefault(anchor.lower(), []).append((number, anchor, False))
+            needles.setdefault(anchor, []).append((number, False))
         for keyword in rule.keywords:
-            needles.setdefault(keyword, []).append((number, keyword, True))
+            for spelling in {keyword, keyword.upper(), keyword.capitalize()}:
+                needles.setdefault(spelling, []).append((number, True))
     for needle, users in needles.items():
         automaton.add_word(needle, (len(needle), users))
     automaton.make_automaton()
@@ -75,20 +76,14 @@ def find_secrets(text: str) -> list[Secret]:
     """Every secret in ``text``, in order, none overlapping."""
     if not text:
         return []
-    lowered = text.lower()
-    if len(lowered) != len(text):
-        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)  # (positions must agree)
     windows: dict[int, list[tuple[int, int]]] = {}
-    for last, (length, users) in _NEEDLES.iter(lowered):
+    for last, (length, users) in _NEEDLES.iter(text):
         position = last - length + 1
-        for number, needle, keyword in users:
-            if keyword:
-                rule = RULES[number]
-                if rule.assignment and _ASSIGNED.match(text, position + length) is None:
-                    continue  # a word in a sentence, not a name followed by = or :
-            elif not text.startswith(needle, position):
-                continue  # an anchor is case-sensitive
-            windows.setdefault(number, []).append(_window(text, position, RULES[number]))
+        for number, keyword in users:
+            rule = RULES[number]
+            if keyword and rule.assignment and _ASSIGNED.match(text, position + length) is None:
+                continue  # a word in a sentence, not a name followed by = or :
+            windows.setdefault(number, []).append(_window(text, position, rule))
     found: list[Secret] = []
     for number, spans in windows.items():
         rule = RULES[number]

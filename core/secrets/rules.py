@@ -48,8 +48,8 @@ class Rule:
     anchors: tuple[str, ...] = ()
     """Literal text every match contains (case-sensitive): only lines that hold one are looked at."""
     keywords: tuple[str, ...] = ()
-    """Or lower-case words every match contains (in any case), each followed by ``=`` or ``:``
-    (``assignment``) or not."""
+    """Or lower-case words every match's line contains (lower, upper or title case), each followed by
+    ``=`` or ``:`` when ``assignment``."""
     assignment: bool = False
 
 
@@ -197,7 +197,8 @@ RULES: list[Rule] = [
     _ours("github-token", _B + r"github_pat_[A-Za-z0-9_]{70,90}" + _E, anchors=("github_pat_",)),
     _ours("gitlab-token", _B + r"glpat-[A-Za-z0-9_\-]{20}" + _E, anchors=("glpat-",)),
     _ours("stripe-key", _B + r"(?:sk|rk|pk)_(?:test|live)_[0-9A-Za-z]{20,99}" + _E, anchors=("_test_", "_live_")),
-    _ours("twilio-key", _B + r"(?:AC|SK)[0-9a-fA-F]{32}" + _E, anchors=("AC", "SK")),
+    # (A Twilio id's own start, AC or SK, is in too many words: found by where it is written.)
+    _ours("twilio-key", _B + r"(?:AC|SK)[0-9a-fA-F]{32}" + _E, keywords=("twilio", "sid", "account", "api_key")),
     _ours("npm-token", _B + r"npm_[A-Za-z0-9]{36}" + _E, anchors=("npm_",)),
     _ours("npm-token", r"_authToken\s*=\s*([^\s\"']{16,})", anchors=("_authToken",)),
     _ours(

@@ -1,0 +1,107 @@
+"""Benchmarks of secret masking: the finder on its corpus (recall and false positives per kind),
+what masking adds to ``prepare`` of three 1,000-message sources, and how fast a store is scanned
+(``sessionref doctor --secrets``)."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+from bench.workload import conversation_events
+from core import MemorySessionStore, ReferenceInput, SessionReferenceService
+from core.secrets.finder import find_secrets, mask_secrets
+from tests.support.secret_corpus import look_alikes, planted
+
+
+def _median(work: Any, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        work()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def bench_corpus() -> None:
+    cases = planted()
+    harmless = look_alikes()
+    kinds = Counter(case.kind for case in cases)
+    found: Counter[str] = Counter()
+    for case in cases:
+        masked = mask_secrets(case.text).text
+        if not any(value in masked for value in case.values):
+            found[case.kind] += 1
+    flagged = Counter(kind for text in harmless for kind in {secret.kind for secret in find_secrets(text)})
+    false = sum(1 for text in harmless if find_secrets(text))
+    print(f"\n## Secrets: {len(cases)} planted of {len(kinds)} kinds, {len(harmless):,} look-alikes")
+    for kind in sorted(kinds):
+        print(f"  {kind:<24} recall {found[kind]}/{kinds[kind]} = {found[kind] / kinds[kind]:6.1%}")
+    recall = sum(found.values()) / len(cases)
+    print(f"  recall, all kinds:        {recall:6.1%}   (target >= 99%)")
+    print(
+        f"  false positives:          {false}/{len(harmless)} = {false / len(harmless):.2%}   (target <= 0.5%)"
+        + (f"  {dict(flagged)}" if flagged else "")
+    )
+
+
+def bench_prepare(repeats: int) -> None:
+    store = MemorySessionStore(clock=lambda: 0)
+    target = store.create("target", cwd="/bench/project")
+    for index in range(3):
+        source = store.create(f"source-{index}", cwd="/bench/project")
+        for event in conversation_events(1_000, seed=index):
+            source.append(event.type, event.data, surface_op="append")
+    references = [ReferenceInput(f"source-{index}") for index in range(3)]
+    content = [{"type": "text", "text": "compare these"}]
+    loop = asyncio.new_event_loop()
+    cold, warm = {}, {}
+    for redact in (False, True):
+        # Cold: a new service each time (nothing masked yet); warm: the same one (the preview's case,
+        # preparing the same sources at every typing pause: their masked conversations are kept).
+        cold[redact] = _median(
+            lambda r=redact: loop.run_until_complete(
+                SessionReferenceService(store, redact=r).prepare(target, content, references)
+            ),
+            max(repeats, 9),
+        )
+        service = SessionReferenceService(store, redact=redact)
+        loop.run_until_complete(service.prepare(target, content, references))
+        warm[redact] = _median(
+            lambda s=service: loop.run_until_complete(s.prepare(target, content, references)), max(repeats, 9)
+        )
+    loop.close()
+    print("  prepare() of three 1,000-message sources, without / with masking:")
+    for name, timings in (("first time", cold), ("again", warm)):
+        added = timings[True] / timings[False] - 1
+        print(
+            f"    {name:<10} {timings[False] * 1000:6.1f} / {timings[True] * 1000:6.1f} ms: {added:+.0%}"
+            "   (target <= +20%)"
+        )
+
+
+def bench_scan(repeats: int) -> None:
+    text_parts = []
+    for event in conversation_events(20_000, seed=7):
+        for block in event.data.get("content", []) or []:
+            if isinstance(block, dict) and isinstance(block.get("text"), str):
+                text_parts.append(block["text"])
+    text = "\n".join(text_parts)
+    seconds = _median(lambda: find_secrets(text), repeats)
+    print(
+        f"  scanning session text (doctor --secrets): {len(text) / 1e6:.1f} MB in {seconds * 1000:.0f} ms ="
+        f" {len(text) / 1e6 / seconds:.0f} MB/s   (target >= 50 MB/s)"
+    )
+
+
+def main(repeats: int = 5) -> None:
+    bench_corpus()
+    bench_prepare(repeats)
+    bench_scan(repeats)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
