@@ -34,7 +34,7 @@ ALLOWED = {
     # The session tools search as the picker searches (never the database layer: that stays optional).
     "agent": {"base", "sessions", "secrets", "reference", "search", "agent"},
     # The listing the app and the MCP server keep in memory, over any store and other tools' sources.
-    "catalog": {"base", "sessions", "folder", "reference", "search", "stores", "catalog"},
+    "catalog": {"base", "sessions", "secrets", "folder", "reference", "search", "stores", "catalog"},
     # The session tools served over MCP, over a catalog.
     "mcp": {"base", "sessions", "folder", "reference", "search", "stores", "catalog", "agent", "mcp"},
     # Each setting's default is the engine's own.

@@ -4,6 +4,7 @@ you may not see reads exactly as one that does not exist."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import threading
 import time
@@ -218,6 +219,32 @@ def test_sharing_from_the_command_line(team: Team, capsys: pytest.CaptureFixture
     assert "SESSION_QUERY_SESSION_NOT_FOUND" in err and "\x1b" not in err  # data never reaches the terminal raw
     assert cli_main(["unshare", "cli-shared", "--with", team.team, "--store", team.alice]) == 0
     assert "no longer shared with" in capsys.readouterr().out
+
+
+def test_a_session_holding_secrets_is_not_shared_unless_allowed(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
+    key = "ghp_" + "Zq8vLm3NpR5tXw7Yb9Cd1Ef4Gh6Jk2Mn0Pq"
+    store = PostgresSessionStore(team.alice)
+    session = store.create("leaky-share", cwd="/w")
+    say_user(session, "the CI token is " + key)
+    say_assistant(session, "Rotate it.")
+    say_user(session, "and the db: postgresql://app:Xy7pQ2vLm9nR@db.internal/prod")
+    store.release("leaky-share")
+    store.close()
+    assert cli_main(["share", "leaky-share", "--with", team.team, "--store", team.alice]) == 1
+    err = capsys.readouterr().err
+    assert "SESSION_SHARE_HOLDS_SECRETS" in err and "github-token (message 0)" in err
+    assert "url-password (message 2)" in err and key not in err and "Xy7pQ2vLm9nR" not in err
+    bob = PostgresSessionStore(team.bob)
+    listed = asyncio.run(bob.list_sessions())
+    assert "leaky-share" not in {record.header.id for record in listed}  # nothing was shared
+    bob.close()
+    assert cli_main(["share", "leaky-share", "--with", team.team, "--store", team.alice, "--allow-secrets"]) == 0
+    assert f"leaky-share shared with {team.team}" in capsys.readouterr().out
+    # The team store's doctor names it too, without a value.
+    assert cli_main(["doctor", "--no-external", "--store", team.alice, "--secrets"]) == 1
+    out = capsys.readouterr().out
+    assert "warning: secrets: leaky-share: 2 secrets: github-token (message 0), url-password (message 2)" in out
+    assert key not in out
 
 
 async def test_the_listing_follows_every_change_and_costs_nothing_when_there_is_none(team: Team) -> None:

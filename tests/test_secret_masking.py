@@ -197,3 +197,21 @@ def test_the_preview_says_what_was_masked_and_when_masking_is_off(tmp_path: Path
 ])  # fmt: skip
 def test_look_alikes_named_in_the_issue_stay(text: str) -> None:
     assert find_secrets(text) == []
+
+
+def test_doctor_secrets_names_the_sessions_that_hold_some_without_a_value_or_a_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.support.external_fixtures import tree_state
+    from tui.cli.command import main
+
+    _store(tmp_path / "store")
+    (tmp_path / "store").chmod(0o700)
+    before = tree_state(tmp_path / "store")
+    assert main(["doctor", "--root", str(tmp_path / "store"), "--no-external", "--secrets"]) == 1
+    out = capsys.readouterr().out
+    assert "warning: secrets: leaky: 3 secrets: anthropic-key (message 1), aws-access-key-id (message 0)" in out
+    assert "clean" not in out.replace("cleanly", "") and KEY not in out and AWS_SECRET not in out
+    assert "1 sessions hold secrets" in out or "1 session hold secrets" in out
+    assert tree_state(tmp_path / "store") == before  # read-only
+    assert main(["doctor", "--root", str(tmp_path / "store"), "--no-external"]) == 0  # not asked: not looked at

@@ -79,6 +79,7 @@ class JsonlSessionStore:
         compression: Compression = "zstd",
         clock: Clock = system_clock,
         pack_chunks: bool = True,
+        keep_listing: bool = True,
     ) -> None:
         if compression not in FILE_NAMES:
             raise ValueError(f"compression must be 'zstd' or 'none', not {compression!r}")
@@ -94,6 +95,7 @@ class JsonlSessionStore:
         layout = self.layout
         files = SessionFiles(self.root, layout.file_name, layout.other_name, layout.wrong_encoding_text)
         self._listing = StoreListing(files, self.root, compression, layout.read_record)
+        self._listing.saving = keep_listing  # (off for a reader that must change nothing: doctor)
         self.problems: list[StoreProblem] = []
         writer.make_private_dirs(self.root)
 

@@ -74,6 +74,8 @@ class StoreListing:
         self._read_record = read_record
         self.watched = False
         """Set by a host that reports every change under the root through ``note_changes``."""
+        self.saving = True
+        """Whether listings are remembered in the listing cache (off: nothing is ever written)."""
         self._pending: set[str] = set()
         self._walk_due = False
         self._lock = threading.Lock()
@@ -119,7 +121,7 @@ class StoreListing:
         listed = self._listed
         if changes is None or listed is None or listed.owned != owned_key or not self._apply(listed, changes, owned):
             listed = self._full(owned, owned_key)
-        if self._dirty and time.monotonic() - (self._saved_at or 0.0) >= LISTING_SAVE_EVERY:
+        if self.saving and self._dirty and time.monotonic() - (self._saved_at or 0.0) >= LISTING_SAVE_EVERY:
             self.save()
         return list(listed.records), list(listed.problems)
 
@@ -163,8 +165,8 @@ class StoreListing:
 
     @property
     def dirty(self) -> bool:
-        """Whether headers were read that the listing cache does not hold yet."""
-        return self._dirty
+        """Whether headers were read that the listing cache does not hold yet (and it is kept)."""
+        return self._dirty and self.saving
 
     def _record(self, path: str, revision: Revision) -> SessionRecord:
         cached = self._headers.get(path)

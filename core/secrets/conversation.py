@@ -150,3 +150,21 @@ def mask_for_budget(
         if window >= count or total > budget:
             return masked
         window = min(count, window * 2)
+
+
+def describe_secrets(masked: dict[int, Counter[str]]) -> str:
+    """Which kinds of secret, in which messages (never a value): ``anthropic-key (message 3),
+    aws-secret-key ×2 (messages 5, 7)``; positions as ``read_session`` counts them."""
+    where: dict[str, list[int]] = {}
+    counts: Counter[str] = Counter()
+    for position in sorted(masked):
+        for kind, number in masked[position].items():
+            where.setdefault(kind, []).append(position)
+            counts[kind] += number
+    parts = []
+    for kind in sorted(where):
+        times = f" ×{counts[kind]}" if counts[kind] > 1 else ""
+        places = where[kind]
+        label = "message" if len(places) == 1 else "messages"
+        parts.append(f"{kind}{times} ({label} {', '.join(map(str, places))})")
+    return ", ".join(parts)

@@ -37,6 +37,7 @@ def open_store(
     pack_chunks: bool = ...,
     clock: Clock = ...,
     url: None = None,
+    keep_listing: bool = ...,
 ) -> JsonlSessionStore: ...
 
 
@@ -47,12 +48,14 @@ def open_store(
     compression: Compression = "zstd",
     pack_chunks: bool = True,
     clock: Clock = system_clock,
+    keep_listing: bool = True,
 ) -> JsonlSessionStore | PostgresSessionStore:
     """Open the database store at ``url`` or the folder store at ``root`` (exactly one of them).
 
     A folder is created when missing; a database must have been given the store's schema
     (``sessionref db init``). ``compression`` is how a folder store writes new files;
-    ``pack_chunks`` whether runs of streamed deltas are written as one packed row, as dsh does.
+    ``pack_chunks`` whether runs of streamed deltas are written as one packed row, as dsh does;
+    ``keep_listing=False``: a folder store never writes its listing cache (a reader that changes nothing).
 
     Raises:
         SessionQueryError: the database cannot be used (``SESSION_QUERY_DATABASE_UNAVAILABLE`` and the
@@ -67,4 +70,6 @@ def open_store(
 
         return PostgresSessionStore(url, clock=clock, pack_chunks=pack_chunks)
     assert root is not None
-    return JsonlSessionStore(root, compression=compression, clock=clock, pack_chunks=pack_chunks)
+    return JsonlSessionStore(
+        root, compression=compression, clock=clock, pack_chunks=pack_chunks, keep_listing=keep_listing
+    )

@@ -33,7 +33,7 @@ from core.agent.compaction import CompactionPolicy
 from core.agent.loop import ContextSettings
 from core.agent.tokens import WindowMemory
 from core.agent.tool_steps import ToolSettings
-from core.folder.doctor import diagnose, format_diagnosis
+from core.folder.doctor import Finding, diagnose, format_diagnosis
 from core.settings import (
     CommandTaker,
     ConfigError,
@@ -182,6 +182,12 @@ def _add_doctor_command(commands: CommandTaker) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the findings as JSON, for scripts")
     parser.add_argument(
+        "--secrets",
+        action="store_true",
+        help="also list the sessions that hold secrets (keys, tokens, passwords): their kinds, counts and "
+        "messages, never a value (a warning each)",
+    )
+    parser.add_argument(
         "--config", metavar="PATH", help=f"the config file whose [sources] it reads (default: {default_config_path()})"
     )
     # The other agents' folders, noted (what each lists, what it cannot read): never the store's health.
@@ -218,11 +224,13 @@ def doctor(args: argparse.Namespace) -> int:
         diagnosis = diagnose_database(args.store)
     else:
         diagnosis = diagnose(args.root or default_root(), args.compression)
-    if not any(finding.kind in ("missing_root", "unreachable") for finding in diagnosis.findings):
+    if not any(finding.kind in ("missing_root", "unreachable", "missing_schema") for finding in diagnosis.findings):
         from core.catalog.source_check import check_sources
 
         _config, effective = _settings(args.parser, args)
         diagnosis.findings.extend(check_sources(external_sources(effective)))
+        if args.secrets:
+            diagnosis.findings.extend(_secret_findings(args))
     if args.json:
         # ASCII JSON: every control, reordering or non-ASCII character of a file name is a \u escape.
         print(json.dumps(diagnosis.to_json(), ensure_ascii=True, indent=2))
@@ -231,6 +239,26 @@ def doctor(args: argparse.Namespace) -> int:
     if any(finding.kind in ("missing_root", "unreachable", "missing_schema") for finding in diagnosis.findings):
         return EXIT_ROOT
     return 1 if diagnosis.attention else 0
+
+
+def _secret_findings(args: argparse.Namespace) -> list[Finding]:
+    """``doctor --secrets``: the store's sessions that hold secrets (read-only; one warning each)."""
+    from core.catalog.secret_check import check_secrets
+
+    try:
+        if args.store is not None:
+            store: SessionStore = open_store(url=args.store)
+        else:
+            store = open_store(root=args.root or default_root(), compression=args.compression, keep_listing=False)
+    except SessionQueryError as error:
+        return [Finding("error", "secrets_unread", args.store or args.root or "", f"{error.message} ({error.code})")]
+    try:
+        findings, scanned = check_secrets(store)
+    finally:
+        store.close()
+    found = sum(1 for finding in findings if finding.kind == "secrets")
+    summary = f"{scanned / 1e6:.1f} MB of conversation scanned: {found} session{'' if found == 1 else 's'} hold secrets"
+    return [*findings, Finding("info", "secrets_scanned", args.store or args.root or default_root(), summary)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

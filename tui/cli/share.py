@@ -5,8 +5,11 @@ The database enforces it (row-level security): only the session's owner can shar
 team's members can then read and reference it, never write it. The database is ``--store``, else
 ``$SESSIONREF_STORE``, else ``[store] url`` of the config file.
 
-Exit codes: 0 done (or nothing to do), 1 refused (no such session, not yours, no such team),
-2 bad arguments, 3 the database cannot be used.
+A session that holds secrets (keys, tokens, passwords: ``core.secrets``) is not shared: the command
+names their kinds and messages and stops (``SESSION_SHARE_HOLDS_SECRETS``) unless ``--allow-secrets``.
+
+Exit codes: 0 done (or nothing to do), 1 refused (no such session, not yours, no such team, it holds
+secrets), 2 bad arguments, 3 the database cannot be used.
 """
 
 from __future__ import annotations
@@ -15,12 +18,16 @@ import argparse
 import sys
 
 from core.errors import SessionQueryError
+from core.reference.projection import project_conversation
+from core.secrets.conversation import describe_secrets, mask_conversation
 from core.settings import CommandTaker, add_database_options, required_database_url
-from core.stores import open_store
+from core.stores import SessionStore, open_store, run_to_end
 from tui.services.text import visible
 
 EXIT_REFUSED = 1
 EXIT_DATABASE = 3
+SHARE_HOLDS_SECRETS = "SESSION_SHARE_HOLDS_SECRETS"
+"""``sessionref share`` refused: the session holds secrets (``--allow-secrets`` shares it anyway)."""
 
 
 def add_commands(commands: CommandTaker) -> None:
@@ -40,6 +47,12 @@ def add_commands(commands: CommandTaker) -> None:
         )
         parser.add_argument("session", metavar="ID", help="the session's id")
         parser.add_argument("--with", dest="team", metavar="TEAM", required=True, help="the team's database role")
+        if sharing:
+            parser.add_argument(
+                "--allow-secrets",
+                action="store_true",
+                help="share it even though it holds secrets (keys, tokens, passwords): teammates will see them",
+            )
         add_database_options(parser)
         parser.set_defaults(run=share_command, parser=parser)
 
@@ -57,6 +70,15 @@ def share_command(args: argparse.Namespace) -> int:
     except SessionQueryError as error:
         return _say(f"sessionref {kind}: {error.message} ({error.code})", EXIT_DATABASE)
     try:
+        if sharing and not args.allow_secrets:
+            held = _secrets_held(store, args.session)
+            if held:
+                store.close()
+                return _say(
+                    f"sessionref share: session {args.session} holds secrets: {held}; teammates would read them. "
+                    f"Nothing was shared; to share it anyway, add --allow-secrets ({SHARE_HOLDS_SECRETS})",
+                    EXIT_REFUSED,
+                )
         changed = store.share(args.session, args.team) if sharing else store.unshare(args.session, args.team)
         teams = store.shared_with(args.session)
     except SessionQueryError as error:
@@ -69,6 +91,16 @@ def share_command(args: argparse.Namespace) -> int:
     )  # fmt: skip
     print(visible(f"{args.session} {what} {args.team}; shared with: {', '.join(teams) or 'nobody'}"))
     return 0
+
+
+def _secrets_held(store: SessionStore, session_id: str) -> str:
+    """The kinds of secret the session's conversation holds and where ("" when none, or when it cannot
+    be read: then sharing it fails with the database's own reason)."""
+    try:
+        surface = run_to_end(store.read_surface(session_id))
+    except SessionQueryError:
+        return ""
+    return describe_secrets(mask_conversation(project_conversation(surface)).masked)
 
 
 def _say(message: str, code: int) -> int:
