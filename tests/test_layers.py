@@ -18,6 +18,7 @@ ORDER = [
     "catalog",
     "agent",
     "mcp",
+    "export",
     "settings",
 ]
 ALLOWED = {
@@ -37,6 +38,8 @@ ALLOWED = {
     "catalog": {"base", "sessions", "secrets", "folder", "reference", "search", "stores", "catalog"},
     # The session tools served over MCP, over a catalog.
     "mcp": {"base", "sessions", "folder", "reference", "search", "stores", "catalog", "agent", "mcp"},
+    # A session as people read it (its secrets masked).
+    "export": {"base", "sessions", "secrets", "reference", "export"},
     # Each setting's default is the engine's own.
     "settings": {"base", "sessions", "reference", "search", "agent", "settings"},
 }

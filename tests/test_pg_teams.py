@@ -222,7 +222,7 @@ def test_sharing_from_the_command_line(team: Team, capsys: pytest.CaptureFixture
 
 
 def test_a_session_holding_secrets_is_not_shared_unless_allowed(team: Team, capsys: pytest.CaptureFixture[str]) -> None:
-    key = "ghp_" + "Zq8vLm3NpR5tXw7Yb9Cd1Ef4Gh6Jk2Mn0Pq"
+    key = "ghp_" + "Zq8vLm3NpR5tXw7Yb9Cd1Ef4Gh6Jk2Mn0PqRs"
     store = PostgresSessionStore(team.alice)
     session = store.create("leaky-share", cwd="/w")
     say_user(session, "the CI token is " + key)

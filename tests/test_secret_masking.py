@@ -215,3 +215,18 @@ def test_doctor_secrets_names_the_sessions_that_hold_some_without_a_value_or_a_c
     assert "1 sessions hold secrets" in out or "1 session hold secrets" in out
     assert tree_state(tmp_path / "store") == before  # read-only
     assert main(["doctor", "--root", str(tmp_path / "store"), "--no-external"]) == 0  # not asked: not looked at
+
+
+def test_a_title_that_holds_a_key_is_masked_where_it_labels_a_reference(tmp_path: Path) -> None:
+    store = JsonlSessionStore(tmp_path / "store")
+    titled = store.create("titled", cwd="/w", created_at=3)
+    say_user(titled, "hello")
+    me = store.create("me", cwd="/w", created_at=4)
+    service = SessionReferenceService(store)
+    prepared = asyncio.run(
+        service.prepare(me, [{"type": "text", "text": "x"}], [ReferenceInput("titled", f"key {KEY}")])
+    )
+    context = prepared.contexts[0]
+    assert KEY not in json.dumps(context.content) and KEY not in json.dumps(context.meta)
+    assert "[redacted: anthropic-key]" in str(context.content[0]["text"])
+    store.close()

@@ -52,6 +52,7 @@ from core.reference.service import SessionReferenceService, build_context
 from core.reference.uri import ReferenceInput, decode_session_reference_uri, encode_session_reference_uri
 from core.search.finder import SessionSearch
 from core.search.matching import Snippet, fold, make_snippet
+from core.secrets.finder import mask_secrets
 from core.serialization import utf8_length
 from core.sessions.models import SessionRecord
 from core.sessions.wire_shapes import ToolDefinition
@@ -167,7 +168,7 @@ class SessionTools:
             found: dict[str, Any] = {
                 "session": candidate.session_id,
                 "uri": encode_session_reference_uri(candidate.session_id),
-                "label": candidate.label,
+                "label": mask_secrets(candidate.label).text if self.service.redact else candidate.label,
             }
             if candidate.cwd is not None:
                 found["cwd"] = candidate.cwd

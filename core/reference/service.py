@@ -24,6 +24,7 @@ from core.reference.projection import project_conversation
 from core.reference.retention import retain_referenced_session
 from core.reference.uri import ReferenceInput
 from core.secrets.conversation import MaskedConversation, mask_conversation, mask_for_budget
+from core.secrets.finder import mask_secrets
 from core.serialization import js_json_stringify, stringify_tag_safe_json
 from core.sessions.models import (
     Candidate,
@@ -301,12 +302,17 @@ class SessionReferenceService:
         # (A message's characters are a lower bound of the bytes the budget counts for it: enough to
         # know which messages can be sent, without serialising them here.)
         masked = self._masked_for_budget(snapshot, items, budget) if self.redact else None
+        named = mask_secrets(label) if self.redact else None  # (a label is often a title: the first prompt)
+        if named is not None:
+            label = named.text
         retained = retain_referenced_session(snapshot, label, budget, masked.items if masked else items)
         if retained is None:
             raise SessionReferenceError(
                 "referenced session snapshot cannot fit the configured byte budget", BUDGET_EXCEEDED
             )
         kinds = masked.kinds(retained.kept) if masked is not None else None
+        if named is not None and kinds is not None:
+            kinds.update(named.kinds)
         if kinds:
             retained = dataclasses.replace(retained, masked=tuple(sorted(kinds.items())))
         return retained

@@ -37,6 +37,8 @@ class Secret:
 
 _ASSIGNED = re.compile(r"[A-Za-z0-9_.\-]*[\"']?\s{0,3}(?::=|=>|=|:)")
 """After a keyword: the rest of its name, then ``=`` or ``:`` (an assignment, a key of a map)."""
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+"""What a key's word is made of (a match that stops inside one takes the rest of it)."""
 BACK, AHEAD = 160, 480
 """Characters before and after an anchor a rule's match may reach (within its line)."""
 
@@ -94,7 +96,11 @@ def find_secrets(text: str) -> list[Secret]:
                 value = match.group(group)
                 if not value or (rule.check is not None and not rule.check(value)):
                     continue
-                found.append(Secret(match.start(group), match.end(group), rule.kind))
+                start, end = match.start(group), match.end(group)
+                if rule.kind not in GENERIC:  # a key's whole word: never leave a tail of it behind
+                    while end < len(text) and text[end] in _WORD:
+                        end += 1
+                found.append(Secret(start, end, rule.kind))
     return _without_overlaps(found)
 
 

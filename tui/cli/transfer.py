@@ -16,7 +16,7 @@ from rich.text import Text
 
 from core.display import visible
 from core.errors import SessionQueryError
-from core.settings import CommandTaker
+from core.settings import CommandTaker, add_setting_flags, source_settings
 from core.stores import open_store
 
 EXIT_DATABASE = 3
@@ -40,15 +40,39 @@ def add_commands(commands: CommandTaker) -> None:
                 "Existing files are never overwritten: the same events are skipped, others reported."
             ),
         )
-        parser.add_argument("directory", metavar="DIR", help="the JSONL store folder")
-        parser.add_argument("--store", metavar="URL", required=True, help="the database (postgresql://...)")
-        if not into:
-            parser.add_argument(
-                "--compression",
-                choices=["zstd", "none"],
-                default="zstd",
-                help="how the files are written: zstd frames (default, as dsh writes) or plain JSONL",
-            )
+        if into:
+            parser.add_argument("directory", metavar="DIR", help="the JSONL store folder")
+            parser.add_argument("--store", metavar="URL", required=True, help="the database (postgresql://...)")
+            parser.set_defaults(run=transfer_command, parser=parser)
+            continue
+        parser.usage = (
+            "%(prog)s DIR --store URL [--compression {zstd,none}]\n"
+            "       %(prog)s SESSION --format {markdown,html} [-o FILE] [--root DIR | --store URL] [--no-redaction]"
+        )
+        parser.description = (
+            "Write every session of a PostgreSQL database as a JSONL store dsh lists and loads (existing files are "
+            "never overwritten), or, with --format, one session as people read it: Markdown or a self-contained "
+            "HTML page, its secrets masked, for a pull request or a ticket."
+        )
+        parser.add_argument("directory", metavar="DIR|SESSION", help="the JSONL store folder, or the session to read")
+        parser.add_argument("--store", metavar="URL", help="the database (postgresql://...)")
+        parser.add_argument(
+            "--compression",
+            choices=["zstd", "none"],
+            default="zstd",
+            help="how the files are written: zstd frames (default, as dsh writes) or plain JSONL",
+        )
+        parser.add_argument(
+            "--format",
+            choices=["markdown", "html"],
+            help="write one session as people read it (title, folder, times, turns; reasoning folded, tool calls cut)",
+        )
+        parser.add_argument("-o", "--output", metavar="FILE", help="with --format: the file to write (default: stdout)")
+        parser.add_argument(
+            "--root", metavar="DIR", help="with --format: the session store folder (default: the app's)"
+        )
+        parser.add_argument("--config", metavar="PATH", help="with --format: the config file ([sources], [redaction])")
+        add_setting_flags(parser, [*source_settings(), "redaction"])
         parser.set_defaults(run=transfer_command, parser=parser)
 
 
@@ -57,6 +81,12 @@ def transfer_command(args: argparse.Namespace) -> int:
     kind = args.command
     into = kind == "import"
     parser: argparse.ArgumentParser = args.parser
+    if not into and args.format is not None:
+        from tui.cli.readable_export import readable_export
+
+        return readable_export(args)
+    if not into and args.store is None:
+        parser.error("give --store URL (the database to write out), or --format for one session as people read it")
     if into and not os.path.isdir(args.directory):
         parser.error(f"{visible(args.directory)} is not a folder store (no such folder)")
     from core.database.transfer import export_jsonl, import_jsonl  # (psycopg only for these commands)

@@ -1,0 +1,73 @@
+"""``sessionref export SESSION --format markdown|html [-o FILE]``: one session, from any source the
+app lists (this store, other agents', a team store), written as people read it (``core.export``).
+
+Exit codes: 0 written, 1 no such session (or it cannot be read), 2 bad arguments, 3 the store
+cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from core.catalog.catalog import SessionCatalog
+from core.errors import SessionQueryError, SessionReferenceError
+from core.export.readable import readable, to_html, to_markdown
+from core.reference.uri import decode_session_reference_uri
+from core.settings import ConfigError, effective_settings, external_sources, given, load_config
+from core.stores import SessionStore, open_store, run_to_end
+from tui.cli.options import default_root
+from tui.services.text import visible
+
+EXIT_MISSING = 1
+EXIT_STORE = 3
+
+
+def readable_export(args: argparse.Namespace) -> int:
+    """Write the session ``args.directory`` names as ``args.format``."""
+    parser: argparse.ArgumentParser = args.parser
+    try:
+        effective = effective_settings(load_config(args.config), given(args), dict(os.environ))
+    except ConfigError as error:
+        parser.exit(2, f"sessionref export: {visible(str(error))}\n")
+    session_id = args.directory
+    if session_id.startswith("dsh-session:"):
+        try:
+            session_id = decode_session_reference_uri(session_id)
+        except SessionReferenceError as error:
+            parser.exit(2, f"sessionref export: {visible(error.message)} ({error.code})\n")
+    settings = effective.settings
+    try:
+        if args.store is not None:
+            store: SessionStore = open_store(url=args.store)
+        else:
+            root = args.root or default_root()
+            if not os.path.isdir(root):
+                return _say(f"sessionref export: {root} is not a session store folder", EXIT_STORE)
+            store = open_store(root=root, keep_listing=False)
+    except SessionQueryError as error:
+        return _say(f"sessionref export: {error.message} ({error.code})", EXIT_STORE)
+    catalog = SessionCatalog(store, external_sources(effective))
+    try:
+        surface = run_to_end(catalog.read_surface(session_id))
+        title = run_to_end(catalog.read_title(session_id))
+    except SessionQueryError as error:
+        return _say(f"sessionref export: {error.message} ({error.code})", EXIT_MISSING)
+    finally:
+        store.close()
+    session = readable(surface, title.title if title is not None else None, redact=settings.redaction)
+    text = to_markdown(session) if args.format == "markdown" else to_html(session)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        masked = f"{session.masked} secrets masked" if session.redacted else "secrets NOT masked (--no-redaction)"
+        print(visible(f"sessionref export: {session_id} written to {args.output} ({args.format}, {masked})"))
+    return 0
+
+
+def _say(message: str, code: int) -> int:
+    print(visible(message), file=sys.stderr)
+    return code
