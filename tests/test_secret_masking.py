@@ -230,3 +230,22 @@ def test_a_title_that_holds_a_key_is_masked_where_it_labels_a_reference(tmp_path
     assert KEY not in json.dumps(context.content) and KEY not in json.dumps(context.meta)
     assert "[redacted: anthropic-key]" in str(context.content[0]["text"])
     store.close()
+
+
+def test_the_preview_pane_shows_the_masked_kinds_and_when_masking_is_off(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from tui.widgets.preview import render_report
+
+    _store(tmp_path / "store")
+    store = JsonlSessionStore(tmp_path / "store")
+    draft = "see " + format_session_reference_mention("leaky", "Leaky")
+    shown = []
+    for redact in (True, False):
+        report = asyncio.run(build_preview(SessionReferenceService(store, redact=redact), store.get("me"), draft))
+        console = Console(width=100, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+        console.print(render_report(report))
+        shown.append(console.export_text())
+    store.close()
+    assert "3 secrets masked: anthropic-key, aws-access-key-id, aws-secret-key" in shown[0] and KEY not in shown[0]
+    assert "⚠ secrets are sent as they are: redaction is off" in shown[1]
