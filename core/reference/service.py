@@ -25,7 +25,7 @@ from core.reference.retention import retain_referenced_session
 from core.reference.uri import ReferenceInput
 from core.secrets.conversation import MaskedConversation, mask_conversation, mask_for_budget
 from core.secrets.finder import mask_secrets
-from core.serialization import js_json_stringify, stringify_tag_safe_json
+from core.serialization import js_json_stringify, stringify_tag_safe_json, utf8_length
 from core.sessions.models import (
     Candidate,
     HookContext,
@@ -323,7 +323,7 @@ class SessionReferenceService:
         key = (snapshot.session.id, snapshot.captured_through_seq, len(items), sum(len(i.text) for i in items), budget)
         masked = self._masked.get(key)
         if masked is None:
-            masked = mask_for_budget(items, lambda item: len(item.text), budget)
+            masked = mask_for_budget(items, lambda item: utf8_length(item.text), budget)
             self._masked[key] = masked
             while len(self._masked) > MASKED_KEPT:
                 self._masked.popitem(last=False)

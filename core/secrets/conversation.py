@@ -18,6 +18,8 @@ from core.sessions.models import ProjectedItem
 
 JOIN_REACH = 200
 """Characters either side of a boundary between two messages looked at for a split key."""
+SPLIT_HALF = 6
+"""The least of a key a message must end with for the boundary to be looked at."""
 _KEY_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/=")
 """What a key is written in: a boundary between two of these may split one."""
 SEPARATOR = "\n\x1e\n"
@@ -85,7 +87,11 @@ def _split_keys(items: Sequence[ProjectedItem], positions: Sequence[int]) -> lis
             continue
         before, after = items[index].text, items[index + 1].text
         if before and after and before[-1] in _KEY_CHARACTERS and after[0] in _KEY_CHARACTERS:
-            joins.append((index, before[-JOIN_REACH:], after[:JOIN_REACH]))
+            run = 1  # the key-like word the first message ends with: a half worth joining is not short
+            while run < SPLIT_HALF and run < len(before) and before[-run - 1] in _KEY_CHARACTERS:
+                run += 1
+            if run >= SPLIT_HALF:
+                joins.append((index, before[-JOIN_REACH:], after[:JOIN_REACH]))
     if not joins:
         return []
     found: list[tuple[int, Secret, Secret]] = []
