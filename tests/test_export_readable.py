@@ -139,3 +139,19 @@ def test_the_html_in_a_real_browser_reads_as_a_person_would(tmp_path: Path, caps
         page.screenshot(path=str(shot), full_page=True)
         browser.close()
     assert shot.stat().st_size > 20_000
+
+
+def test_markdown_from_data_cannot_open_a_section_or_end_its_code_early() -> None:
+    from core.export.readable import Readable, Turn, to_markdown
+
+    session = Readable(
+        "id`x",
+        "Title\n## Injected section",
+        "/w/`weird`",
+        0,
+        [Turn("assistant", 0, "ok", tools=[("result", "```\n# not a heading\n```")])],
+    )
+    text = to_markdown(session)
+    assert text.startswith("# Title ## Injected section\n") and "\n## Injected" not in text
+    assert "``id`x``" in text and "`` /w/`weird` ``" in text
+    assert "````text\n```\n# not a heading\n```\n````" in text

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -128,18 +129,26 @@ def readable(snapshot: SurfaceSnapshot, title: str | None, *, redact: bool = Tru
     return Readable(header.id, title or header.id, header.cwd, header.created_at, turns, masked, redact)
 
 
+def _code(value: str) -> str:
+    """``value`` as inline code on one line, fenced by more backticks than any run inside it."""
+    value = " ".join(value.splitlines())
+    ticks = "`" * (max((len(run) for run in re.findall(r"`+", value)), default=0) + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{ticks}{pad}{value}{pad}{ticks}"
+
+
 def _fence(text: str) -> str:
-    longest = max((len(run) for run in text.split("\n") if set(run) == {"`"}), default=0)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}text\n{text}\n{ticks}"
 
 
 def to_markdown(session: Readable) -> str:
     """The session as Markdown."""
-    lines = [f"# {session.title}", ""]
-    facts = [f"session `{session.session_id}`"]
+    lines = [f"# {' '.join(session.title.split())}", ""]  # (one line: a title never opens a section)
+    facts = [f"session {_code(session.session_id)}"]
     if session.cwd:
-        facts.append(f"folder `{session.cwd}`")
+        facts.append(f"folder {_code(session.cwd)}")
     facts.append(f"started {_when(session.created_at)}")
     if session.turns and session.turns[-1].time:
         facts.append(f"last message {_when(session.turns[-1].time)}")
