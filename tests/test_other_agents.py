@@ -704,3 +704,15 @@ def test_opencode_older_json_storage_is_read_beside_the_database_and_never_leads
     )
     write_json(storage / "part" / "msg_2" / "prt_2.json", {"id": "prt_2", "type": "text", "text": "OLD-3 later"})
     assert surface(source, "opencode:ses_old")[-1] == ("user", "OLD-3 later")
+
+
+def test_gemini_a_resumed_older_session_in_two_files_is_listed_once_as_its_newest(tmp_path: Path) -> None:
+    root = tmp_path / ".gemini"
+    whole = {**gemini_header(), "messages": [g_user("u1", [{"text": "from the old .json"}])]}
+    old = gemini_file(root, [whole], suffix=".json")
+    new = gemini_file(root, [gemini_header(), g_user("u1", [{"text": "from the old .json"}]), g_user("u2", "resumed")])
+    os.utime(old, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    assert new.stat().st_mtime_ns > old.stat().st_mtime_ns
+    source = GeminiCliSource(root)
+    assert [record.header.id for record in source.listing()] == [f"gemini:{SID}"]
+    assert surface(source, f"gemini:{SID}") == [("user", "from the old .json"), ("user", "resumed")]

@@ -246,9 +246,17 @@ class FileSource(ABC):
         for entry in fresh.values():
             if entry.header is None:
                 problems.append(StoreProblem(entry.path, entry.problem or f"no readable {self.name} record"))
-            else:
+                continue
+            twin = entries.get(entry.header.id)
+            # One session in two files (Gemini CLI resumes an older .json session into a new .jsonl
+            # beside it): the file written last is the session.
+            if twin is None or (entry.revision[3], str(entry.path)) > (twin.revision[3], str(twin.path)):
                 entries[entry.header.id] = entry
-                records.append(SessionRecord.model_construct(header=entry.header, live=False, persisted=True))
+        records = [
+            SessionRecord.model_construct(header=entry.header, live=False, persisted=True)
+            for entry in entries.values()
+            if entry.header is not None
+        ]
         records.sort(key=listing_order_key)
         self._entries, self.problems, self._records = entries, problems, records
         return records
