@@ -321,7 +321,7 @@ def mcp_frame(data: bytes) -> str:
     no request id can be read; a request that parses is never dropped."""
     from mcp_types import jsonrpc_message_adapter
 
-    from core.mcp.wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, screen
+    from core.mcp.wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, encode_frame, screen
 
     def validate(frame: str) -> object:
         return jsonrpc_message_adapter.validate_json(frame, by_name=False)
@@ -340,7 +340,7 @@ def mcp_frame(data: bytes) -> str:
             check(error["code"] in (PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS), f"code {error['code']}")
         else:
             check(answer["result"]["isError"] is True, "a refusal that is not an error")
-        json.dumps(answer, ensure_ascii=False).encode("utf-8")
+        check(json.loads(encode_frame(answer)) == answer, "an answer that does not read back as written")
     try:
         parsed = json.loads(data.decode("utf-8", "replace"))
     except (ValueError, RecursionError):

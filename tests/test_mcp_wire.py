@@ -194,3 +194,14 @@ def test_the_screen_forwards_what_the_sdk_takes_unchanged_in_meaning() -> None:
     assert refused["result"]["isError"] and "TOOL_INVALID_ARGUMENTS" in refused["result"]["content"][0]["text"]
     # A response the client sends (to a request of ours) is never answered, even malformed.
     assert screen(b'{"jsonrpc":"2.0","id":4,"result":', validate).answers == []
+
+
+def test_an_answer_to_an_id_with_a_lone_surrogate_gives_the_id_back_as_it_was_written() -> None:
+    # Found by the fuzzer: an id written "\ud83d" could not be written back as UTF-8.
+    from core.mcp.wire import encode_frame, screen
+
+    line = b'{"jsonrpc": "2.0", "id": "a\\ud83db", "method": "tools/call" "params": {}}'
+    (answer,) = screen(line, lambda frame: None).answers
+    written = encode_frame(answer)
+    assert b'"id":"a\\ud83db"' in written and json.loads(written) == answer
+    assert encode_frame({"id": "caf\u00e9"}) == '{"id":"caf\u00e9"}\n'.encode()  # UTF-8 when it can be

@@ -119,6 +119,15 @@ def _readable(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+def encode_frame(message: dict[str, Any]) -> bytes:
+    """One message of ours as the line written: UTF-8 JSON, or, when it holds a lone surrogate (an id
+    a client wrote as ``"\\ud83d"``), ASCII JSON that gives the client its id back escaped as it was."""
+    try:
+        return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(message, separators=(",", ":")) + "\n").encode("ascii")
+
+
 def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
@@ -228,7 +237,9 @@ class Wire:
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message of ours."""
-        await self.write(json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n")
+        data = encode_frame(message)
+        async with self._lock:
+            await anyio.to_thread.run_sync(self._write_all, data)
 
     def _write_all(self, data: bytes) -> None:
         self._out.write(data)
