@@ -211,11 +211,12 @@ class SessionTools:
             what = f"session {json.dumps(session_id)} cannot be read: {visible(error.message)}"
             raise _ToolError(what, TOOL_READ_FAILED) from None
         with collector_paused():
-            total = len(project_conversation(snapshot))
+            projected = project_conversation(snapshot)
+        total = len(projected)
         start = _integer(arguments, "from_message", 0, low=0, high=max(total - 1, 0))
         stop = _integer(arguments, "to_message", total, low=start, high=total)
         # The page's secrets masked (its neighbours too: a key may be split over two messages).
-        items = self.service.conversation(snapshot, range(max(0, start - 1), min(total, stop + 1)))
+        items = self.service.leaving(projected, range(max(0, start - 1), min(total, stop + 1)))
         page = _Page(session_id, snapshot.captured_through_seq, total, start)
         for index in range(start, stop):
             item = items[index]

@@ -336,6 +336,10 @@ class SessionReferenceService:
         (default: all) with their secrets masked, unless ``redact`` is off. What the session tools read."""
         with collector_paused():
             items = project_conversation(snapshot)
+        return self.leaving(items, positions)
+
+    def leaving(self, items: list[ProjectedItem], positions: Iterable[int] | None = None) -> list[ProjectedItem]:
+        """A projected conversation as it leaves its owner (``conversation`` of what is projected already)."""
         if not self.redact:
             return items
         return mask_conversation(items, positions).items

@@ -144,6 +144,26 @@ def newest_branch(records: Mapping[str, LinkedRecord], order: Sequence[str]) -> 
     return chain
 
 
+def chats_files(projects: Path, wanted: Callable[[str], bool]) -> Iterator[str]:
+    """The files ``wanted`` names in ``<projects>/<project>/chats/`` (Gemini CLI's and Qwen Code's
+    layout); no link out of the tool's folder is followed, a project folder or its ``chats`` alike."""
+    try:
+        folders = [entry for entry in os.scandir(projects) if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for folder in folders:
+        chats = os.path.join(folder.path, "chats")
+        if os.path.islink(chats):
+            continue
+        try:
+            names = os.listdir(chats)
+        except OSError:
+            continue
+        for name in names:
+            if wanted(name):
+                yield os.path.join(chats, name)
+
+
 @dataclass
 class ExternalSession:
     """One session of another agent as read: its header, folded surface, title and problems."""

@@ -35,6 +35,7 @@ from core.sessions.sources.files import (
     ExternalSession,
     FileSource,
     SurfaceBuilder,
+    chats_files,
     json_lines,
     millis,
     prompt_title,
@@ -118,24 +119,11 @@ class GeminiCliSource(FileSource):
         self._folders: dict[str, str | None] = {}
 
     def _files(self) -> Iterator[str]:
-        projects = self.root / "tmp"
-        try:
-            folders = [entry for entry in os.scandir(projects) if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            return
         self._folders = {}
-        for folder in folders:
-            chats = os.path.join(folder.path, "chats")
-            if os.path.islink(chats):
-                continue  # a link out of the tool's folder is never followed
-            try:
-                names = os.listdir(chats)
-            except OSError:
-                continue
-            for name in names:
-                # Sub-agents' sessions live in a folder of their parent's: part of it, never listed.
-                if name.startswith("session-") and name.endswith((".jsonl", ".json")):
-                    yield os.path.join(chats, name)
+        # Sub-agents' sessions live in a folder of their parent's: part of it, never listed.
+        return chats_files(
+            self.root / "tmp", lambda name: name.startswith("session-") and name.endswith((".jsonl", ".json"))
+        )
 
     def _cwd(self, project: Path) -> str | None:
         """The working folder of a project folder (``.project_root``, else ``projects.json``)."""

@@ -31,6 +31,7 @@ from core.sessions.sources.files import (
     FileSource,
     LinkedRecord,
     SurfaceBuilder,
+    chats_files,
     json_lines,
     millis,
     newest_branch,
@@ -78,22 +79,7 @@ class QwenCodeSource(FileSource):
     follow_links = False
 
     def _files(self) -> Iterator[str]:
-        projects = self.root / "projects"
-        try:
-            folders = [entry for entry in os.scandir(projects) if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            return
-        for folder in folders:
-            chats = os.path.join(folder.path, "chats")
-            if os.path.islink(chats):
-                continue  # a link out of the tool's folder is never followed
-            try:
-                names = os.listdir(chats)
-            except OSError:
-                continue
-            for name in names:
-                if name.endswith(".jsonl"):
-                    yield os.path.join(chats, name)
+        return chats_files(self.root / "projects", lambda name: name.endswith(".jsonl"))
 
     def _header(self, path: Path) -> SessionHeader | None:
         created: int | None = None
