@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import statistics
-import time
 import tracemalloc
-from collections.abc import Callable
 from typing import Any
 
+from bench.timing import median_seconds
 from bench.workload import conversation_events, snapshot_of
 from core import (
     DEFAULT_MAX_REFERENCE_BYTES,
@@ -21,15 +19,6 @@ from core import (
     project_conversation,
     retain_referenced_session,
 )
-
-
-def median_seconds(work: Callable[[], Any], repeats: int) -> float:
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        work()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 def conversation_object(snapshot: Any) -> dict[str, Any]:

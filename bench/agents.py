@@ -11,15 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 from bench.app import print_latencies, type_mentions
 from bench.external import _claude_records, _codex_records, _write
+from bench.timing import median_seconds
 from core import EchoModel, MemorySessionStore
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
@@ -205,15 +203,6 @@ def sources(roots: dict[str, Path]) -> list[ExternalSource]:
     ]
 
 
-def _median(work: Any, repeats: int) -> float:
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        work()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
-
-
 async def _keystrokes(roots: dict[str, Path], rounds: int) -> list[float]:
     from tui.app.sessionref_app import make_app
 
@@ -238,11 +227,11 @@ def main(repeats: int = 5) -> None:
         " opencode and Kilo CLI"
     )
     counted: list[int] = []
-    cold = _median(lambda: counted.append(sum(len(source.listing()) for source in sources(roots))), repeats)
+    cold = median_seconds(lambda: counted.append(sum(len(source.listing()) for source in sources(roots))), repeats)
     warm_sources = sources(roots)
     for source in warm_sources:
         source.listing()
-    warm = _median(lambda: [source.listing() for source in warm_sources], repeats)
+    warm = median_seconds(lambda: [source.listing() for source in warm_sources], repeats)
     print(f"  cold listing of {counted[-1]:,} (fresh sources):  {cold * 1000:7.0f} ms   (target: 100,000 in <= 5 s)")
     print(f"  warm listing (nothing changed):          {warm * 1000:7.1f} ms")
     print("  picker in the app over all of them: key received -> picker painted")
@@ -254,7 +243,7 @@ def main(repeats: int = 5) -> None:
         source = OpenCodeSource(roots["long"], database=database)  # nothing cached
         assert len(source.session("opencode:ses_long").events) == LONG_MESSAGES
 
-    read = _median(read_long, max(repeats, 5))
+    read = median_seconds(read_long, max(repeats, 5))
     print(
         f"  a {LONG_MESSAGES:,}-message opencode session read from SQLite (fresh source): {read * 1000:6.1f} ms"
         "   (target <= 50 ms)"

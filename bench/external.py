@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from bench.timing import median_seconds
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.merged import MergedSessionQuery
@@ -146,15 +145,6 @@ def seed(root: Path = _ROOT) -> tuple[Path, Path, Path]:
     return claude, codex, big
 
 
-def _median(work: object, repeats: int) -> float:
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        work()  # type: ignore[operator]
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
-
-
 def _stat_floor(claude: Path, codex: Path) -> None:
     for folder in (claude / "projects", codex / "sessions"):
         for base, _dirs, names in os.walk(folder):
@@ -165,12 +155,12 @@ def _stat_floor(claude: Path, codex: Path) -> None:
 def main(repeats: int = 5) -> None:
     claude, codex, big = seed()
     print(f"\n## Other agents' sessions: {SESSIONS:,} Claude Code + {SESSIONS:,} Codex files")
-    cold = _median(lambda: (ClaudeCodeSource(claude).listing(), CodexSource(codex).listing()), repeats)
+    cold = median_seconds(lambda: (ClaudeCodeSource(claude).listing(), CodexSource(codex).listing()), repeats)
     sources = (ClaudeCodeSource(claude), CodexSource(codex))
     for source in sources:
         source.listing()
-    warm = _median(lambda: [source.listing() for source in sources], repeats)
-    floor = _median(lambda: _stat_floor(claude, codex), repeats)
+    warm = median_seconds(lambda: [source.listing() for source in sources], repeats)
+    floor = median_seconds(lambda: _stat_floor(claude, codex), repeats)
     print(f"  cold listing (fresh sources, heads read): {cold * 1000:7.0f} ms   (target <= 2000 ms)")
     print(f"  warm listing (stat per file):             {warm * 1000:7.1f} ms = {warm / floor:.2f}x the stat floor"
           f" ({floor * 1000:.1f} ms; target <= 2x)")  # fmt: skip
@@ -188,8 +178,8 @@ def main(repeats: int = 5) -> None:
         source.listing()
         loop.run_until_complete(source.read_surface("claude:" + big.stem))
 
-    floor = _median(parse_floor, repeats)
-    read = _median(read_surface, repeats)
+    floor = median_seconds(parse_floor, repeats)
+    read = median_seconds(read_surface, repeats)
     print(f"  read_surface of a {size / 1e6:.0f} MB transcript: {read * 1000:6.0f} ms = {read / floor:.2f}x"
           f" its parse floor ({floor * 1000:.0f} ms: json.loads of every line; target <= 2x)")  # fmt: skip
     huge = big.parent / "0badc0de-0000-4000-8000-000000000100.jsonl"
@@ -201,7 +191,7 @@ def main(repeats: int = 5) -> None:
     print(f"  read_surface of a {huge.stat().st_size / 1e6:.0f} MB transcript, in a fresh process:"
           f" {_huge_read(huge)}")  # fmt: skip
     query = MergedSessionQuery(sources[0], [sources[1]])
-    merged = _median(lambda: loop.run_until_complete(query.list_sessions()), repeats)
+    merged = median_seconds(lambda: loop.run_until_complete(query.list_sessions()), repeats)
     loop.close()
     print(f"  the merged listing of both (warm):          {merged * 1000:6.1f} ms")
 
@@ -209,6 +199,7 @@ def main(repeats: int = 5) -> None:
 _HUGE = """
 import sys, time
 from pathlib import Path
+from bench.timing import median_seconds
 from core.sessions.sources.claude import ClaudeCodeSource
 
 def high_water_mb():  # this process's own peak (ru_maxrss would include the parent's, across exec)

@@ -5,25 +5,14 @@ what masking adds to ``prepare`` of three 1,000-message sources, and how fast a 
 from __future__ import annotations
 
 import asyncio
-import statistics
 import sys
-import time
 from collections import Counter
-from typing import Any
 
+from bench.timing import median_seconds
 from bench.workload import conversation_events
 from core import MemorySessionStore, ReferenceInput, SessionReferenceService
 from core.secrets.finder import find_secrets, mask_secrets
 from tests.support.secret_corpus import look_alikes, planted
-
-
-def _median(work: Any, repeats: int) -> float:
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        work()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
 
 
 def bench_corpus() -> None:
@@ -62,7 +51,7 @@ def bench_prepare(repeats: int) -> None:
     for redact in (False, True):
         # Cold: a new service each time (nothing masked yet); warm: the same one (the preview's case,
         # preparing the same sources at every typing pause: their masked conversations are kept).
-        cold[redact] = _median(
+        cold[redact] = median_seconds(
             lambda r=redact: loop.run_until_complete(
                 SessionReferenceService(store, redact=r).prepare(target, content, references)
             ),
@@ -70,7 +59,7 @@ def bench_prepare(repeats: int) -> None:
         )
         service = SessionReferenceService(store, redact=redact)
         loop.run_until_complete(service.prepare(target, content, references))
-        warm[redact] = _median(
+        warm[redact] = median_seconds(
             lambda s=service: loop.run_until_complete(s.prepare(target, content, references)), max(repeats, 9)
         )
     loop.close()
@@ -90,7 +79,7 @@ def bench_scan(repeats: int) -> None:
             if isinstance(block, dict) and isinstance(block.get("text"), str):
                 text_parts.append(block["text"])
     text = "\n".join(text_parts)
-    seconds = _median(lambda: find_secrets(text), repeats)
+    seconds = median_seconds(lambda: find_secrets(text), repeats)
     print(
         f"  scanning session text (doctor --secrets): {len(text) / 1e6:.1f} MB in {seconds * 1000:.0f} ms ="
         f" {len(text) / 1e6 / seconds:.0f} MB/s   (target >= 50 MB/s)"

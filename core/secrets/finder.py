@@ -2,7 +2,8 @@
 ``mask_secrets`` replaces each by ``[redacted: <kind>]`` and says how many of each kind it masked.
 
 Fast: each rule names literal text every match of it contains (``anchors``, or case-insensitive
-``keywords``); one Aho-Corasick pass (``pyahocorasick``) finds them all, and a rule's pattern runs only
+``keywords``); one Aho-Corasick pass (``ahocorasick-rs``, the Rust ``aho-corasick`` crate with its
+SIMD prefilter) finds them all, and a rule's pattern runs only
 around them (a private key's, over what may be its body). A keyword of an assignment rule counts only inside a
 name followed by ``=`` or ``:``. A mask replaces the
 secret only (``password=`` and a URL's user stay); overlapping finds keep the longer one.
@@ -13,9 +14,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
-import ahocorasick
+import ahocorasick_rs
 
 from core.secrets.rules import RULES, Rule
 
@@ -43,10 +43,10 @@ BACK, AHEAD = 160, 480
 """Characters before and after an anchor a rule's match may reach (within its line)."""
 
 
-def _automaton() -> Any:
+def _automaton() -> tuple[ahocorasick_rs.AhoCorasick, list[tuple[int, list[tuple[int, bool]]]]]:
     """One Aho-Corasick automaton over every rule's anchors (as written) and keywords (in lower, upper
-    and title case: ``api_key``, ``API_KEY``, ``apiKey``): one pass over the text finds them all."""
-    automaton = ahocorasick.Automaton()
+    and title case: ``api_key``, ``API_KEY``, ``apiKey``): one pass over the text finds them all.
+    With it, per needle: its length and the rules it stands for (``(rule number, is a keyword)``)."""
     needles: dict[str, list[tuple[int, bool]]] = {}
     for number, rule in enumerate(RULES):
         for anchor in rule.anchors:
@@ -54,13 +54,11 @@ def _automaton() -> Any:
         for keyword in rule.keywords:
             for spelling in {keyword, keyword.upper(), keyword.capitalize()}:
                 needles.setdefault(spelling, []).append((number, True))
-    for needle, users in needles.items():
-        automaton.add_word(needle, (len(needle), users))
-    automaton.make_automaton()
-    return automaton
+    words = sorted(needles)
+    return ahocorasick_rs.AhoCorasick(words), [(len(word), needles[word]) for word in words]
 
 
-_NEEDLES = _automaton()
+_NEEDLES, _USERS = _automaton()
 
 
 def _window(text: str, position: int, rule: Rule) -> tuple[int, int]:
@@ -79,8 +77,8 @@ def find_secrets(text: str) -> list[Secret]:
     if not text:
         return []
     windows: dict[int, list[tuple[int, int]]] = {}
-    for last, (length, users) in _NEEDLES.iter(text):
-        position = last - length + 1
+    for needle, position, _end in _NEEDLES.find_matches_as_indexes(text, overlapping=True):
+        length, users = _USERS[needle]
         for number, keyword in users:
             rule = RULES[number]
             if keyword and rule.assignment and _ASSIGNED.match(text, position + length) is None:
