@@ -98,6 +98,8 @@ class PostgresSessionStore:
     """
 
     def __init__(self, conninfo: str, *, clock: Clock = system_clock, pack_chunks: bool = True) -> None:
+        self.url = conninfo
+        """The database this store was opened on (a hand-off's ``sessionref mcp`` opens the same)."""
         self._clock = clock
         self.pack_chunks = pack_chunks
         self.watched = False

@@ -62,7 +62,13 @@ def _plain_event(row: dict[str, Any], path: Path, offset: int) -> SessionEvent:
         if type(row.get("seq")) is not int or type(row.get("time")) is not int or not isinstance(row.get("data"), dict):
             raise ValueError("seq, time and data are required")
         return trusted_event(
-            row["type"], row["seq"], row["time"], row["data"], row.get("surfaceOp"), row.get("sourceEventSeqs")
+            row["type"],
+            row["seq"],
+            row["time"],
+            row["data"],
+            row.get("surfaceOp"),
+            row.get("sourceEventSeqs"),
+            row.get("ignorable") is True,
         )
     except (KeyError, ValueError) as error:
         raise corrupt_session(path, offset, f"malformed event row ({error})") from error
@@ -385,13 +391,13 @@ def _add_events(
                 event = new(SessionEvent)  # trusted_event, inlined
                 if len(row) == 4:
                     # The row's own dict becomes the event's fields (one dict fewer per event to
-                    # build, and to free): its four fields are the event's, the other two are added.
-                    row["surface_op"], row["source_event_seqs"] = op, sources
+                    # build, and to free): its four fields are the event's, the other three are added.
+                    row["surface_op"], row["source_event_seqs"], row["ignorable"] = op, sources, False
                     _SET_DICT(event, row)
-                else:  # fields dsh does not write: kept out of the event, as before
+                else:  # dsh's ignorable marker is kept; fields dsh does not write are kept out of the event
                     _SET_DICT(event, {
                         "type": kind, "seq": seq, "time": time, "data": data, "surface_op": op,
-                        "source_event_seqs": sources,
+                        "source_event_seqs": sources, "ignorable": row.get("ignorable") is True,
                     })  # fmt: skip
                 _SET_FIELDS_SET(event, _FIELDS_SET)
                 _SET_EXTRA(event, None)

@@ -60,7 +60,11 @@ class SessionHeader(_WireModel):
 
 
 class SessionEvent(_WireModel):
-    """One event of a session log: ``{type, seq, time, data, surfaceOp?, sourceEventSeqs?}``."""
+    """One event of a session log: ``{type, seq, time, data, surfaceOp?, sourceEventSeqs?, ignorable?}``.
+
+    ``ignorable``: dsh's envelope marker for an event of a type it need not know (dsh refuses a log
+    with an unknown type unless it is so marked); sessionref writes its own notes (a hand-off) so.
+    """
 
     type: str
     seq: int
@@ -68,6 +72,7 @@ class SessionEvent(_WireModel):
     data: dict[str, JsonValue]
     surface_op: str | dict[str, JsonValue] | None = None
     source_event_seqs: list[int] | None = None
+    ignorable: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         """The event exactly as CONTRACT §1 spells it."""
@@ -76,6 +81,8 @@ class SessionEvent(_WireModel):
             wire["surfaceOp"] = self.surface_op
         if self.source_event_seqs is not None:
             wire["sourceEventSeqs"] = self.source_event_seqs
+        if self.ignorable:
+            wire["ignorable"] = True
         return wire
 
 
@@ -268,6 +275,7 @@ def trusted_event(
     data: dict[str, JsonValue],
     surface_op: str | dict[str, JsonValue] | None = None,
     source_event_seqs: list[int] | None = None,
+    ignorable: bool = False,
 ) -> SessionEvent:
     """A ``SessionEvent`` built without validation, for values the caller has already checked.
 
@@ -285,6 +293,7 @@ def trusted_event(
             "data": data,
             "surface_op": surface_op,
             "source_event_seqs": source_event_seqs,
+            "ignorable": ignorable,
         },
     )
     _set(event, "__pydantic_fields_set__", set(_EVENT_FIELDS))

@@ -26,7 +26,7 @@ from core.sessions.models import (
     trusted_event,
 )
 from core.sessions.query import listing_order_key
-from core.sessions.surface import SurfaceFolder, derive_messages, events_at
+from core.sessions.surface import SURFACE_EVENT_TYPES, SurfaceFolder, derive_messages, events_at
 from core.sessions.wire_shapes import ModelMessage
 
 Clock = Callable[[], int]
@@ -178,15 +178,21 @@ class Session:
         surface_op: str | Mapping[str, Any] | None = None,
         source_event_seqs: Sequence[int] | None = None,
         buffered: bool = False,
+        ignorable: bool = False,
     ) -> SessionEvent:
         """Validate and append one event; nothing is written when it is rejected.
+
+        ``ignorable`` marks an event of sessionref's own (not a dsh type: a hand-off's note) as one
+        dsh may skip; it is never a surface event.
 
         Raises:
             SessionQueryError: ``SESSION_QUERY_INVALID_EVENT`` for a bad type or non-plain-JSON data,
                 ``SESSION_QUERY_INVALID_SURFACE`` for a surface-op violation; an I/O error of a
                 durable store propagates as its own ``SessionQueryError``.
         """
-        return self.append_batch([(type, data, surface_op, source_event_seqs)], buffered=buffered)[0]
+        if ignorable and (surface_op is not None or source_event_seqs is not None or type in SURFACE_EVENT_TYPES):
+            raise invalid_event(f"{type!r}: an ignorable event is never part of the surface")
+        return self._append([(type, data, surface_op, source_event_seqs)], buffered=buffered, ignorable=ignorable)[0]
 
     def append_batch(
         self,
@@ -204,13 +210,22 @@ class Session:
         Raises:
             SessionQueryError: as ``append``.
         """
+        return self._append(batch, buffered=buffered, ignorable=False)
+
+    def _append(
+        self,
+        batch: Sequence[tuple[str, Mapping[str, Any], str | Mapping[str, Any] | None, Sequence[int] | None]],
+        *,
+        buffered: bool,
+        ignorable: bool,
+    ) -> list[SessionEvent]:
         folder = SurfaceFolder()
         folder.seqs = list(self._folder.seqs)
         folder.next_seq = self._folder.next_seq
         now = self._clock()
         events: list[SessionEvent] = []
         for type_, data, surface_op, source_event_seqs in batch:
-            events.append(self._validated(folder, type_, data, surface_op, source_event_seqs, now))
+            events.append(self._validated(folder, type_, data, surface_op, source_event_seqs, now, ignorable))
         if buffered:
             self._pending.extend(events)
         else:
@@ -249,6 +264,7 @@ class Session:
         surface_op: Any,
         source_event_seqs: Any,
         now: int,
+        ignorable: bool = False,
     ) -> SessionEvent:
         if not isinstance(event_type, str) or not event_type:
             raise invalid_event(f"type must be a non-empty string, got {event_type!r}")
@@ -268,7 +284,7 @@ class Session:
             raise invalid_event("session/title needs a string title and integer messageSeqs")
         seq = folder.next_seq
         folder.push(event_type, seq, op, sources)
-        return trusted_event(event_type, seq, now, plain, op, sources)
+        return trusted_event(event_type, seq, now, plain, op, sources, ignorable)
 
     def derive_messages(self) -> list[ModelMessage]:
         """The model history of this session (CONTRACT §1)."""

@@ -64,8 +64,11 @@ class SessionRefApp(App[None]):
         watch_store: bool = True,
         tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
         redact: bool = True,
+        draft: str | None = None,
     ) -> None:
         super().__init__()
+        self.draft = draft
+        """What the prompt starts with, unsent (``--draft``; a hand-off to sessionref)."""
         workspace = self.workspace = Workspace(
             store=store,
             model=model,
@@ -163,6 +166,10 @@ class SessionRefApp(App[None]):
 
     def on_chat_screen_ready(self, _message: ChatScreen.Ready) -> None:
         self.listing.start()
+        if self.draft:
+            self.chat.prompt.load_text(self.draft)
+            self.chat.prompt.move_cursor(self.chat.prompt.document.end)
+            self.draft = None
 
     def on_picker_control_shown(self, message: PickerControl.Shown) -> None:
         self.trace.picker_latencies.append(message.seconds)
@@ -248,6 +255,7 @@ def make_app(
     watch_store: bool = True,
     tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
     redact: bool = True,
+    draft: str | None = None,
 ) -> SessionRefApp:
     """Build the app on ``store``: open ``session_id`` (or start a new session in ``cwd``).
 
@@ -279,4 +287,5 @@ def make_app(
         watch_store=watch_store,
         tools=tools,
         redact=redact,
+        draft=draft,
     )

@@ -198,13 +198,14 @@ def _add_doctor_command(commands: CommandTaker) -> None:
 def command_parser() -> argparse.ArgumentParser:
     """The whole command line: the app's options, and every subcommand with its own."""
     from tui.cli.db import add_commands as add_db_commands
+    from tui.cli.handoff import add_commands as add_handoff_commands
     from tui.cli.mcp import add_commands as add_mcp_commands
     from tui.cli.share import add_commands as add_share_commands
     from tui.cli.transfer import add_commands as add_transfer_commands
 
     parser = build_parser()
     commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
-    names = "config, doctor, db, import, export, share, unshare, mcp"
+    names = "config, doctor, db, import, export, share, unshare, mcp, handoff"
     parser.usage = f"%(prog)s [options]            the app\n       %(prog)s COMMAND [options]    COMMAND: {names}"
     _add_config_command(commands)
     _add_doctor_command(commands)
@@ -212,6 +213,7 @@ def command_parser() -> argparse.ArgumentParser:
     add_transfer_commands(commands)
     add_share_commands(commands)
     add_mcp_commands(commands)
+    add_handoff_commands(commands)
     return parser
 
 
@@ -358,6 +360,7 @@ def _run_app(
             search_config=search_config,
             external=external_sources(effective, demo=args.demo),
             redact=settings.redaction,
+            draft=args.draft,
             context=_context(settings),
             tools=ToolSettings(read_bytes=settings.tool_read_bytes, max_steps=settings.max_steps)
             if settings.tools

@@ -56,6 +56,12 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--session", metavar="ID", help="open this existing session instead of starting a new one")
     parser.add_argument(
+        "--draft",
+        metavar="TEXT",
+        help="start with this in the prompt, unsent (its @mentions become chips): sessionref handoff --to "
+        "sessionref starts the app so",
+    )
+    parser.add_argument(
         "--compression",
         choices=("zstd", "none"),
         default="zstd",

@@ -1,0 +1,232 @@
+"""The agents a session can be handed to, and how each is started in the session's folder with the
+briefing as its first prompt and ``sessionref mcp`` attached for that run only.
+
+Each agent's own documented options carry the server; nothing of the user's configuration is
+written or changed:
+
+- Claude Code: ``--mcp-config`` (a file of this run's, alongside the user's servers) and
+  ``--allowedTools`` for the three read-only tools; ``claude -p`` headless.
+- Codex: ``-c mcp_servers.sessionref.*`` overrides; ``codex exec`` headless.
+- Gemini CLI: ``$GEMINI_CLI_SYSTEM_DEFAULTS_PATH``, the lowest settings layer (the user's own
+  settings still win; ``mcpServers`` merge by name), a copy of the system defaults with the server
+  added, ``trust`` set (the tools only read); ``gemini -i`` interactive, ``gemini -p`` headless.
+- opencode: ``$OPENCODE_CONFIG_CONTENT``, merged over the user's configuration; ``opencode --prompt``
+  interactive, ``opencode run`` headless.
+- sessionref: a new sessionref session in the folder whose draft references the source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from core.handoff.briefing import TOOL_NAMES
+
+SERVER_NAME = "sessionref"
+ARGUMENT_BYTES = 120_000
+"""The largest argument an agent is started with (Linux refuses one over 128 KiB)."""
+HANDOFF_NOT_INSTALLED = "HANDOFF_AGENT_NOT_INSTALLED"
+HANDOFF_TOO_LARGE = "HANDOFF_BRIEFING_TOO_LARGE"
+
+
+@dataclass(frozen=True)
+class ToolServer:
+    """How the continuing agent starts ``sessionref mcp`` on the same sessions: a program, its
+    arguments, and the environment variables it must be given (a store's URL never in an argument)."""
+
+    command: str
+    args: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def for_store(
+        cls,
+        *,
+        root: str | None,
+        url: str | None,
+        config: str | None = None,
+        redact: bool = True,
+        python: str = sys.executable,
+    ) -> ToolServer:
+        """``sessionref mcp`` of this installation on the folder store ``root`` or the database ``url``."""
+        args = ["-m", "tui.cli", "mcp"]
+        env: dict[str, str] = {}
+        if root is not None:
+            args += ["--root", root]
+        if url is not None:
+            env["SESSIONREF_STORE"] = url
+        if config is not None:
+            args += ["--config", config]
+        if not redact:
+            args.append("--no-redaction")
+        return cls(python, args, env)
+
+    @classmethod
+    def of_store(cls, store: object, *, config: str | None = None, redact: bool = True) -> ToolServer | None:
+        """``sessionref mcp`` on the same store as ``store`` (``None`` for a memory store: no other
+        process can read it)."""
+        from core.database.store import PostgresSessionStore
+        from core.folder.jsonl_store import JsonlSessionStore
+
+        if isinstance(store, JsonlSessionStore):
+            return cls.for_store(root=str(store.root), url=None, config=config, redact=redact)
+        if isinstance(store, PostgresSessionStore):
+            return cls.for_store(root=None, url=store.url, config=config, redact=redact)
+        return None
+
+
+@dataclass
+class Launch:
+    """One agent's start: the command, its folder, the environment it adds, and this run's files
+    (removed when it ends)."""
+
+    argv: list[str]
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def environment(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """The whole environment the agent runs with."""
+        return {**(os.environ if base is None else base), **self.env}
+
+    def cleanup(self) -> None:
+        """Remove this run's files (the folder they are in too)."""
+        for path in self.files:
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
+def _run_folder() -> str:
+    return tempfile.mkdtemp(prefix="sessionref-handoff-")  # 0700
+
+
+def _claude(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
+    config = os.path.join(_run_folder(), "mcp.json")
+    entry = {"type": "stdio", "command": server.command, "args": server.args, "env": server.env}
+    _write_private(config, json.dumps({"mcpServers": {SERVER_NAME: entry}}))
+    allowed = ",".join(f"mcp__{SERVER_NAME}__{name}" for name in TOOL_NAMES)
+    argv = [program, "--mcp-config", config, "--allowedTools", allowed]
+    argv += ["-p", prompt] if headless else [prompt]
+    return Launch(argv, folder, {}, [config])
+
+
+def _toml(value: object) -> str:
+    """A TOML value for a ``-c key=value`` override (JSON strings and arrays are TOML too)."""
+    return json.dumps(value, ensure_ascii=True)
+
+
+def _codex(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
+    key = f"mcp_servers.{SERVER_NAME}"
+    overrides = [f"{key}.command={_toml(server.command)}", f"{key}.args={_toml(server.args)}"]
+    if server.env:  # forwarded by name from the agent's environment: never written in an argument
+        overrides.append(f"{key}.env_vars={_toml(sorted(server.env))}")
+    argv = [program]
+    if headless:
+        argv += ["exec", "--skip-git-repo-check"]
+    for override in overrides:
+        argv += ["-c", override]
+    argv.append(prompt)
+    return Launch(argv, folder, dict(server.env))
+
+
+def _gemini_defaults() -> dict[str, object]:
+    """The system defaults Gemini CLI would read (kept: ours only adds a server to them)."""
+    path = os.environ.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH") or "/etc/gemini-cli/system-defaults.json"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            loaded = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _gemini(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
+    defaults = _gemini_defaults()
+    servers = defaults.get("mcpServers")
+    servers = dict(servers) if isinstance(servers, dict) else {}
+    servers[SERVER_NAME] = {"command": server.command, "args": server.args, "env": server.env, "trust": True}
+    path = os.path.join(_run_folder(), "system-defaults.json")
+    _write_private(path, json.dumps({**defaults, "mcpServers": servers}))
+    argv = [program, "-p" if headless else "-i", prompt]
+    return Launch(argv, folder, {"GEMINI_CLI_SYSTEM_DEFAULTS_PATH": path}, [path])
+
+
+def _opencode(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
+    entry = {"type": "local", "command": [server.command, *server.args], "environment": server.env, "enabled": True}
+    content = json.dumps({"mcp": {SERVER_NAME: entry}})
+    argv = [program, "run", prompt] if headless else [program, folder, "--prompt", prompt]
+    # opencode takes its folder from $PWD, not from the process's working directory.
+    return Launch(argv, folder, {"OPENCODE_CONFIG_CONTENT": content, "PWD": folder})
+
+
+def _write_private(path: str, text: str) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+Builder = Callable[[str, str, str, ToolServer, bool], Launch]
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An agent a session can be handed to."""
+
+    name: str
+    """What ``--to`` takes."""
+    label: str
+    program: str
+    """The command on PATH."""
+    build: Builder | None = None
+    """How it is started (``None``: sessionref itself, started by the caller)."""
+
+    def installed(self, path: str | None = None) -> str | None:
+        """Where its command is on PATH (``path``: another PATH), or ``None``."""
+        if self.build is None:
+            return sys.executable
+        return shutil.which(self.program, path=path)
+
+    def launch(
+        self, prompt: str, folder: str, server: ToolServer, *, headless: bool, path: str | None = None
+    ) -> Launch:
+        """How to start it on ``prompt`` in ``folder`` with ``server`` attached.
+
+        Raises:
+            HandoffError: it is not on PATH (``HANDOFF_AGENT_NOT_INSTALLED``); the prompt is too large
+                to start it with (``HANDOFF_BRIEFING_TOO_LARGE``).
+        """
+        from core.handoff.briefing import HandoffError
+
+        program = self.installed(path)
+        if program is None or self.build is None:
+            raise HandoffError(f"{self.label} is not installed (no {self.program} on PATH)", HANDOFF_NOT_INSTALLED)
+        size = len(prompt.encode("utf-8", "surrogatepass"))
+        if size > ARGUMENT_BYTES:
+            raise HandoffError(
+                f"the briefing is {size:,} bytes, more than the {ARGUMENT_BYTES:,} an agent can be started with: "
+                "lower [reference] max_bytes, or write it with --print",
+                HANDOFF_TOO_LARGE,
+            )
+        return self.build(program, prompt, folder, server, headless)
+
+
+AGENTS: dict[str, Agent] = {
+    agent.name: agent
+    for agent in (
+        Agent("claude", "Claude Code", "claude", _claude),
+        Agent("codex", "Codex", "codex", _codex),
+        Agent("gemini", "Gemini CLI", "gemini", _gemini),
+        Agent("opencode", "opencode", "opencode", _opencode),
+        Agent("sessionref", "sessionref", "sessionref"),
+    )
+}
+"""Every agent ``--to`` names, in the order menus offer them."""
+
+
+def installed_agents(path: str | None = None) -> list[Agent]:
+    """The agents found on PATH (sessionref always)."""
+    return [agent for agent in AGENTS.values() if agent.installed(path) is not None]

@@ -1,0 +1,250 @@
+"""``sessionref handoff SESSION --to AGENT``: continue a session in another agent (``core.handoff``).
+
+It builds the briefing (goal, folder, git state, the framed snapshot), shows it with its size and
+asks; then starts the agent in the session's folder with the briefing as its first prompt and
+``sessionref mcp`` attached for that run only, records where the session went, and passes the
+agent's exit code through.
+
+Exit codes: the agent's own once it started; 0 for ``--print`` and for a hand-off declined at the
+question; 1 the hand-off cannot go ahead (the agent is not installed, the session cannot be read,
+its folder is gone); 2 bad arguments; 3 the store cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+
+from core.catalog import SessionCatalog
+from core.errors import SessionQueryError
+from core.handoff.agents import AGENTS, Agent, Launch, ToolServer
+from core.handoff.briefing import Briefing, HandoffError, build_briefing, resolve_session
+from core.handoff.record import Handoff, now_ms, record_handoff, side_file
+from core.reference.uri import format_session_reference_mention
+from core.settings import (
+    CommandTaker,
+    ConfigError,
+    add_setting_flags,
+    default_config_path,
+    effective_settings,
+    external_sources,
+    given,
+    load_config,
+    reference_config,
+    source_settings,
+)
+from core.stores import SessionStore, open_store
+from tui.services.text import visible
+
+EXIT_CANNOT = 1
+EXIT_USAGE = 2
+EXIT_STORE = 3
+
+
+def add_commands(commands: CommandTaker) -> None:
+    """``sessionref handoff`` in the command line's parser."""
+    from tui.cli.options import default_root
+
+    parser = commands.add_parser(
+        "handoff",
+        help="continue a session in another agent (Claude Code, Codex, Gemini CLI, opencode, sessionref)",
+        description="Hand a session to another agent: it starts in the session's folder with a briefing (your goal, "
+        "the folder's git state and the session's bounded, framed snapshot, secrets masked) as its first prompt, "
+        "and sessionref mcp attached for that run only, so it can search and read past the snapshot. The briefing "
+        "is shown, with its size, before anything starts. Nothing of the agent's own configuration is changed.",
+    )
+    parser.add_argument(
+        "session",
+        metavar="SESSION",
+        help="a session id, a dsh-session: URI, or last (the newest session in this folder)",
+    )
+    parser.add_argument("--to", required=True, choices=list(AGENTS), help="the agent to continue in")
+    parser.add_argument("--goal", metavar="TEXT", help="what the agent is to do next (asked for when not given)")
+    parser.add_argument("--print", action="store_true", help="write the briefing to stdout and start nothing")
+    parser.add_argument("--yes", action="store_true", help="start without asking (for scripts)")
+    parser.add_argument(
+        "--headless",
+        action="store_true",
+        help="run the agent's non-interactive mode (claude -p, codex exec, gemini -p, opencode run): its output "
+        "and exit code are passed through",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
+    add_setting_flags(where, ["store"])
+    add_setting_flags(parser, [*source_settings(), "redaction"])
+    parser.add_argument(
+        "--config", metavar="PATH", help=f"the config file (default: {default_config_path()}, used when it exists)"
+    )
+    parser.set_defaults(run=handoff_command, parser=parser, demo=False)
+
+
+def _say(message: str) -> None:
+    print(visible(f"sessionref handoff: {message}"), file=sys.stderr)
+
+
+def handoff_command(args: argparse.Namespace) -> int:
+    """Run ``sessionref handoff``."""
+    from tui.cli.options import default_root
+
+    parser: argparse.ArgumentParser = args.parser
+    try:
+        effective = effective_settings(load_config(args.config), given(args), dict(os.environ))
+        settings = effective.settings
+        config = reference_config(settings)
+    except ConfigError as error:
+        parser.exit(EXIT_USAGE, f"sessionref handoff: {visible(str(error))}\n")
+    agent = AGENTS[args.to]
+    if args.headless and agent.build is None:
+        parser.exit(EXIT_USAGE, "sessionref handoff: sessionref has no headless mode; leave out --headless\n")
+    if not args.print and agent.installed() is None:
+        _say(f"{agent.label} is not installed (no {agent.program} on PATH); nothing was started")
+        return EXIT_CANNOT
+    url = settings.store if args.root is None else None
+    root = None if url is not None else (args.root or default_root())
+    try:
+        if url is not None:
+            store: SessionStore = open_store(url=url)
+        else:
+            assert root is not None
+            if not os.path.isdir(root):
+                _say(f"{root} is not a session store folder")
+                return EXIT_STORE
+            store = open_store(root=root, keep_listing=False)
+    except SessionQueryError as error:
+        _say(f"{error.message} ({error.code})")
+        return EXIT_STORE
+    try:
+        catalog = SessionCatalog(store, external_sources(effective))
+        catalog.refresh()
+        try:
+            session_id = asyncio.run(resolve_session(catalog, args.session, os.getcwd()))
+            goal = args.goal if args.goal is not None else _ask_goal(args)
+            briefing = asyncio.run(
+                build_briefing(
+                    catalog, session_id, goal, config=config, redact=settings.redaction, tools=agent.build is not None
+                )
+            )
+        except HandoffError as error:
+            _say(f"{error.message} ({error.code}); nothing was started")
+            return EXIT_CANNOT
+        if args.print:
+            sys.stdout.write(briefing.text + "\n")
+            return 0
+        _show(briefing, agent, args.headless)
+        if not args.yes and not _confirm(agent, briefing):
+            _say("not started")
+            return 0
+        own = catalog.source_of(session_id) is None and catalog.owner_of(session_id) is None
+        handoff = Handoff(session_id, agent.name, briefing.goal, now_ms(), args.headless, briefing.size)
+        side = side_file(root)
+        if agent.build is None:
+            app_argv = _continue_here(args, briefing, store, handoff, side, own, root, url)
+        else:
+            server = ToolServer.for_store(root=root, url=url, config=args.config, redact=settings.redaction)
+            try:
+                launch = agent.launch(briefing.text, briefing.folder, server, headless=args.headless)
+            except HandoffError as error:
+                _say(f"{error.message} ({error.code}); nothing was started")
+                return EXIT_CANNOT
+            return _run(launch, agent, store, handoff, side, own)
+    finally:
+        store.close()
+    from tui.cli.command import main  # the app opens the store itself
+
+    return main(app_argv)
+
+
+def _ask_goal(args: argparse.Namespace) -> str | None:
+    """The goal, asked for at a terminal (``None``: the default goal)."""
+    if args.print or args.yes or not sys.stdin.isatty():
+        return None
+    try:
+        return input("Goal for the agent that continues (Enter: continue where it stopped): ")
+    except EOFError:
+        return None
+
+
+def _show(briefing: Briefing, agent: Agent, headless: bool) -> None:
+    """The briefing and its size, on stderr (stdout is the agent's)."""
+    masked = sum(briefing.masked.values())
+    secrets = (
+        f"{masked} secret{'' if masked == 1 else 's'} masked"
+        if briefing.redacted
+        else "secrets NOT masked (--no-redaction)"
+    )
+    print(visible(briefing.text), file=sys.stderr)
+    print(
+        visible(
+            f"\n--- briefing: {briefing.size:,} bytes, {briefing.kept} of {briefing.messages} messages, {secrets}; "
+            f"{agent.label}{' (headless)' if headless else ''} starts in {briefing.folder}"
+        ),
+        file=sys.stderr,
+    )
+
+
+def _confirm(agent: Agent, briefing: Briefing) -> bool:
+    if not sys.stdin.isatty():
+        _say("no terminal to confirm at: add --yes to start without asking; nothing was started")
+        raise SystemExit(EXIT_USAGE)
+    try:
+        answer = input(visible(f"Start {agent.label} in {briefing.folder} with this briefing? [y/N] "))
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _run(launch: Launch, agent: Agent, store: SessionStore, handoff: Handoff, side: str, own: bool) -> int:
+    """Start the agent, record the hand-off once it started, wait for it; its exit code."""
+    try:
+        try:
+            process = subprocess.Popen(launch.argv, cwd=launch.cwd, env=launch.environment())
+        except OSError as error:
+            _say(f"{agent.label} could not be started: {error.strerror or error}; nothing was started")
+            return EXIT_CANNOT
+        # Ctrl-C is the agent's, as a shell leaves it (set after the start: the agent must not inherit it).
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            try:
+                where = record_handoff(store, handoff, side, own=own)
+            except (OSError, SessionQueryError) as error:
+                where = f"nowhere ({error})"
+            code = process.wait()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        print(visible(f"sessionref handoff: {agent.label} exited {code}; the hand-off is noted in {where}"),
+              file=sys.stderr)  # fmt: skip
+        return code
+    finally:
+        launch.cleanup()
+
+
+def _continue_here(
+    args: argparse.Namespace,
+    briefing: Briefing,
+    store: SessionStore,
+    handoff: Handoff,
+    side: str,
+    own: bool,
+    root: str | None,
+    url: str | None,
+) -> list[str]:
+    """``--to sessionref``: the app's options for a new session in the folder whose draft references
+    the source (the hand-off noted first)."""
+    mention = format_session_reference_mention(briefing.session_id, briefing.title)
+    draft = f"{mention} {briefing.goal}"
+    try:
+        record_handoff(store, handoff, side, own=own)
+    except (OSError, SessionQueryError) as error:
+        _say(f"the hand-off could not be noted: {error}")
+    argv = ["--cwd", briefing.folder, "--draft", draft]
+    if root is not None:
+        argv += ["--root", root]
+    if url is not None:
+        argv += ["--store", url]
+    if args.config is not None:
+        argv += ["--config", args.config]
+    return argv
