@@ -7,9 +7,9 @@ written or changed:
 - Claude Code: ``--mcp-config`` (a file of this run's, alongside the user's servers) and
   ``--allowedTools`` for the three read-only tools; ``claude -p`` headless.
 - Codex: ``-c mcp_servers.sessionref.*`` overrides; ``codex exec`` headless.
-- Gemini CLI: ``$GEMINI_CLI_SYSTEM_DEFAULTS_PATH``, the lowest settings layer (the user's own
-  settings still win; ``mcpServers`` merge by name), a copy of the system defaults with the server
-  added, ``trust`` set (the tools only read); ``gemini -i`` interactive, ``gemini -p`` headless.
+- Gemini CLI: ``$GEMINI_CLI_HOME`` on an overlay of ``~/.gemini`` whose ``settings.json`` is the
+  user's with the server added, ``trust`` set (the tools only read); ``gemini -i`` interactive,
+  ``gemini -p`` headless.
 - opencode: ``$OPENCODE_CONFIG_CONTENT``, merged over the user's configuration; ``opencode --prompt``
   interactive, ``opencode run`` headless.
 - sessionref: a new sessionref session in the folder whose draft references the source.
@@ -133,26 +133,47 @@ def _codex(program: str, prompt: str, folder: str, server: ToolServer, headless:
     return Launch(argv, folder, dict(server.env))
 
 
-def _gemini_defaults() -> dict[str, object]:
-    """The system defaults Gemini CLI would read (kept: ours only adds a server to them)."""
-    path = os.environ.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH") or "/etc/gemini-cli/system-defaults.json"
-    try:
-        with open(path, encoding="utf-8") as handle:
-            loaded = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
+GEMINI_KEPT = ("tmp", "history")
+"""Folders of ``~/.gemini`` the overlay links even when they do not exist yet (Gemini CLI writes its
+sessions there: they must land in the real one)."""
 
 
 def _gemini(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
-    defaults = _gemini_defaults()
-    servers = defaults.get("mcpServers")
+    """Gemini CLI has no per-run server option, and its system settings layers must be owned by root:
+    it runs with ``$GEMINI_CLI_HOME`` on an overlay of the user's ``~/.gemini`` (every entry linked
+    to the real one, so sessions, credentials and history stay where they are) whose
+    ``settings.json`` is the user's with the server added."""
+    from core.handoff.briefing import HandoffError
+
+    real_home = os.environ.get("GEMINI_CLI_HOME") or os.path.expanduser("~")
+    real = os.path.join(real_home, ".gemini")
+    settings: dict[str, object] = {}
+    try:
+        with open(os.path.join(real, "settings.json"), encoding="utf-8") as handle:
+            loaded = json.load(handle)
+        settings = loaded if isinstance(loaded, dict) else {}
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as error:
+        raise HandoffError(
+            f"your Gemini CLI settings ({real}/settings.json) cannot be read to add sessionref to them: {error}",
+            "HANDOFF_AGENT_SETTINGS",
+        ) from error
+    run = _run_folder()
+    overlay = os.path.join(run, ".gemini")
+    os.mkdir(overlay, 0o700)
+    for name in GEMINI_KEPT:
+        os.makedirs(os.path.join(real, name), mode=0o700, exist_ok=True)
+    for name in os.listdir(real):
+        if name != "settings.json":
+            os.symlink(os.path.join(real, name), os.path.join(overlay, name))
+    servers = settings.get("mcpServers")
     servers = dict(servers) if isinstance(servers, dict) else {}
     servers[SERVER_NAME] = {"command": server.command, "args": server.args, "env": server.env, "trust": True}
-    path = os.path.join(_run_folder(), "system-defaults.json")
-    _write_private(path, json.dumps({**defaults, "mcpServers": servers}))
+    path = os.path.join(overlay, "settings.json")
+    _write_private(path, json.dumps({**settings, "mcpServers": servers}))
     argv = [program, "-p" if headless else "-i", prompt]
-    return Launch(argv, folder, {"GEMINI_CLI_SYSTEM_DEFAULTS_PATH": path}, [path])
+    return Launch(argv, folder, {"GEMINI_CLI_HOME": run}, [overlay])
 
 
 def _opencode(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
