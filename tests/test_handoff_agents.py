@@ -298,9 +298,10 @@ def test_handoff_to_claude_code_headless(tmp_path: Path) -> None:
         if isinstance(part, dict) and part.get("type") == "tool_result"
     ]
     assert results and not results[0].get("is_error") and FIRST in json.dumps(results[0])
-    assert not (tmp_path / "home" / ".claude.json").exists() or "sessionref" not in (
-        tmp_path / "home" / ".claude.json"
-    ).read_text()  # nothing of the user's configuration names our server
+    assert (
+        not (tmp_path / "home" / ".claude.json").exists()
+        or "sessionref" not in (tmp_path / "home" / ".claude.json").read_text()
+    )  # nothing of the user's configuration names our server
     recorded(tmp_path, "claude")
 
 
@@ -336,7 +337,9 @@ def test_handoff_to_gemini_cli_headless(tmp_path: Path) -> None:
         done = handoff(tmp_path, "gemini", environment)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     first = script.requests[0]
-    users = [_said([p for p in c.get("parts", []) if "text" in p]) for c in first["contents"] if c.get("role") == "user"]
+    users = [
+        _said([p for p in c.get("parts", []) if "text" in p]) for c in first["contents"] if c.get("role") == "user"
+    ]
     offered = [d.get("name", "") for t in first.get("tools", []) for d in t.get("functionDeclarations", [])]
     check_first("\n".join(users), offered)
     responses = [

@@ -19,6 +19,7 @@ ORDER = [
     "agent",
     "mcp",
     "export",
+    "handoff",
     "settings",
 ]
 ALLOWED = {
@@ -40,6 +41,10 @@ ALLOWED = {
     "mcp": {"base", "sessions", "folder", "reference", "search", "stores", "catalog", "agent", "mcp"},
     # A session as people read it (its secrets masked).
     "export": {"base", "sessions", "secrets", "reference", "export"},
+    # Handing a session to another agent: a briefing over the catalog, a note in its store.
+    "handoff": {
+        "base", "sessions", "secrets", "folder", "reference", "search", "database", "stores", "catalog", "handoff"
+    },  # fmt: skip
     # Each setting's default is the engine's own.
     "settings": {"base", "sessions", "reference", "search", "agent", "settings"},
 }

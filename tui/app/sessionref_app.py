@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from textual.app import App, SystemCommand
@@ -226,6 +227,12 @@ class SessionRefApp(App[None]):
             "Summarize the older messages of this session into a checkpoint (frees context)",
             chat.action_compact,
         )
+        for agent in chat.handoff_control.agents():
+            yield SystemCommand(
+                f"Continue in {agent.label}",
+                f"Hand this session to {agent.label}: a briefing you see first, the session tools attached",
+                partial(chat.continue_in, agent.name),
+            )
         yield SystemCommand("Toggle sessions sidebar", "Show or hide the session list", chat.action_toggle_sidebar)
         yield SystemCommand("Toggle preview", "Show or hide the reference preview", chat.action_toggle_preview)
 

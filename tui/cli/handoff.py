@@ -153,9 +153,9 @@ def handoff_command(args: argparse.Namespace) -> int:
             return _run(launch, agent, store, handoff, side, own)
     finally:
         store.close()
-    from tui.cli.command import main  # the app opens the store itself
-
-    return main(app_argv)
+    # The app, in this terminal, on its own store (a database's URL by the environment, not in an argument).
+    environment = {**os.environ, **({"SESSIONREF_STORE": url} if url is not None else {})}
+    return subprocess.run([sys.executable, "-m", "tui.cli", *app_argv], env=environment, check=False).returncode
 
 
 def _ask_goal(args: argparse.Namespace) -> str | None:
@@ -243,8 +243,6 @@ def _continue_here(
     argv = ["--cwd", briefing.folder, "--draft", draft]
     if root is not None:
         argv += ["--root", root]
-    if url is not None:
-        argv += ["--store", url]
     if args.config is not None:
         argv += ["--config", args.config]
     return argv

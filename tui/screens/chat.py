@@ -14,6 +14,8 @@ a plain object given what it uses: the picker's lookups (``PickerControl``), the
 
 from __future__ import annotations
 
+from functools import partial
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -24,6 +26,7 @@ from textual.widgets import Footer, Header, TextArea
 
 from tui.screens.compaction_control import CompactionControl
 from tui.screens.dialogs import RenameScreen, ViewerScreen
+from tui.screens.handoff_control import HandoffControl
 from tui.screens.picker_control import PickerControl
 from tui.screens.preview_control import PREVIEW_DELAY, PreviewControl
 from tui.screens.prompt_status import CompactionShown, PromptStatus
@@ -89,6 +92,7 @@ class ChatScreen(Screen[None]):
         self.sender = Sender(self, workspace)
         self.compaction_control = CompactionControl(self, workspace)
         self.session_control = SessionControl(self, workspace)
+        self.handoff_control = HandoffControl(self, workspace)
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -238,6 +242,24 @@ class ChatScreen(Screen[None]):
             return
         self.picker_control.close()
         self.sender.send(event.text)
+
+    @on(SessionSidebar.MenuWanted, "#sidebar")
+    def _menu_wanted(self, event: SessionSidebar.MenuWanted) -> None:
+        catalog = self.workspace.catalog
+        session_id = event.session_id
+        can_open = catalog.source_of(session_id) is None and catalog.owner_of(session_id) is None
+        self.handoff_control.menu(session_id, can_open, partial(self.switch_to, session_id))
+
+    def continue_in(self, agent: str) -> None:
+        """Hand the target session to ``agent`` (the palette's "Continue in …")."""
+        self.handoff_control.begin(self.workspace.session.id, agent)
+
+    @on(HandoffControl.Handed)
+    def _handed(self, event: HandoffControl.Handed) -> None:
+        if event.new_target:
+            self._target_switched()
+        else:
+            self._transcript.sync(self.workspace.session, self.workspace.model.name)
 
     @on(SessionSidebar.Chosen, "#sidebar")
     def _chosen(self, event: SessionSidebar.Chosen) -> None:

@@ -151,9 +151,9 @@ class Workspace:
         self.session = session
         self.agent = self.agent_for(session)
 
-    def new_session(self) -> None:
-        """Create a session in the launch cwd and make it the target."""
-        session = self.store.create(cwd=self.cwd)
+    def new_session(self, cwd: str | None = None) -> None:
+        """Create a session in ``cwd`` (default: the launch cwd) and make it the target."""
+        session = self.store.create(cwd=cwd if cwd is not None else self.cwd)
         self._leave()
         self.session = session
         self.agent = self.agent_for(session)

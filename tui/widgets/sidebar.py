@@ -62,6 +62,7 @@ class SessionSidebar(RowList, can_focus=True):
         Binding("home", "move(-1000000)", show=False),
         Binding("end", "move(1000000)", show=False),
         Binding("enter", "choose", "Open", show=False),
+        Binding("m", "menu", "Menu", show=False),
     ]
 
     COMPONENT_CLASSES = {"session-sidebar--highlight"}
@@ -90,6 +91,18 @@ class SessionSidebar(RowList, can_focus=True):
         @property
         def control(self) -> SessionSidebar:
             """The sidebar a session was chosen in."""
+            return self.sidebar
+
+    @dataclass
+    class MenuWanted(Message):
+        """The user asked for a row's menu (``m``): open it, continue it in another agent."""
+
+        sidebar: SessionSidebar
+        session_id: str
+
+        @property
+        def control(self) -> SessionSidebar:
+            """The sidebar the menu was asked in."""
             return self.sidebar
 
     def __init__(self, *, id: str | None = None, home: str | None = None) -> None:
@@ -212,6 +225,12 @@ class SessionSidebar(RowList, can_focus=True):
         session_id = self.highlighted_id
         if session_id is not None:
             self.post_message(self.Chosen(self, session_id))
+
+    def action_menu(self) -> None:
+        """The highlighted session's menu."""
+        session_id = self.highlighted_id
+        if session_id is not None:
+            self.post_message(self.MenuWanted(self, session_id))
 
     def on_click(self, event: events.Click) -> None:
         index = self.row_at(event)

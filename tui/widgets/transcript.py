@@ -19,6 +19,8 @@ from textual.widgets import Collapsible, Static
 
 from core import Session, SessionEvent, display_prompt_content
 from core.agent.wire import wire_text
+from core.handoff.agents import AGENTS
+from core.handoff.record import HANDOFF_EVENT, Handoff
 from core.reference.projection import is_compact_checkpoint_source
 from core.reference.staleness import references_of
 from core.sessions.surface import message_content, message_payload, text_of_blocks
@@ -340,6 +342,19 @@ def _block_for(
     return None
 
 
+def _handoff_line(event: SessionEvent) -> Widget | None:
+    """Where the session was handed (a ``sessionref/handoff`` note of its log)."""
+    handoff = Handoff.of("", event.data)
+    if handoff is None:
+        return None
+    agent = AGENTS.get(handoff.to)
+    label = agent.label if agent is not None else handoff.to
+    mode = " (headless)" if handoff.headless else ""
+    line = NoteLine(Text(visible(f"→ handed to {label}{mode}: {handoff.goal}"), style="dim"))
+    line.add_class("handoff-note")
+    return line
+
+
 @dataclass(frozen=True, slots=True)
 class Streaming:
     """The assistant step in progress: its reply and reasoning so far, and how long it has thought."""
@@ -406,6 +421,8 @@ class Transcript(VerticalScroll):
         self.following = True
         """Whether the transcript keeps its end in view (until the user scrolls up)."""
         self._stream: AssistantBlock | None = None
+        self._scanned = 0
+        """How many of the session's events were looked at for hand-off notes."""
 
     def refresh_references(self) -> None:
         """Say again, on every prompt that referenced sessions, how they moved on since (the store changed)."""
@@ -421,13 +438,24 @@ class Transcript(VerticalScroll):
             self._session_id = session.id
             self._seqs = []
             self._stream = None
+            self._scanned = 0
             self.remove_children()
         fresh = surface[len(self._seqs) :]
+        events = session.events
+        notes = [event for event in events[self._scanned :] if event.type == HANDOFF_EVENT]
+        self._scanned = len(events)
         streaming = streaming_reply(session)
         if fresh and self._stream is not None:
             self._stream.remove()
             self._stream = None
-        made = (_block_for(event, session, self.freshness, self.label_of) for event in fresh)
+        # Blocks in log order: a hand-off's note lands between the messages it came between.
+        ordered = sorted([*fresh, *notes], key=lambda event: event.seq) if notes else fresh
+        made = (
+            _handoff_line(event)
+            if event.type == HANDOFF_EVENT
+            else _block_for(event, session, self.freshness, self.label_of)
+            for event in ordered
+        )
         blocks = [block for block in made if block is not None]
         if not seqs and not self.children:
             blocks.append(

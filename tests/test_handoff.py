@@ -1,0 +1,235 @@
+"""``sessionref handoff`` and "Continue in …": the briefing, every refusal (one line, nothing started,
+nothing written), the note where a session went (dsh still reads the log), and the app's side."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.folder.jsonl_store import JsonlSessionStore
+from core.handoff.agents import AGENTS, ToolServer
+from core.handoff.record import HANDOFF_EVENT, SIDE_FILE, Handoff, handoffs_beside, handoffs_in, record_handoff
+from core.reference.uri import encode_session_reference_uri
+from tests.support.app_harness import open_app, until
+from tests.support.rc8 import NODE, dsh
+from tests.test_handoff_agents import FIRST, FRAME, GOAL, _bin, seed
+from tui.screens.handoff_dialog import HandoffScreen
+from tui.widgets.prompt import PromptArea
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run(tmp_path: Path, *arguments: str, path: str | None = None, cwd: Path | None = None) -> Any:
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(tmp_path / "home")}
+    if path is not None:
+        environment["PATH"] = path
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli", "handoff", *arguments, "--root", str(tmp_path / "store"), "--no-external"],
+        cwd=cwd or tmp_path / "work", env=environment, capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    (folder / "notes.txt").write_text("first\n")
+    git = ["git", "-C", str(folder), "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run([*git, "add", "notes.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "the first commit"], check=True)
+    (folder / "notes.txt").write_text("first\nsecond\n")
+    (folder / "new.txt").write_text("x")
+    seed(tmp_path / "store", folder)
+    return folder
+
+
+def _log(tmp_path: Path) -> list[Any]:
+    store = JsonlSessionStore(tmp_path / "store")
+    try:
+        return store.read_log("design")[1]
+    finally:
+        store.close()
+
+
+def test_print_writes_the_briefing_and_nothing_else(tmp_path: Path, work: Path) -> None:
+    before = _log(tmp_path)
+    done = run(tmp_path, "last", "--to", "claude", "--print", "--goal", GOAL)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert text.startswith('You are continuing work begun in another session (sessionref session "Storage design")')
+    assert f"Goal: {GOAL}" in text and f"Folder: {work}" in text
+    assert "Branch: " in text and "the first commit" in text and "notes.txt | 1 +" in text
+    assert "1 untracked file" in text
+    assert FRAME in text and FIRST not in text and "older ones left out" in text
+    assert "sk-ant-api03" not in text and "[redacted: anthropic-key]" in text
+    assert 'read_session with session "design"' in text
+    assert _log(tmp_path) == before  # --print records nothing
+
+
+def test_the_snapshot_is_the_one_prepare_gives(tmp_path: Path, work: Path) -> None:
+    import asyncio
+
+    from core import ReferenceInput, SessionReferenceService
+
+    store = JsonlSessionStore(tmp_path / "store")
+    try:
+        prepared = asyncio.run(
+            SessionReferenceService(store).prepare(
+                type("Caller", (), {"id": "x", "cwd": str(work)})(), [{"type": "text", "text": ""}],
+                [ReferenceInput("design", "Storage design")],
+            )
+        )  # fmt: skip
+    finally:
+        store.close()
+    done = run(tmp_path, "design", "--to", "codex", "--print")
+    assert done.stdout.endswith("\n\n" + str(prepared.contexts[0].content[0]["text"]) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["design", "--to", "claude", "--yes"], "Claude Code is not installed (no claude on PATH)"),
+        (["nope", "--to", "codex", "--print"], "session 'nope' cannot be read"),
+        (["last", "--to", "codex", "--print"], "no session was started in"),
+        (["dsh-session:%ZZ", "--to", "codex", "--print"], "SESSION_REFERENCE_INVALID_REFERENCE"),
+    ],
+)
+def test_what_cannot_go_ahead_is_one_line_and_nothing_happens(
+    tmp_path: Path, work: Path, arguments: list[str], said: str
+) -> None:
+    before = _log(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = run(tmp_path, *arguments, path="/nonexistent", cwd=elsewhere)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert said in line and "nothing was started" in line and "Traceback" not in done.stderr
+    assert done.stdout == "" and _log(tmp_path) == before
+
+
+def test_a_folder_that_is_gone_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    seed(tmp_path / "store", tmp_path / "gone")
+    done = run(tmp_path, "design", "--to", "codex", "--print")
+    assert done.returncode == 1 and "the session's folder" in done.stderr and "no longer exists" in done.stderr
+
+
+def test_without_a_terminal_it_asks_for_yes(tmp_path: Path, work: Path) -> None:
+    path = _bin(tmp_path, "codex", ["/bin/true"])
+    done = run(tmp_path, "design", "--to", "codex", "--goal", GOAL, path=path)
+    assert done.returncode == 2 and "add --yes" in done.stderr
+    assert not any(event.type == HANDOFF_EVENT for event in _log(tmp_path))
+
+
+def test_the_agent_gets_the_briefing_the_server_and_its_exit_code_passes_through(tmp_path: Path, work: Path) -> None:
+    """A stand-in ``codex`` on PATH writes what it was started with; its exit code comes back."""
+    seen = tmp_path / "seen.json"
+    fake = tmp_path / "fake_codex.py"
+    fake.write_text(
+        "import json, os, sys\n"
+        f"json.dump({{'argv': sys.argv[1:], 'cwd': os.getcwd()}}, open({str(seen)!r}, 'w'))\n"
+        "sys.exit(7)\n"
+    )
+    path = _bin(tmp_path, "codex", [sys.executable, str(fake)])
+    done = run(tmp_path, "design", "--to", "codex", "--goal", GOAL, "--yes", "--headless", path=path)
+    assert done.returncode == 7, done.stderr
+    started = json.loads(seen.read_text())
+    assert started["cwd"] == str(work)
+    argv = started["argv"]
+    assert argv[:2] == ["exec", "--skip-git-repo-check"]
+    assert 'mcp_servers.sessionref.args=["-m", "tui.cli", "mcp", "--root", ' in " ".join(argv)
+    assert GOAL in argv[-1] and FRAME in argv[-1]
+    assert "briefing: " in done.stderr and "Codex exited 7" in done.stderr
+    (note,) = handoffs_in(_log(tmp_path), "design")
+    assert (note.to, note.goal, note.headless) == ("codex", GOAL, True)
+
+
+@pytest.mark.skipif(NODE is None, reason="the interop packages are not installed (make interop)")
+def test_dsh_reads_a_log_with_hand_off_notes(tmp_path: Path, work: Path) -> None:
+    store = JsonlSessionStore(tmp_path / "store")
+    try:
+        record_handoff(store, Handoff("design", "claude", GOAL, 5, False, 100), None, own=True)
+        surface = [event.seq for event in store.get("design").surface()]  # type: ignore[union-attr]
+    finally:
+        store.close()
+    loaded = dsh("load", root=str(tmp_path / "store"), compression="zstd", ids=["design"])["design"]
+    assert loaded["inspect"]["ok"], loaded["inspect"]
+    assert loaded["inspect"]["types"][-1] == HANDOFF_EVENT
+    assert dsh("surface", root=str(tmp_path / "store"), compression="zstd", id="design")["nodes"] == surface
+
+
+def test_another_writer_or_another_tool_gets_a_side_note(tmp_path: Path, work: Path) -> None:
+    store = JsonlSessionStore(tmp_path / "store")
+    other = JsonlSessionStore(tmp_path / "store")
+    try:
+        held = other.get("design")  # another process writes it (the app has it open)
+        assert held is not None
+        side = str(tmp_path / "store" / SIDE_FILE)
+        where = record_handoff(store, Handoff("design", "codex", GOAL, 1), side, own=True)
+        record_handoff(store, Handoff("claude:abc", "gemini", "go on", 2), side, own=False)
+    finally:
+        other.close()
+        store.close()
+    assert where == side and oct(os.stat(side).st_mode & 0o777) == "0o600"
+    assert [(h.session_id, h.to) for h in handoffs_beside(side)] == [("design", "codex"), ("claude:abc", "gemini")]
+    assert [h.to for h in handoffs_beside(side, "claude:abc")] == ["gemini"]
+    with open(side, "ab") as handle:  # a torn or foreign line is skipped, never an error
+        handle.write(b'{"sessionId": 3}\nnot json\n')
+    assert len(handoffs_beside(side)) == 2
+
+
+def test_each_agent_is_started_through_its_own_options(tmp_path: Path) -> None:
+    server = ToolServer.for_store(root="/s", url=None)
+    for name in ("claude", "codex", "gemini", "opencode"):
+        agent = AGENTS[name]
+        launch = agent.build(f"/bin/{name}", "BRIEF", str(tmp_path), server, False)  # type: ignore[misc]
+        try:
+            assert launch.cwd == str(tmp_path) and "BRIEF" in launch.argv
+            if name == "claude":
+                config = json.loads(Path(launch.argv[launch.argv.index("--mcp-config") + 1]).read_text())
+                assert config["mcpServers"]["sessionref"]["args"][-3:] == ["mcp", "--root", "/s"]
+            if name == "gemini":
+                overlay = Path(launch.env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json"
+                assert json.loads(overlay.read_text())["mcpServers"]["sessionref"]["trust"] is True
+            if name == "opencode":
+                assert json.loads(launch.env["OPENCODE_CONFIG_CONTENT"])["mcp"]["sessionref"]["type"] == "local"
+        finally:
+            launch.cleanup()
+        assert all(not os.path.exists(path) for path in launch.files)
+
+
+async def test_continue_in_sessionref_starts_a_session_whose_draft_references_the_source(
+    demo_template: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def setup(store: JsonlSessionStore) -> None:
+        session = store.create("design", cwd=str(work))
+        session.append("session/title", {"title": "Storage design", "messageSeqs": [], "source": "user"})
+
+    app, store = open_app(demo_template, tmp_path / "store", session="design", setup=setup, cwd=str(work))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.chat.continue_in("sessionref")
+        await until(pilot, lambda: isinstance(app.screen, HandoffScreen))
+        await pilot.press("end", *"ship it")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.workspace.session.id != "design")
+        prompt = app.chat.query_one(PromptArea)
+        await until(pilot, lambda: "ship it" in prompt.text)
+        assert encode_session_reference_uri("design") in prompt.text and prompt.shown_text.startswith("@Storage design")
+        assert app.workspace.session.cwd == str(work)
+        app.chat.switch_to("design")
+        await until(pilot, lambda: app.workspace.session.id == "design")
+        await until(pilot, lambda: app.chat.query(".handoff-note"))
+        note = str(app.chat.query_one(".handoff-note").render())
+        assert "handed to sessionref" in note and "ship it" in note
+    store.close()
