@@ -43,8 +43,17 @@ ALLOWED = {
     "export": {"base", "sessions", "secrets", "reference", "export"},
     # Handing a session to another agent: a briefing over the catalog, a note in its store.
     "handoff": {
-        "base", "sessions", "secrets", "folder", "reference", "search", "database", "stores", "catalog", "handoff"
-    },  # fmt: skip
+        "base",
+        "sessions",
+        "secrets",
+        "folder",
+        "reference",
+        "search",
+        "database",
+        "stores",
+        "catalog",
+        "handoff",
+    },
     # Each setting's default is the engine's own.
     "settings": {"base", "sessions", "reference", "search", "agent", "settings"},
 }
