@@ -249,3 +249,12 @@ def test_the_preview_pane_shows_the_masked_kinds_and_when_masking_is_off(tmp_pat
     store.close()
     assert "3 secrets masked: anthropic-key, aws-access-key-id, aws-secret-key" in shown[0] and KEY not in shown[0]
     assert "⚠ secrets are sent as they are: redaction is off" in shown[1]
+
+
+def test_text_with_a_lone_surrogate_is_scanned_and_masked() -> None:
+    """JavaScript strings may hold a lone surrogate (dsh writes them): the scan never fails on one."""
+    from core.secrets.finder import mask_secrets
+
+    key = "sk-ant-api03-" + "a1B2c3D4e5" * 9 + "AA"
+    masked = mask_secrets(f"\udc79 the key {key} \ud83d")
+    assert masked.text == "\udc79 the key [redacted: anthropic-key] \ud83d"

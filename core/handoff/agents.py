@@ -30,6 +30,8 @@ from core.handoff.briefing import TOOL_NAMES
 SERVER_NAME = "sessionref"
 ARGUMENT_BYTES = 120_000
 """The largest argument an agent is started with (Linux refuses one over 128 KiB)."""
+SERVER_START_SECONDS = 30
+"""How long an agent waits for ``sessionref mcp`` to answer (a cold Python start on a busy machine)."""
 HANDOFF_NOT_INSTALLED = "HANDOFF_AGENT_NOT_INSTALLED"
 HANDOFF_TOO_LARGE = "HANDOFF_BRIEFING_TOO_LARGE"
 
@@ -121,7 +123,13 @@ def _toml(value: object) -> str:
 
 def _codex(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
     key = f"mcp_servers.{SERVER_NAME}"
-    overrides = [f"{key}.command={_toml(server.command)}", f"{key}.args={_toml(server.args)}"]
+    # required: Codex waits for the server before the first turn (the briefing says the tools are there).
+    overrides = [
+        f"{key}.command={_toml(server.command)}",
+        f"{key}.args={_toml(server.args)}",
+        f"{key}.required=true",
+        f"{key}.startup_timeout_sec={SERVER_START_SECONDS}",
+    ]
     if server.env:  # forwarded by name from the agent's environment: never written in an argument
         overrides.append(f"{key}.env_vars={_toml(sorted(server.env))}")
     argv = [program]

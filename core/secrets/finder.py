@@ -39,6 +39,8 @@ _ASSIGNED = re.compile(r"[A-Za-z0-9_.\-]*[\"']?\s{0,3}(?::=|=>|=|:)")
 """After a keyword: the rest of its name, then ``=`` or ``:`` (an assignment, a key of a map)."""
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 """What a key's word is made of (a match that stops inside one takes the rest of it)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: one character, replaced by one for the scan (positions stay the same)."""
 BACK, AHEAD = 160, 480
 """Characters before and after an anchor a rule's match may reach (within its line)."""
 
@@ -77,7 +79,11 @@ def find_secrets(text: str) -> list[Secret]:
     if not text:
         return []
     windows: dict[int, list[tuple[int, int]]] = {}
-    for needle, position, _end in _NEEDLES.find_matches_as_indexes(text, overlapping=True):
+    try:
+        matches = _NEEDLES.find_matches_as_indexes(text, overlapping=True)
+    except UnicodeEncodeError:  # a lone surrogate (JavaScript strings may hold one): scanned as U+FFFD
+        matches = _NEEDLES.find_matches_as_indexes(_SURROGATE.sub("\ufffd", text), overlapping=True)
+    for needle, position, _end in matches:
         length, users = _USERS[needle]
         for number, keyword in users:
             rule = RULES[number]
