@@ -233,3 +233,18 @@ async def test_continue_in_sessionref_starts_a_session_whose_draft_references_th
         note = str(app.chat.query_one(".handoff-note").render())
         assert "handed to sessionref" in note and "ship it" in note
     store.close()
+
+
+def test_a_bad_reference_setting_or_a_missing_store_is_one_line(tmp_path: Path, work: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[reference]\nmax_reference_bytes = 10000000000000000000\n")
+    done = run(tmp_path, "design", "--to", "codex", "--print", "--config", str(config))
+    assert done.returncode == 2 and "(SESSION_REFERENCE_INVALID_CONFIG)" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    missing = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "handoff", "design", "--to", "codex", "--print", "--root",
+         str(tmp_path / "none"), "--no-external"],
+        env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert missing.returncode == 3
+    assert missing.stderr == f"sessionref handoff: {tmp_path / 'none'} is not a session store folder\n"

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 from core.catalog import SessionCatalog
-from core.errors import SessionQueryError
+from core.errors import SessionQueryError, SessionReferenceError
 from core.handoff.agents import AGENTS, Agent, Launch, ToolServer
 from core.handoff.briefing import Briefing, HandoffError, build_briefing, resolve_session
 from core.handoff.record import Handoff, now_ms, record_handoff, side_file
@@ -37,12 +37,11 @@ from core.settings import (
     reference_config,
     source_settings,
 )
-from core.stores import SessionStore, open_store
+from core.stores import SessionStore
 from tui.services.text import visible
 
 EXIT_CANNOT = 1
 EXIT_USAGE = 2
-EXIT_STORE = 3
 
 
 def add_commands(commands: CommandTaker) -> None:
@@ -88,7 +87,7 @@ def _say(message: str) -> None:
 
 def handoff_command(args: argparse.Namespace) -> int:
     """Run ``sessionref handoff``."""
-    from tui.cli.options import default_root
+    from tui.cli.options import default_root, open_command_store
 
     parser: argparse.ArgumentParser = args.parser
     try:
@@ -97,6 +96,8 @@ def handoff_command(args: argparse.Namespace) -> int:
         config = reference_config(settings)
     except ConfigError as error:
         parser.exit(EXIT_USAGE, f"sessionref handoff: {visible(str(error))}\n")
+    except SessionReferenceError as error:
+        parser.exit(EXIT_USAGE, f"sessionref handoff: {visible(error.message)} ({error.code})\n")
     agent = AGENTS[args.to]
     if args.headless and agent.build is None:
         parser.exit(EXIT_USAGE, "sessionref handoff: sessionref has no headless mode; leave out --headless\n")
@@ -105,18 +106,10 @@ def handoff_command(args: argparse.Namespace) -> int:
         return EXIT_CANNOT
     url = settings.store if args.root is None else None
     root = None if url is not None else (args.root or default_root())
-    try:
-        if url is not None:
-            store: SessionStore = open_store(url=url)
-        else:
-            assert root is not None
-            if not os.path.isdir(root):
-                _say(f"{root} is not a session store folder")
-                return EXIT_STORE
-            store = open_store(root=root, keep_listing=False)
-    except SessionQueryError as error:
-        _say(f"{error.message} ({error.code})")
-        return EXIT_STORE
+    opened = open_command_store("handoff", root=root, url=url, keep_listing=False)
+    if isinstance(opened, int):
+        return opened
+    store = opened
     try:
         catalog = SessionCatalog(store, external_sources(effective))
         catalog.refresh()

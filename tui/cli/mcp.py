@@ -7,14 +7,11 @@ import asyncio
 import os
 import sys
 
-from core import SessionQueryError, SessionReferenceError
+from core import SessionReferenceError
 from core.catalog import SessionCatalog
 from core.display import visible
 from core.mcp.server import SessionToolServer, client_gone, serve
 from core.settings import CommandTaker
-from core.stores import SessionStore, open_store
-
-EXIT_STORE = 3
 
 
 def add_commands(commands: CommandTaker) -> None:
@@ -44,7 +41,7 @@ def add_commands(commands: CommandTaker) -> None:
 def mcp_command(args: argparse.Namespace) -> int:
     """Run ``sessionref mcp``."""
     from core.settings import ConfigError, effective_settings, external_sources, given, load_config, reference_config
-    from tui.cli.options import EXIT_USAGE, default_root, sessionref_version
+    from tui.cli.options import EXIT_USAGE, open_command_store, sessionref_version
 
     parser: argparse.ArgumentParser = args.parser
     try:
@@ -55,19 +52,10 @@ def mcp_command(args: argparse.Namespace) -> int:
         parser.exit(EXIT_USAGE, f"sessionref mcp: {visible(str(error))}\n")
     except SessionReferenceError as error:
         parser.exit(EXIT_USAGE, f"sessionref mcp: {visible(error.message)} ({error.code})\n")
-    url = settings.store if args.root is None else None
-    try:
-        if url is not None:
-            store: SessionStore = open_store(url=url)
-        else:
-            root = args.root or default_root()
-            if not os.path.isdir(root):
-                print(f"sessionref mcp: {visible(root)} is not a session store folder", file=sys.stderr)
-                return EXIT_STORE
-            store = open_store(root=root)
-    except SessionQueryError as error:
-        print(visible(f"sessionref mcp: {error.message} ({error.code})"), file=sys.stderr)
-        return EXIT_STORE
+    opened = open_command_store("mcp", root=args.root, url=settings.store if args.root is None else None)
+    if isinstance(opened, int):
+        return opened
+    store = opened
     server = SessionToolServer(
         SessionCatalog(store, external_sources(effective)),
         os.getcwd(),

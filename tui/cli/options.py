@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 
 import platformdirs
 
+from core.display import visible
+from core.errors import SessionQueryError
 from core.settings import add_setting_flags, default_config_path
+from core.stores import SessionStore, open_store
 
 EXIT_USAGE = 2
 EXIT_ROOT = 3
@@ -117,3 +121,22 @@ def served_options(argv: list[str]) -> list[str]:
             continue
         rest.append(item)
     return rest
+
+
+def open_command_store(
+    command: str, *, root: str | None, url: str | None, keep_listing: bool = True
+) -> SessionStore | int:
+    """The store a subcommand works on: the database ``url``, else the folder ``root`` (default: the
+    app's), which must exist (a subcommand never creates one). When it cannot be used, one line on
+    stderr (``sessionref <command>: …``) and ``EXIT_ROOT`` instead."""
+    try:
+        if url is not None:
+            return open_store(url=url)
+        folder = root or default_root()
+        if not os.path.isdir(folder):
+            print(visible(f"sessionref {command}: {folder} is not a session store folder"), file=sys.stderr)
+            return EXIT_ROOT
+        return open_store(root=folder, keep_listing=keep_listing)
+    except SessionQueryError as error:
+        print(visible(f"sessionref {command}: {error.message} ({error.code})"), file=sys.stderr)
+        return EXIT_ROOT

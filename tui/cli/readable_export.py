@@ -16,12 +16,11 @@ from core.errors import SessionQueryError, SessionReferenceError
 from core.export.readable import readable, to_html, to_markdown
 from core.reference.uri import decode_session_reference_uri
 from core.settings import ConfigError, effective_settings, external_sources, given, load_config
-from core.stores import SessionStore, open_store, run_to_end
-from tui.cli.options import default_root
+from core.stores import run_to_end
+from tui.cli.options import open_command_store
 from tui.services.text import visible
 
 EXIT_MISSING = 1
-EXIT_STORE = 3
 
 
 def readable_export(args: argparse.Namespace) -> int:
@@ -38,16 +37,10 @@ def readable_export(args: argparse.Namespace) -> int:
         except SessionReferenceError as error:
             parser.exit(2, f"sessionref export: {visible(error.message)} ({error.code})\n")
     settings = effective.settings
-    try:
-        if args.store is not None:
-            store: SessionStore = open_store(url=args.store)
-        else:
-            root = args.root or default_root()
-            if not os.path.isdir(root):
-                return _say(f"sessionref export: {root} is not a session store folder", EXIT_STORE)
-            store = open_store(root=root, keep_listing=False)
-    except SessionQueryError as error:
-        return _say(f"sessionref export: {error.message} ({error.code})", EXIT_STORE)
+    opened = open_command_store("export", root=args.root, url=args.store, keep_listing=False)
+    if isinstance(opened, int):
+        return opened
+    store = opened
     catalog = SessionCatalog(store, external_sources(effective))
     try:
         surface = run_to_end(catalog.read_surface(session_id))
