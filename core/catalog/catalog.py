@@ -159,6 +159,11 @@ class SessionCatalog:
         record = self._by_id.get(session_id)
         return record.owner if record is not None else None
 
+    def is_own(self, session_id: str) -> bool:
+        """Whether ``session_id`` is one of the user's own sessions of the store (not another tool's,
+        not a teammate's): one the user may write."""
+        return self.source_of(session_id) is None and self.owner_of(session_id) is None
+
     def has(self, session_id: str) -> bool:
         """Whether the last listing holds ``session_id``."""
         return session_id in self._by_id

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from core.catalog import SessionCatalog
 from core.errors import SessionQueryError, SessionReferenceError
@@ -68,9 +69,10 @@ class Briefing:
     tools: bool = True
     """Whether the continuing agent has the session tools (the briefing then says how to read more)."""
 
-    @property
+    @cached_property
     def text(self) -> str:
-        """The briefing, as the first prompt."""
+        """The briefing, as the first prompt (built once: the dialog shows it and its size at every
+        keystroke of the goal)."""
         lines = [
             f'You are continuing work begun in another session ({self.source} session "{self.title}"), handed '
             "over with sessionref.",
@@ -97,7 +99,7 @@ class Briefing:
         lines.extend(["", self.snapshot])
         return "\n".join(lines)
 
-    @property
+    @cached_property
     def size(self) -> int:
         """The briefing's UTF-8 bytes."""
         return len(self.text.encode("utf-8", "surrogatepass"))

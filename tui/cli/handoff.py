@@ -131,7 +131,7 @@ def handoff_command(args: argparse.Namespace) -> int:
         if not args.yes and not _confirm(agent, briefing):
             _say("not started")
             return 0
-        own = catalog.source_of(session_id) is None and catalog.owner_of(session_id) is None
+        own = catalog.is_own(session_id)
         handoff = Handoff(session_id, agent.name, briefing.goal, now_ms(), args.headless, briefing.size)
         side = side_file(root)
         if agent.build is None:

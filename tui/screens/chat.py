@@ -245,9 +245,8 @@ class ChatScreen(Screen[None]):
 
     @on(SessionSidebar.MenuWanted, "#sidebar")
     def _menu_wanted(self, event: SessionSidebar.MenuWanted) -> None:
-        catalog = self.workspace.catalog
         session_id = event.session_id
-        can_open = catalog.source_of(session_id) is None and catalog.owner_of(session_id) is None
+        can_open = self.workspace.catalog.is_own(session_id)
         self.handoff_control.menu(session_id, can_open, partial(self.switch_to, session_id))
 
     def continue_in(self, agent: str) -> None:

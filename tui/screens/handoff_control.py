@@ -92,7 +92,7 @@ class HandoffControl:
         workspace = self._workspace
         app = self._screen.app
         session_id = briefing.session_id
-        own = workspace.catalog.source_of(session_id) is None and workspace.catalog.owner_of(session_id) is None
+        own = workspace.catalog.is_own(session_id)
         handoff = Handoff(session_id, agent.name, briefing.goal, now_ms(), False, briefing.size)
         side = side_file_of(workspace.store)
         if agent.build is None:  # sessionref: a new session here, its draft referencing the source
