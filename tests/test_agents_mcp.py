@@ -42,9 +42,11 @@ needs_claude = pytest.mark.skipif(_OPTIONAL and CLAUDE is None, reason="Claude C
 
 
 class _Responses(BaseHTTPRequestHandler):
-    """A Responses API model: it calls ``reference_session`` first, then answers DONE."""
+    """A Responses API model: it calls ``CALL`` (of sessionref's namespace) first, then answers DONE."""
 
     requests: list[dict[str, Any]] = []
+    CALL = "reference_session"
+    ARGUMENTS: dict[str, Any] = {"session": "design"}
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
@@ -57,8 +59,8 @@ class _Responses(BaseHTTPRequestHandler):
             item: dict[str, Any] = {"type": "message", "role": "assistant", "id": "msg_1",
                                     "content": [{"type": "output_text", "text": "DONE"}]}  # fmt: skip
         else:
-            item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "reference_session",
-                    "namespace": "mcp__sessionref", "arguments": json.dumps({"session": "design"})}  # fmt: skip
+            item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": self.CALL,
+                    "namespace": "mcp__sessionref", "arguments": json.dumps(self.ARGUMENTS)}  # fmt: skip
         number = len(self.requests)
         for kind, data in (
             ("response.created", {"response": {"id": f"resp_{number}"}}),
@@ -123,10 +125,15 @@ required = true
     assert any(text.endswith("\n\n" + snapshot(root)) for text in texts)
 
 
+_CLAUDE_TOOL = "mcp__sessionref__reference_session"
+
+
 class _Messages(BaseHTTPRequestHandler):
-    """A Messages API model: while sessionref's tool is offered and unanswered it calls it, else DONE."""
+    """A Messages API model: while sessionref's tool ``TOOL`` is offered and unanswered it calls it, else DONE."""
 
     requests: list[dict[str, Any]] = []
+    TOOL = _CLAUDE_TOOL
+    ARGUMENTS: dict[str, Any] = {"session": "design"}
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
@@ -134,15 +141,15 @@ class _Messages(BaseHTTPRequestHandler):
             self._send("application/json", json.dumps({"input_tokens": 10}).encode())
             return
         type(self).requests.append(body)
-        offered = any(tool.get("name") == _CLAUDE_TOOL for tool in body.get("tools", []))
+        offered = any(tool.get("name") == self.TOOL for tool in body.get("tools", []))
         answered = any(
             isinstance(message.get("content"), list)
             and any(part.get("type") == "tool_result" for part in message["content"])
             for message in body.get("messages", [])
         )
         if offered and not answered:
-            block: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": _CLAUDE_TOOL, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps({"session": "design"})}
+            block: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": self.TOOL, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(self.ARGUMENTS)}
             stop = "tool_use"
         else:
             block, delta, stop = {"type": "text", "text": ""}, {"type": "text_delta", "text": "DONE"}, "end_turn"
@@ -172,9 +179,6 @@ class _Messages(BaseHTTPRequestHandler):
 
     def log_message(self, *_args: Any) -> None:
         pass
-
-
-_CLAUDE_TOOL = "mcp__sessionref__reference_session"
 
 
 def _claude(tmp_path: Path, port: int, *arguments: str) -> subprocess.CompletedProcess[str]:

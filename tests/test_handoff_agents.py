@@ -25,6 +25,7 @@ import pytest
 
 from core.folder.jsonl_store import JsonlSessionStore
 from core.handoff.record import HANDOFF_EVENT
+from tests import test_agents_mcp as mcp_stubs
 from tests.support.rc8 import NODE
 from tests.test_agents_mcp import CLAUDE, CODEX
 from tests.test_agents_real import GEMINI, OPENCODE, Script, _Gemini, _OpenAI, _said, gemini_environment
@@ -101,36 +102,16 @@ def check_first(text: str, offered: list[str]) -> None:
 # -- Codex: the Responses API ------------------------------------------------------------------------
 
 
-class _Responses(BaseHTTPRequestHandler):
-    """Calls ``read_session`` for the first messages once it is offered, then answers DONE."""
+READ = {"session": "design", "from_message": 0, "to_message": 2}
+"""The stub's call: the oldest messages, which the snapshot left out."""
+
+
+class _Responses(mcp_stubs._Responses):
+    """Calls sessionref's ``read_session`` for the first messages, then answers DONE."""
 
     requests: list[dict[str, Any]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        type(self).requests.append(body)
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
-        answered = any(item.get("type") == "function_call_output" for item in body.get("input", []))
-        if answered:
-            item: dict[str, Any] = {"type": "message", "role": "assistant", "id": "msg_1",
-                                    "content": [{"type": "output_text", "text": "DONE"}]}  # fmt: skip
-        else:
-            arguments = {"session": "design", "from_message": 0, "to_message": 2}
-            item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_session",
-                    "namespace": "mcp__sessionref", "arguments": json.dumps(arguments)}  # fmt: skip
-        number = len(self.requests)
-        for kind, data in (
-            ("response.created", {"response": {"id": f"resp_{number}"}}),
-            ("response.output_item.done", {"item": item, "output_index": 0}),
-            ("response.completed", {"response": {"id": f"resp_{number}",
-                                                 "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}}),
-        ):  # fmt: skip
-            self.wfile.write(f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode())
-
-    def log_message(self, *_args: Any) -> None:
-        pass
+    CALL = "read_session"
+    ARGUMENTS = READ
 
 
 @contextmanager
@@ -208,57 +189,12 @@ def _codex_tools(body: dict[str, Any]) -> list[str]:
 # -- Claude Code: the Messages API --------------------------------------------------------------------
 
 
-class _Messages(BaseHTTPRequestHandler):
-    """Calls sessionref's ``read_session`` while it is offered and unanswered, else DONE."""
+class _Messages(mcp_stubs._Messages):
+    """Calls sessionref's ``read_session`` for the first messages while unanswered, else DONE."""
 
     requests: list[dict[str, Any]] = []
     TOOL = "mcp__sessionref__read_session"
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-        if "count_tokens" in self.path:
-            self._send("application/json", json.dumps({"input_tokens": 10}).encode())
-            return
-        type(self).requests.append(body)
-        offered = any(tool.get("name") == self.TOOL for tool in body.get("tools", []))
-        answered = any(
-            isinstance(message.get("content"), list)
-            and any(part.get("type") == "tool_result" for part in message["content"])
-            for message in body.get("messages", [])
-        )
-        if offered and not answered:
-            block: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": self.TOOL, "input": {}}
-            arguments = {"session": "design", "from_message": 0, "to_message": 2}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
-            stop = "tool_use"
-        else:
-            block, delta, stop = {"type": "text", "text": ""}, {"type": "text_delta", "text": "DONE"}, "end_turn"
-        events: tuple[tuple[str, dict[str, Any]], ...] = (
-            ("message_start", {"message": {"id": "msg_1", "type": "message", "role": "assistant",
-                                           "model": body.get("model"), "content": [], "stop_reason": None,
-                                           "usage": {"input_tokens": 1, "output_tokens": 1}}}),
-            ("content_block_start", {"index": 0, "content_block": block}),
-            ("content_block_delta", {"index": 0, "delta": delta}),
-            ("content_block_stop", {"index": 0}),
-            ("message_delta", {"delta": {"stop_reason": stop}, "usage": {"output_tokens": 1}}),
-            ("message_stop", {}),
-        )  # fmt: skip
-        self._send(
-            "text/event-stream",
-            b"".join(
-                f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode() for kind, data in events
-            ),
-        )
-
-    def _send(self, kind: str, data: bytes) -> None:
-        self.send_response(200)
-        self.send_header("content-type", kind)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *_args: Any) -> None:
-        pass
+    ARGUMENTS = READ
 
 
 def claude_environment(tmp_path: Path, port: int) -> dict[str, str]:
@@ -314,7 +250,7 @@ class _Reader(Script):
     def decide(self, users: list[str], answered: bool, tools: list[str]) -> tuple[str, str, dict[str, Any]] | None:
         reader = next((name for name in tools if name.endswith("read_session")), None)
         if reader is not None and not answered:
-            return ("call", reader, {"session": "design", "from_message": 0, "to_message": 2})
+            return ("call", reader, READ)
         return None
 
 
