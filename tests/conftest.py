@@ -164,6 +164,8 @@ _MODULE_MARKERS = {
     "test_terminal_tools": ("tmux",),
     "test_agents_mcp": ("interop",),
     "test_agents_real": ("interop",),
+    "test_handoff_agents": ("interop",),
+    "test_handoff_terminal": ("tmux",),
     "test_browser": ("browser",),
     "test_interop": ("interop",),
     "test_interop_engine": ("interop",),

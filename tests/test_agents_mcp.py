@@ -141,15 +141,12 @@ class _Messages(BaseHTTPRequestHandler):
             self._send("application/json", json.dumps({"input_tokens": 10}).encode())
             return
         type(self).requests.append(body)
-        offered = any(tool.get("name") == self.TOOL for tool in body.get("tools", []))
-        answered = any(
-            isinstance(message.get("content"), list)
-            and any(part.get("type") == "tool_result" for part in message["content"])
-            for message in body.get("messages", [])
-        )
-        if offered and not answered:
-            block: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": self.TOOL, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(self.ARGUMENTS)}
+        call = self.call(body)
+        if call is not None:
+            name, arguments = call
+            number = len(type(self).requests)
+            block: dict[str, Any] = {"type": "tool_use", "id": f"toolu_{number}", "name": name, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
             stop = "tool_use"
         else:
             block, delta, stop = {"type": "text", "text": ""}, {"type": "text_delta", "text": "DONE"}, "end_turn"
@@ -170,6 +167,11 @@ class _Messages(BaseHTTPRequestHandler):
             ),
         )
 
+    def call(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """The tool this turn calls, with its arguments; None answers DONE."""
+        offered = any(tool.get("name") == self.TOOL for tool in body.get("tools", []))
+        return (self.TOOL, self.ARGUMENTS) if offered and not called(body, self.TOOL) else None
+
     def _send(self, kind: str, data: bytes) -> None:
         self.send_response(200)
         self.send_header("content-type", kind)
@@ -179,6 +181,16 @@ class _Messages(BaseHTTPRequestHandler):
 
     def log_message(self, *_args: Any) -> None:
         pass
+
+
+def called(body: dict[str, Any], name: str) -> bool:
+    """Whether the conversation of a Messages request already holds a call of the tool ``name``."""
+    return any(
+        isinstance(part, dict) and part.get("type") == "tool_use" and part.get("name") == name
+        for message in body.get("messages", [])
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+    )
 
 
 def _claude(tmp_path: Path, port: int, *arguments: str) -> subprocess.CompletedProcess[str]:

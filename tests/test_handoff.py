@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input, TextArea
 
 from core.folder.jsonl_store import JsonlSessionStore
 from core.handoff.agents import AGENTS, ToolServer
@@ -196,6 +197,8 @@ def test_each_agent_is_started_through_its_own_options(tmp_path: Path) -> None:
             if name == "claude":
                 config = json.loads(Path(launch.argv[launch.argv.index("--mcp-config") + 1]).read_text())
                 assert config["mcpServers"]["sessionref"]["args"][-3:] == ["mcp", "--root", "/s"]
+                # --allowedTools takes a list: without "--" it swallowed the prompt (seen in a real terminal).
+                assert launch.argv[-2:] == ["--", "BRIEF"]
             if name == "gemini":
                 overlay = Path(launch.env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json"
                 assert json.loads(overlay.read_text())["mcpServers"]["sessionref"]["trust"] is True
@@ -221,6 +224,9 @@ async def test_continue_in_sessionref_starts_a_session_whose_draft_references_th
         app.chat.continue_in("sessionref")
         await until(pilot, lambda: isinstance(app.screen, HandoffScreen))
         await pilot.press("end", *"ship it")
+        briefing = app.screen.query_one("#handoff-briefing", TextArea)
+        await until(pilot, lambda: "ship it" in briefing.text)  # the briefing follows the goal as typing pauses
+        assert "ship it" in str(app.screen.query_one("#handoff-goal", Input).value)
         await pilot.press("enter")
         await until(pilot, lambda: app.workspace.session.id != "design")
         prompt = app.chat.query_one(PromptArea)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,13 +27,15 @@ pytestmark = pytest.mark.skipif(
 class Terminal:
     """One tmux server on a private socket running one program in a 120x40 window."""
 
-    def __init__(self, command: list[str], env: dict[str, str]) -> None:
+    def __init__(self, command: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
         assert TMUX is not None, "tmux is required"
         self.socket = f"sessionref-test-{uuid.uuid4().hex[:8]}"
-        environment = " ".join(f"{key}={value}" for key, value in env.items())
+        environment = " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items())
         # -u: a parent that ran Textual headless may have exported its own COLUMNS and LINES.
-        line = f"env -u COLUMNS -u LINES {environment} {' '.join(command)}; echo EXITED:$?; sleep 30"
-        self._tmux("new-session", "-d", "-s", "app", "-x", "120", "-y", "40", line)
+        line = f"env -u COLUMNS -u LINES {environment} {shlex.join(command)}; echo EXITED:$?; sleep 30"
+        where = ["-c", str(cwd)] if cwd is not None else []
+        self._tmux("new-session", "-d", "-s", "app", "-x", "120", "-y", "40", *where, line)
+        self._tmux("set-option", "-t", "app", "remain-on-exit", "on")  # its last screen stays readable
 
     def _tmux(self, *args: str) -> str:
         assert TMUX is not None

@@ -20,14 +20,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from core.handoff.briefing import TOOL_NAMES
+from core.handoff.briefing import SERVER_NAME, TOOL_NAMES
 
-SERVER_NAME = "sessionref"
 ARGUMENT_BYTES = 120_000
 """The largest argument an agent is started with (Linux refuses one over 128 KiB)."""
 SERVER_START_SECONDS = 30
@@ -96,6 +98,26 @@ class Launch:
         """The whole environment the agent runs with."""
         return {**(os.environ if base is None else base), **self.env}
 
+    def run(self, started: Callable[[], None]) -> int:
+        """Run the agent in this terminal and wait for it: ``started`` is called once its process runs;
+        its exit code.
+
+        Ctrl-C is the agent's while it runs, as a shell leaves it: this process ignores SIGINT meanwhile
+        (from its main thread; set after the start, so the agent does not inherit the ignoring).
+
+        Raises:
+            OSError: it could not be started.
+        """
+        process = subprocess.Popen(self.argv, cwd=self.cwd, env=self.environment())
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            started()
+            return process.wait()
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
+
     def cleanup(self) -> None:
         """Remove this run's files (the folder they are in too)."""
         for path in self.files:
@@ -111,8 +133,8 @@ def _claude(program: str, prompt: str, folder: str, server: ToolServer, headless
     entry = {"type": "stdio", "command": server.command, "args": server.args, "env": server.env}
     _write_private(config, json.dumps({"mcpServers": {SERVER_NAME: entry}}))
     allowed = ",".join(f"mcp__{SERVER_NAME}__{name}" for name in TOOL_NAMES)
-    argv = [program, "--mcp-config", config, "--allowedTools", allowed]
-    argv += ["-p", prompt] if headless else [prompt]
+    # Both options take a list of values: "--" ends the second one, or it would swallow the prompt.
+    argv = [program, "--mcp-config", config, "--allowedTools", allowed, *(["-p"] if headless else []), "--", prompt]
     return Launch(argv, folder, {}, [config])
 
 

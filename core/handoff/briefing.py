@@ -28,6 +28,8 @@ HANDOFF_UNREADABLE = "HANDOFF_SESSION_UNREADABLE"
 HANDOFF_NO_SESSION = "HANDOFF_NO_SESSION"
 HANDOFF_NO_FOLDER = "HANDOFF_FOLDER_MISSING"
 TOOL_NAMES = ("search_sessions", "reference_session", "read_session")
+SERVER_NAME = "sessionref"
+"""The name the agents know the session tools' MCP server by."""
 
 
 class HandoffError(Exception):
@@ -93,8 +95,9 @@ class Briefing:
         )
         if self.tools:
             lines.append(
-                f'The sessionref tools are attached: read_session with session "{self.session_id}" reads any of its '
-                "messages (also those the snapshot left out), search_sessions finds other sessions."
+                f'The sessionref tools are attached (MCP server "{SERVER_NAME}"): read_session with session '
+                f'"{self.session_id}" reads any of its messages (also those the snapshot left out), search_sessions '
+                "finds other sessions."
             )
         lines.extend(["", self.snapshot])
         return "\n".join(lines)

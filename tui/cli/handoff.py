@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 
@@ -192,27 +191,25 @@ def _confirm(agent: Agent, briefing: Briefing) -> bool:
 
 def _run(launch: Launch, agent: Agent, store: SessionStore, handoff: Handoff, side: str, own: bool) -> int:
     """Start the agent, record the hand-off once it started, wait for it; its exit code."""
+    where = "nowhere"
+
+    def started() -> None:
+        nonlocal where
+        try:
+            where = record_handoff(store, handoff, side, own=own)
+        except (OSError, SessionQueryError) as error:
+            where = f"nowhere ({error})"
+
     try:
-        try:
-            process = subprocess.Popen(launch.argv, cwd=launch.cwd, env=launch.environment())
-        except OSError as error:
-            _say(f"{agent.label} could not be started: {error.strerror or error}; nothing was started")
-            return EXIT_CANNOT
-        # Ctrl-C is the agent's, as a shell leaves it (set after the start: the agent must not inherit it).
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            try:
-                where = record_handoff(store, handoff, side, own=own)
-            except (OSError, SessionQueryError) as error:
-                where = f"nowhere ({error})"
-            code = process.wait()
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        print(visible(f"sessionref handoff: {agent.label} exited {code}; the hand-off is noted in {where}"),
-              file=sys.stderr)  # fmt: skip
-        return code
+        code = launch.run(started)
+    except OSError as error:
+        _say(f"{agent.label} could not be started: {error.strerror or error}; nothing was started")
+        return EXIT_CANNOT
     finally:
         launch.cleanup()
+    print(visible(f"sessionref handoff: {agent.label} exited {code}; the hand-off is noted in {where}"),
+          file=sys.stderr)  # fmt: skip
+    return code
 
 
 def _continue_here(

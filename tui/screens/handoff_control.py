@@ -9,7 +9,6 @@ mcp`` attached for that run, and the hand-off is noted (in the session's log, or
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from functools import partial
 
 from textual.app import SuspendNotSupported
@@ -116,12 +115,9 @@ class HandoffControl:
         try:
             with app.suspend():
                 try:
-                    process = subprocess.Popen(launch.argv, cwd=launch.cwd, env=launch.environment())
+                    code: int | str = launch.run(partial(self._note, handoff, side, own))
                 except OSError as error:
-                    code: int | str = f"could not start: {error.strerror or error}"
-                else:
-                    self._note(handoff, side, own)
-                    code = process.wait()
+                    code = f"could not start: {error.strerror or error}"
         except SuspendNotSupported:
             app.notify("This terminal cannot hand itself to another program (a browser?).", title="Cannot hand off")
             return

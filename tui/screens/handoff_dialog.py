@@ -7,11 +7,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Button, Input, Label, OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from core.handoff.agents import Agent
-from core.handoff.briefing import Briefing
+from core.handoff.briefing import DEFAULT_GOAL, Briefing
 from tui.services.text import markup_escape, visible, visible_lines
 
 
@@ -23,6 +24,10 @@ def briefing_summary(briefing: Briefing, agent: Agent) -> str:
         f"{briefing.size:,} bytes · {briefing.kept} of {briefing.messages} messages · {secrets} · "
         f"{agent.label} starts in {briefing.folder}"
     )
+
+
+RELAYOUT_SECONDS = 0.15
+"""How long typing in the goal pauses before the briefing below is laid out again."""
 
 
 class HandoffScreen(ModalScreen[str | None]):
@@ -52,13 +57,18 @@ class HandoffScreen(ModalScreen[str | None]):
         super().__init__()
         self.briefing = briefing
         self.agent = agent
+        self._relayout: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical() as frame:
             frame.border_title = visible(f"Continue in {self.agent.label}")
             frame.border_subtitle = "Enter starts · Esc cancels"
             yield Label("Goal", markup=False)
-            yield Input(value=visible(self.briefing.goal), id="handoff-goal")
+            # Empty with the default goal as its placeholder: what is typed is the goal, from the first key
+            # (no select-on-focus: keys typed as the dialog opens would land before the selection and be
+            # replaced by the next one).
+            goal = "" if self.briefing.goal == DEFAULT_GOAL else visible(self.briefing.goal)
+            yield Input(value=goal, placeholder=DEFAULT_GOAL, select_on_focus=False, id="handoff-goal")
             yield Label(briefing_summary(self.briefing, self.agent), id="handoff-size", markup=False)
             yield TextArea(visible_lines(self.briefing.text), read_only=True, soft_wrap=True, id="handoff-briefing")
             with Horizontal(id="handoff-buttons"):
@@ -73,6 +83,13 @@ class HandoffScreen(ModalScreen[str | None]):
     def _goal_changed(self, event: Input.Changed) -> None:
         self.briefing = self.briefing.with_goal(event.value)
         self.query_one("#handoff-size", Label).update(briefing_summary(self.briefing, self.agent))
+        # The briefing below (tens of KiB to lay out again) follows once typing pauses, not at each key.
+        if self._relayout is not None:
+            self._relayout.stop()
+        self._relayout = self.set_timer(RELAYOUT_SECONDS, self._show_briefing)
+
+    def _show_briefing(self) -> None:
+        self._relayout = None
         self.query_one("#handoff-briefing", TextArea).load_text(visible_lines(self.briefing.text))
 
     @on(Input.Submitted, "#handoff-goal")

@@ -1,0 +1,268 @@
+"""``sessionref handoff`` as a person runs it: in a real terminal (tmux), the real Claude Code and Codex
+start interactively in the session's folder with the briefing as their first prompt; each one's model
+stub sees the briefing and the sessionref tools, calls ``read_session`` for what the snapshot left out,
+and answers; the person quits the agent and the exit code comes back through ``sessionref handoff``.
+
+Then the same from the app: the palette's "Continue in Codex", the dialog, the app giving the terminal
+to Codex and taking it back, and the transcript's note.
+
+The test HOME has the agents' first-run screens already answered (onboarding, folder trust, the API
+key), as a person who uses them daily has them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.folder.jsonl_store import JsonlSessionStore
+from core.handoff.record import HANDOFF_EVENT
+from tests.support.rc8 import NODE
+from tests.test_agents_mcp import CLAUDE, CODEX, called
+from tests.test_agents_real import _said
+from tests.test_handoff_agents import (
+    FIRST,
+    GOAL,
+    _codex_tools,
+    _Messages,
+    _Responses,
+    check_first,
+    claude_environment,
+    codex_home,
+    serving,
+    setup,
+)
+from tests.test_terminal import Terminal, app_env, pytestmark  # noqa: F401  (tmux required)
+
+REPO = Path(__file__).resolve().parent.parent
+_OPTIONAL = os.environ.get("SESSIONREF_REQUIRE_INTEROP") != "1"
+
+
+def _changed(environment: dict[str, str]) -> dict[str, str]:
+    """What an agent's environment sets beyond this process's own (tmux passes only that)."""
+    return {key: value for key, value in environment.items() if os.environ.get(key) != value}
+
+
+def _handoff_command(tmp_path: Path, to: str) -> list[str]:
+    return [sys.executable, "-m", "tui.cli", "handoff", "design", "--to", to, "--root", str(tmp_path / "store"),
+            "--no-external", "--goal", GOAL, "--yes"]  # fmt: skip
+
+
+def leave(terminal: Terminal, shown: str) -> str:
+    """Ctrl-C twice, as a person leaves an agent, until the terminal shows ``shown`` (a first press may
+    only end the turn in progress)."""
+    for _ in range(15):
+        terminal.send("C-c")
+        time.sleep(0.3)
+        screen = terminal.screen()
+        if shown in screen:
+            return screen
+        terminal.send("C-c")  # within the agents' "press again to quit" window
+        try:
+            return terminal.wait_for(lambda s: shown in s, timeout=1)
+        except AssertionError:
+            continue
+    return terminal.wait_for(lambda s: shown in s, timeout=1)
+
+
+def recorded_interactive(tmp_path: Path, to: str) -> None:
+    store = JsonlSessionStore(tmp_path / "store")
+    try:
+        _header, events = store.read_log("design")
+    finally:
+        store.close()
+    (note,) = [event for event in events if event.type == HANDOFF_EVENT]
+    assert (note.data["to"], note.data["goal"], note.data["headless"]) == (to, GOAL, False)
+
+
+# -- Claude Code ------------------------------------------------------------------------------------------
+
+
+def claude_home(tmp_path: Path, work: Path) -> None:
+    """A daily user's Claude Code state: onboarding done, the folder trusted, the API key approved."""
+    config = tmp_path / "home" / ".claude"
+    config.mkdir(parents=True, exist_ok=True)
+    state = {
+        "hasCompletedOnboarding": True,
+        "lastOnboardingVersion": "9.9.9",
+        "theme": "dark",
+        "customApiKeyResponses": {"approved": ["stub"], "rejected": []},
+        "projects": {str(work): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}},
+    }
+    for place in (config / ".claude.json", tmp_path / "home" / ".claude.json"):
+        place.write_text(json.dumps(state))
+
+
+class _Connecting(_Messages):
+    """As a model does in Claude Code's interactive mode, where MCP servers connect while the first turn
+    starts: the first request offers ``WaitForMcpServers`` rather than sessionref's tools, and the briefing
+    names the server to wait for; then ``read_session`` once it is offered, then DONE."""
+
+    requests: list[dict[str, Any]] = []
+
+    def call(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        offered = {tool.get("name") for tool in body.get("tools", [])}
+        if self.TOOL not in offered and WAIT in offered and not called(body, WAIT):
+            return WAIT, {"servers": ["sessionref"]}
+        return super().call(body)
+
+
+WAIT = "WaitForMcpServers"
+
+
+@pytest.mark.skipif(_OPTIONAL and CLAUDE is None, reason="Claude Code is not installed (make interop)")
+def test_handoff_to_claude_code_in_a_terminal(tmp_path: Path) -> None:
+    work = setup(tmp_path)
+    claude_home(tmp_path, work)
+    _Connecting.requests = []
+    with serving(_Connecting) as port:
+        environment = {**_changed(claude_environment(tmp_path, port)), **app_env(tmp_path / "home")}
+        terminal = Terminal(_handoff_command(tmp_path, "claude"), environment, cwd=work)
+        try:
+            terminal.wait_for(lambda s: "DONE" in s, timeout=120)
+            screen = leave(terminal, "EXITED:")
+        finally:
+            terminal.close()
+    assert "EXITED:0" in screen and "Claude Code exited 0" in screen, screen
+    requests = [body for body in _Connecting.requests if GOAL in json.dumps(body.get("messages"))]
+    first = requests[0]
+    offered = [tool["name"] for tool in first["tools"]]
+    assert _Messages.TOOL in offered or WAIT in offered, offered  # our tools, or the wait for them
+    tools = next(body for body in requests if any(t["name"] == _Messages.TOOL for t in body["tools"]))
+    check_first(_said(first["messages"][0]["content"]), [tool["name"] for tool in tools["tools"]])
+    results = [
+        part
+        for message in requests[-1]["messages"]
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if isinstance(part, dict) and part.get("type") == "tool_result"
+    ]
+    assert results and not results[-1].get("is_error") and FIRST in json.dumps(results[-1])
+    recorded_interactive(tmp_path, "claude")
+
+
+# -- Codex --------------------------------------------------------------------------------------------------
+
+
+def trust_in_codex(tmp_path: Path, work: Path) -> None:
+    """A daily user's Codex: the folder trusted (no first-run question)."""
+    config = tmp_path / "codex-home" / "config.toml"
+    with config.open("a") as handle:
+        handle.write(f'\n[projects.{json.dumps(str(work))}]\ntrust_level = "trusted"\n')
+
+
+@pytest.mark.skipif(_OPTIONAL and (NODE is None or not CODEX.exists()), reason="Codex is not installed (make interop)")
+def test_handoff_to_codex_in_a_terminal(tmp_path: Path) -> None:
+    work = setup(tmp_path)
+    _Responses.requests = []
+    with serving(_Responses) as port:
+        environment = codex_home(tmp_path, port)
+        trust_in_codex(tmp_path, work)
+        before = (tmp_path / "codex-home" / "config.toml").read_text()
+        changed = {**_changed(environment), "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
+        terminal = Terminal(_handoff_command(tmp_path, "codex"), changed, cwd=work)
+        try:
+            terminal.wait_for(lambda s: "DONE" in s, timeout=120)
+            screen = leave(terminal, "EXITED:")
+        finally:
+            terminal.close()
+    assert "EXITED:0" in screen and "Codex exited 0" in screen, screen
+    first = _Responses.requests[0]
+    offered = _codex_tools(first)
+    check_first(json.dumps(first["input"]), offered)
+    (output,) = [item for item in _Responses.requests[-1]["input"] if item.get("type") == "function_call_output"]
+    assert FIRST in json.dumps(output)
+    # Codex writes its own screen state ([tui]) to the file; nothing else changed and nothing is ours.
+    after = tomllib.loads((tmp_path / "codex-home" / "config.toml").read_text())
+    after.pop("tui", None)
+    assert after == tomllib.loads(before) and "sessionref" not in json.dumps(after)
+    recorded_interactive(tmp_path, "codex")
+
+
+@pytest.mark.skipif(_OPTIONAL and (NODE is None or not CODEX.exists()), reason="Codex is not installed (make interop)")
+def test_continue_in_codex_from_the_app(tmp_path: Path) -> None:
+    """The palette's "Continue in Codex": the dialog, Codex in the app's terminal, the app back after it."""
+    work = setup(tmp_path)
+    _Responses.requests = []
+    with serving(_Responses) as port:
+        environment = codex_home(tmp_path, port)
+        trust_in_codex(tmp_path, work)
+        changed = {**_changed(environment), **app_env(tmp_path)}
+        command = [sys.executable, "-m", "tui.cli", "--root", str(tmp_path / "store"), "--no-external",
+                   "--cwd", str(work), "--session", "design"]  # fmt: skip
+        terminal = Terminal(command, changed, cwd=work)
+        try:
+            terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
+            terminal.send("C-p")
+            terminal.send("Continue in Codex", literal=True)
+            terminal.wait_for(lambda s: "Hand this session to Codex" in s)
+            terminal.send("Enter")
+            terminal.wait_for(lambda s: "Enter starts" in s and "messages" in s)
+            terminal.send(GOAL, literal=True)  # the goal, typed at once: the briefing below follows it
+            terminal.wait_for(lambda s: s.count(GOAL) == 2, timeout=60)  # in the field and the briefing
+            terminal.send("Enter")
+            terminal.wait_for(lambda s: "DONE" in s, timeout=120)
+            leave(terminal, "Codex exited 0")  # the app is back
+            terminal.wait_for(lambda s: "handed to Codex" in s)
+            terminal.send("C-q")
+            screen = terminal.wait_for(lambda s: "EXITED:" in s)
+        except BaseException:
+            print(terminal.screen())
+            raise
+        finally:
+            terminal.close()
+    assert "EXITED:0" in screen, screen
+    first = _Responses.requests[0]
+    check_first(json.dumps(first["input"]), _codex_tools(first))
+    (output,) = [item for item in _Responses.requests[-1]["input"] if item.get("type") == "function_call_output"]
+    assert FIRST in json.dumps(output)
+    store = JsonlSessionStore(tmp_path / "store")
+    try:
+        _header, events = store.read_log("design")
+    finally:
+        store.close()
+    (note,) = [event for event in events if event.type == HANDOFF_EVENT]
+    assert (note.data["to"], note.data["goal"], note.data["headless"]) == ("codex", GOAL, False)
+
+
+def test_ctrl_c_in_a_handed_agent_is_the_agents_and_the_app_comes_back(tmp_path: Path) -> None:
+    """An agent that leaves the terminal in its normal mode gets Ctrl-C as a signal, and so would the
+    suspended app, which shares its process group: the app ignores it while the agent runs."""
+    work = setup(tmp_path)
+    agent = tmp_path / "bin" / "codex"
+    agent.parent.mkdir()
+    agent.write_text(
+        "#!/bin/sh\n"
+        "trap 'echo \"stand-in got Ctrl-C\"; exit 5' INT\n"
+        "echo 'STAND-IN READY'\n"
+        "while :; do sleep 0.1; done\n"
+    )
+    agent.chmod(0o755)
+    environment = {**app_env(tmp_path), "PATH": f"{agent.parent}{os.pathsep}{os.environ['PATH']}"}
+    command = [sys.executable, "-m", "tui.cli", "--root", str(tmp_path / "store"), "--no-external",
+               "--cwd", str(work), "--session", "design"]  # fmt: skip
+    terminal = Terminal(command, environment, cwd=work)
+    try:
+        terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
+        terminal.send("C-p")
+        terminal.send("Continue in Codex", literal=True)
+        terminal.wait_for(lambda s: "Hand this session to Codex" in s)
+        terminal.send("Enter")
+        terminal.wait_for(lambda s: "Enter starts" in s)
+        terminal.send("Enter")
+        terminal.wait_for(lambda s: "STAND-IN READY" in s)
+        terminal.send("C-c")
+        screen = terminal.wait_for(lambda s: "Codex exited 5" in s and "handed to Codex" in s)
+        assert "Traceback" not in screen and "KeyboardInterrupt" not in screen
+        terminal.send("C-q")
+        screen = terminal.wait_for(lambda s: "EXITED:" in s)
+    finally:
+        terminal.close()
+    assert "EXITED:0" in screen, screen
