@@ -79,7 +79,7 @@ def setup(tmp_path: Path) -> Path:
     return work
 
 
-def recorded(tmp_path: Path, to: str) -> None:
+def recorded(tmp_path: Path, to: str, headless: bool = True) -> None:
     """The source session's log notes the hand-off (an event dsh skips), its conversation unchanged."""
     store = JsonlSessionStore(tmp_path / "store")
     try:
@@ -88,7 +88,7 @@ def recorded(tmp_path: Path, to: str) -> None:
         store.close()
     (note,) = [event for event in events if event.type == HANDOFF_EVENT]
     assert note.ignorable and note.surface_op is None
-    assert (note.data["to"], note.data["goal"], note.data["headless"]) == (to, GOAL, True)
+    assert (note.data["to"], note.data["goal"], note.data["headless"]) == (to, GOAL, headless)
 
 
 def check_first(text: str, offered: list[str]) -> None:

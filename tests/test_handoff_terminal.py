@@ -22,8 +22,6 @@ from typing import Any
 
 import pytest
 
-from core.folder.jsonl_store import JsonlSessionStore
-from core.handoff.record import HANDOFF_EVENT
 from tests.support.rc8 import NODE
 from tests.test_agents_mcp import CLAUDE, CODEX, called
 from tests.test_agents_real import _said
@@ -36,6 +34,7 @@ from tests.test_handoff_agents import (
     check_first,
     claude_environment,
     codex_home,
+    recorded,
     serving,
     setup,
 )
@@ -72,14 +71,26 @@ def leave(terminal: Terminal, shown: str) -> str:
     return terminal.wait_for(lambda s: shown in s, timeout=1)
 
 
-def recorded_interactive(tmp_path: Path, to: str) -> None:
-    store = JsonlSessionStore(tmp_path / "store")
+def open_app(tmp_path: Path, work: Path, environment: dict[str, str]) -> Terminal:
+    """The app on the long session, in tmux."""
+    command = [sys.executable, "-m", "tui.cli", "--root", str(tmp_path / "store"), "--no-external",
+               "--cwd", str(work), "--session", "design"]  # fmt: skip
+    terminal = Terminal(command, environment, cwd=work)
     try:
-        _header, events = store.read_log("design")
-    finally:
-        store.close()
-    (note,) = [event for event in events if event.type == HANDOFF_EVENT]
-    assert (note.data["to"], note.data["goal"], note.data["headless"]) == (to, GOAL, False)
+        terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
+    except BaseException:
+        terminal.close()
+        raise
+    return terminal
+
+
+def continue_in_codex(terminal: Terminal) -> None:
+    """Ctrl+P, "Continue in Codex", Enter: the dialog with the briefing."""
+    terminal.send("C-p")
+    terminal.send("Continue in Codex", literal=True)
+    terminal.wait_for(lambda s: "Hand this session to Codex" in s)
+    terminal.send("Enter")
+    terminal.wait_for(lambda s: "Enter starts" in s and "messages" in s)
 
 
 # -- Claude Code ------------------------------------------------------------------------------------------
@@ -145,7 +156,7 @@ def test_handoff_to_claude_code_in_a_terminal(tmp_path: Path) -> None:
         if isinstance(part, dict) and part.get("type") == "tool_result"
     ]
     assert results and not results[-1].get("is_error") and FIRST in json.dumps(results[-1])
-    recorded_interactive(tmp_path, "claude")
+    recorded(tmp_path, "claude", headless=False)
 
 
 # -- Codex --------------------------------------------------------------------------------------------------
@@ -183,7 +194,7 @@ def test_handoff_to_codex_in_a_terminal(tmp_path: Path) -> None:
     after = tomllib.loads((tmp_path / "codex-home" / "config.toml").read_text())
     after.pop("tui", None)
     assert after == tomllib.loads(before) and "sessionref" not in json.dumps(after)
-    recorded_interactive(tmp_path, "codex")
+    recorded(tmp_path, "codex", headless=False)
 
 
 @pytest.mark.skipif(_OPTIONAL and (NODE is None or not CODEX.exists()), reason="Codex is not installed (make interop)")
@@ -194,17 +205,9 @@ def test_continue_in_codex_from_the_app(tmp_path: Path) -> None:
     with serving(_Responses) as port:
         environment = codex_home(tmp_path, port)
         trust_in_codex(tmp_path, work)
-        changed = {**_changed(environment), **app_env(tmp_path)}
-        command = [sys.executable, "-m", "tui.cli", "--root", str(tmp_path / "store"), "--no-external",
-                   "--cwd", str(work), "--session", "design"]  # fmt: skip
-        terminal = Terminal(command, changed, cwd=work)
+        terminal = open_app(tmp_path, work, {**_changed(environment), **app_env(tmp_path)})
         try:
-            terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
-            terminal.send("C-p")
-            terminal.send("Continue in Codex", literal=True)
-            terminal.wait_for(lambda s: "Hand this session to Codex" in s)
-            terminal.send("Enter")
-            terminal.wait_for(lambda s: "Enter starts" in s and "messages" in s)
+            continue_in_codex(terminal)
             terminal.send(GOAL, literal=True)  # the goal, typed at once: the briefing below follows it
             terminal.wait_for(lambda s: s.count(GOAL) == 2, timeout=60)  # in the field and the briefing
             terminal.send("Enter")
@@ -213,9 +216,6 @@ def test_continue_in_codex_from_the_app(tmp_path: Path) -> None:
             terminal.wait_for(lambda s: "handed to Codex" in s)
             terminal.send("C-q")
             screen = terminal.wait_for(lambda s: "EXITED:" in s)
-        except BaseException:
-            print(terminal.screen())
-            raise
         finally:
             terminal.close()
     assert "EXITED:0" in screen, screen
@@ -223,13 +223,7 @@ def test_continue_in_codex_from_the_app(tmp_path: Path) -> None:
     check_first(json.dumps(first["input"]), _codex_tools(first))
     (output,) = [item for item in _Responses.requests[-1]["input"] if item.get("type") == "function_call_output"]
     assert FIRST in json.dumps(output)
-    store = JsonlSessionStore(tmp_path / "store")
-    try:
-        _header, events = store.read_log("design")
-    finally:
-        store.close()
-    (note,) = [event for event in events if event.type == HANDOFF_EVENT]
-    assert (note.data["to"], note.data["goal"], note.data["headless"]) == ("codex", GOAL, False)
+    recorded(tmp_path, "codex", headless=False)
 
 
 def test_ctrl_c_in_a_handed_agent_is_the_agents_and_the_app_comes_back(tmp_path: Path) -> None:
@@ -246,16 +240,9 @@ def test_ctrl_c_in_a_handed_agent_is_the_agents_and_the_app_comes_back(tmp_path:
     )
     agent.chmod(0o755)
     environment = {**app_env(tmp_path), "PATH": f"{agent.parent}{os.pathsep}{os.environ['PATH']}"}
-    command = [sys.executable, "-m", "tui.cli", "--root", str(tmp_path / "store"), "--no-external",
-               "--cwd", str(work), "--session", "design"]  # fmt: skip
-    terminal = Terminal(command, environment, cwd=work)
+    terminal = open_app(tmp_path, work, environment)
     try:
-        terminal.wait_for(lambda s: "Prompt" in s and "Storage design" in s)
-        terminal.send("C-p")
-        terminal.send("Continue in Codex", literal=True)
-        terminal.wait_for(lambda s: "Hand this session to Codex" in s)
-        terminal.send("Enter")
-        terminal.wait_for(lambda s: "Enter starts" in s)
+        continue_in_codex(terminal)
         terminal.send("Enter")
         terminal.wait_for(lambda s: "STAND-IN READY" in s)
         terminal.send("C-c")

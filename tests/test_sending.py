@@ -163,15 +163,25 @@ async def test_sending_while_a_reply_streams_writes_a_steering_message(demo_temp
         await until(pilot, lambda: any("steering" in str(b.render()) for b in app.chat.query(UserBlock)))
 
 
+class EndlessModel(EchoModel):
+    """A reply that streams until it is stopped (a short one could end before a busy test saw it run)."""
+
+    async def stream(self, messages: Any, *, signal: Any, **_options: Any) -> Any:
+        yield {"type": "text-delta", "index": 0, "text": "streaming"}
+        while not signal.aborted:
+            await asyncio.sleep(0.05)
+            yield {"type": "text-delta", "index": 0, "text": "."}
+
+
 async def test_escape_stops_a_streaming_reply(demo_template: Path, tmp_path: Path) -> None:
-    app, _ = open_app(demo_template, tmp_path / "store", model=EchoModel(delay=0.2))
+    app, _ = open_app(demo_template, tmp_path / "store", model=EndlessModel())
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await type_text(pilot, "long")
         await pilot.press("enter")
-        await until(pilot, lambda: app.workspace.agent.status == "running")
+        await until(pilot, lambda: app.workspace.agent.status == "running", timeout=30)
         await pilot.press("escape")
-        await until(pilot, lambda: app.workspace.agent.status == "idle")
+        await until(pilot, lambda: app.workspace.agent.status == "idle", timeout=30)
         end = [e for e in app.workspace.session.events if e.type == "turn/end"][-1]
         assert end.data["reason"] == {"kind": "aborted"}
 
