@@ -4,7 +4,6 @@ never shows."""
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +36,7 @@ store.close()
 
 def test_bob_references_the_session_alice_shared_from_another_machine(team: Team, tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", _ALICE, team.alice, team.team, CWD], cwd=REPO, check=True, timeout=60)
-    command = [sys.executable, "-m", "tui.cli", "--store", shlex.quote(team.bob), "--cwd", CWD]
+    command = [sys.executable, "-m", "tui.cli", "--store", team.bob, "--cwd", CWD]
     terminal = Terminal(command, app_env(tmp_path))
     try:
         # The sidebar has room for "@t123_0… Listing …": the owner's badge, then the title.
