@@ -130,6 +130,16 @@ def test_without_a_terminal_it_asks_for_yes(tmp_path: Path, work: Path) -> None:
     assert not any(event.type == HANDOFF_EVENT for event in _log(tmp_path))
 
 
+def test_an_agent_ended_by_a_signal_exits_as_a_shell_says(tmp_path: Path, work: Path) -> None:
+    """Killed by SIGTERM: 143 (128 + 15), not Python's -15 (which an exit status would turn into 241)."""
+    fake = tmp_path / "fake_codex.py"
+    fake.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n")
+    path = _bin(tmp_path, "codex", [sys.executable, str(fake)])
+    done = run(tmp_path, "design", "--to", "codex", "--goal", GOAL, "--yes", "--headless", path=path)
+    assert done.returncode == 143, done.stderr
+    assert "Codex exited 143" in done.stderr
+
+
 def test_the_agent_gets_the_briefing_the_server_and_its_exit_code_passes_through(tmp_path: Path, work: Path) -> None:
     """A stand-in ``codex`` on PATH writes what it was started with; its exit code comes back."""
     seen = tmp_path / "seen.json"

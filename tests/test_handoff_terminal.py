@@ -24,16 +24,18 @@ import pytest
 
 from tests.support.rc8 import NODE
 from tests.test_agents_mcp import CLAUDE, CODEX, called
-from tests.test_agents_real import _said
+from tests.test_agents_real import GEMINI, OPENCODE, _Gemini, _OpenAI, _said, gemini_environment
 from tests.test_handoff_agents import (
     FIRST,
     GOAL,
+    _bin,
     _codex_tools,
     _Messages,
     _Responses,
     check_first,
     claude_environment,
     codex_home,
+    reading,
     recorded,
     serving,
     setup,
@@ -54,18 +56,20 @@ def _handoff_command(tmp_path: Path, to: str) -> list[str]:
             "--no-external", "--goal", GOAL, "--yes"]  # fmt: skip
 
 
-def leave(terminal: Terminal, shown: str) -> str:
-    """Ctrl-C twice, as a person leaves an agent, until the terminal shows ``shown`` (a first press may
-    only end the turn in progress)."""
+def leave(terminal: Terminal, shown: str, *, twice: bool = True) -> str:
+    """Ctrl-C, as a person leaves an agent, until the terminal shows ``shown``: twice in a row for an
+    agent that asks for a second press to quit (a first one may only end the turn in progress), once
+    for one that quits on the first (a second would reach it while it shuts down)."""
     for _ in range(15):
         terminal.send("C-c")
-        time.sleep(0.3)
-        screen = terminal.screen()
-        if shown in screen:
-            return screen
-        terminal.send("C-c")  # within the agents' "press again to quit" window
+        if twice:
+            time.sleep(0.3)
+            screen = terminal.screen()
+            if shown in screen:
+                return screen
+            terminal.send("C-c")  # within the agents' "press again to quit" window
         try:
-            return terminal.wait_for(lambda s: shown in s, timeout=1)
+            return terminal.wait_for(lambda s: shown in s, timeout=1 if twice else 5)
         except AssertionError:
             continue
     return terminal.wait_for(lambda s: shown in s, timeout=1)
@@ -253,3 +257,67 @@ def test_ctrl_c_in_a_handed_agent_is_the_agents_and_the_app_comes_back(tmp_path:
     finally:
         terminal.close()
     assert "EXITED:0" in screen, screen
+
+
+# -- Gemini CLI and opencode ------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(_OPTIONAL and (NODE is None or not GEMINI.exists()), reason="Gemini CLI is not installed")
+def test_handoff_to_gemini_cli_in_a_terminal(tmp_path: Path) -> None:
+    work = setup(tmp_path)
+    home = tmp_path / "home"
+    with reading(_Gemini) as (port, script):
+        environment = gemini_environment(home, port)
+        before = (home / ".gemini" / "settings.json").read_text()
+        assert NODE is not None
+        environment["PATH"] = _bin(tmp_path, "gemini", [NODE, str(GEMINI), "-m", "gemini-2.5-flash"])
+        terminal = Terminal(_handoff_command(tmp_path, "gemini"), {**_changed(environment), **app_env(home)}, cwd=work)
+        try:
+            terminal.wait_for(lambda s: "ANSWER" in s, timeout=120)
+            screen = leave(terminal, "EXITED:")
+        finally:
+            terminal.close()
+    assert "EXITED:0" in screen and "Gemini CLI exited 0" in screen, screen
+    first = script.requests[0]
+    users = [
+        _said([p for p in c.get("parts", []) if "text" in p]) for c in first["contents"] if c.get("role") == "user"
+    ]
+    offered = [d.get("name", "") for t in first.get("tools", []) for d in t.get("functionDeclarations", [])]
+    check_first("\n".join(users), offered)
+    responses = [
+        part["functionResponse"]
+        for body in script.requests
+        for content in body.get("contents", [])
+        for part in content.get("parts", [])
+        if "functionResponse" in part
+    ]
+    assert FIRST in json.dumps(responses)
+    assert (home / ".gemini" / "settings.json").read_text() == before
+    recorded(tmp_path, "gemini", headless=False)
+
+
+@pytest.mark.skipif(_OPTIONAL and OPENCODE is None, reason="opencode is not installed (make interop)")
+def test_handoff_to_opencode_in_a_terminal(tmp_path: Path) -> None:
+    from tests.test_agents_real import opencode_config, opencode_environment
+
+    work = setup(tmp_path)
+    home = tmp_path / "home"
+    with reading(_OpenAI) as (port, script):
+        opencode_config(home, port)
+        environment = opencode_environment(home, work)
+        environment["PATH"] = _bin(tmp_path, "opencode", [str(OPENCODE)])
+        terminal = Terminal(
+            _handoff_command(tmp_path, "opencode"), {**_changed(environment), **app_env(home)}, cwd=work
+        )
+        try:
+            terminal.wait_for(lambda s: "ANSWER" in s, timeout=120)
+            screen = leave(terminal, "EXITED:", twice=False)
+        finally:
+            terminal.close()
+    assert "EXITED:0" in screen and "opencode exited 0" in screen, screen
+    first = next(body for body in script.requests if body.get("tools"))
+    users = [_said(m.get("content")) for m in first["messages"] if m.get("role") == "user"]
+    check_first("\n".join(users), [t.get("function", {}).get("name", "") for t in first["tools"]])
+    results = [m for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"]
+    assert FIRST in json.dumps(results)
+    recorded(tmp_path, "opencode", headless=False)

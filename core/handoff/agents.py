@@ -100,7 +100,7 @@ class Launch:
 
     def run(self, started: Callable[[], None]) -> int:
         """Run the agent in this terminal and wait for it: ``started`` is called once its process runs;
-        its exit code.
+        its exit code (128 + the signal's number when a signal ended it, as a shell says).
 
         Ctrl-C is the agent's while it runs, as a shell leaves it: this process ignores SIGINT meanwhile
         (from its main thread; set after the start, so the agent does not inherit the ignoring).
@@ -113,7 +113,8 @@ class Launch:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
             started()
-            return process.wait()
+            code = process.wait()
+            return code if code >= 0 else 128 - code
         finally:
             if main:
                 signal.signal(signal.SIGINT, previous)
