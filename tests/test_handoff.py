@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.text import Text
 from textual.widgets import Input, TextArea
 
 from core.folder.jsonl_store import JsonlSessionStore
@@ -264,3 +265,58 @@ def test_a_bad_reference_setting_or_a_missing_store_is_one_line(tmp_path: Path, 
     )  # fmt: skip
     assert missing.returncode == 3
     assert missing.stderr == f"sessionref handoff: {tmp_path / 'none'} is not a session store folder\n"
+
+
+async def test_a_rows_menu_hands_on_another_tools_session_and_lists_where_it_went(
+    demo_template: Path, tmp_path: Path
+) -> None:
+    """``m`` on a Claude Code row: the menu lists its earlier hand-off (noted beside the store, its goal
+    shown as text, never markup), has no Open (it cannot become the target), and Continue in sessionref
+    starts a new session whose draft references it; the note goes beside the store, Claude's files
+    untouched."""
+    from core.sessions.sources.claude import CLAUDE_PREFIX, ClaudeCodeSource
+    from core.sessions.sources.codex import CodexSource
+    from tests.support.external_fixtures import CLAUDE_UUID, seed_external, tree_state
+    from tui.cli.demo import DEMO_PROJECT
+    from tui.screens.handoff_dialog import ContinueMenu
+    from tui.widgets.sidebar import SessionSidebar
+
+    work = tmp_path / "work"
+    work.mkdir()
+    claude, codex = tmp_path / "claude", tmp_path / "codex"
+    seed_external(claude, codex)
+    (log,) = claude.rglob("*.jsonl")
+    log.write_text(log.read_text().replace(DEMO_PROJECT, str(work)))  # a folder that exists
+    before = tree_state(claude)
+    claude_id = CLAUDE_PREFIX + CLAUDE_UUID
+    side = tmp_path / "store" / SIDE_FILE
+    app, store = open_app(demo_template, tmp_path / "store", external=(ClaudeCodeSource(claude), CodexSource(codex)))
+    record_handoff(store, Handoff(claude_id, "gemini", "[b]earlier[/b] goal", 1), str(side), own=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, app.workspace.catalog_loaded.is_set)
+        sidebar = app.chat.query_one(SessionSidebar)
+        await until(pilot, lambda: sidebar.index_of(claude_id) is not None)
+        sidebar.focus()
+        sidebar.highlight_id(claude_id)
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, ContinueMenu))
+        menu = app.screen
+        assert isinstance(menu, ContinueMenu)
+        prompts = [str(option.prompt) for option in menu.options]
+        assert "Open" not in prompts and "Continue in sessionref" in prompts
+        assert prompts[-1].startswith("→ ") and prompts[-1].endswith("handed to Gemini CLI: [b]earlier[/b] goal")
+        assert menu.options[-1].disabled and isinstance(menu.options[-1].prompt, Text)  # text, not markup
+        menu.dismiss("sessionref")
+        await until(pilot, lambda: isinstance(app.screen, HandoffScreen))
+        await pilot.press(*"carry on")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.workspace.session.cwd == str(work))
+        prompt = app.chat.query_one(PromptArea)
+        await until(pilot, lambda: "carry on" in prompt.text)
+        assert encode_session_reference_uri(claude_id) in prompt.text
+    store.close()
+    assert [(h.to, h.goal) for h in handoffs_beside(str(side), claude_id)] == [
+        ("gemini", "[b]earlier[/b] goal"),
+        ("sessionref", "carry on"),
+    ]
+    assert tree_state(claude) == before  # another tool's files are never written

@@ -43,6 +43,15 @@ class Handoff:
     size: int = 0
     """The briefing's bytes."""
 
+    @property
+    def summary(self) -> str:
+        """``handed to Codex (headless): <goal>`` (raw text: the goal is data)."""
+        from core.handoff.agents import AGENTS
+
+        agent = AGENTS.get(self.to)
+        label = agent.label if agent is not None else self.to
+        return f"handed to {label}{' (headless)' if self.headless else ''}: {self.goal}"
+
     def data(self) -> dict[str, Any]:
         """The note's JSON (the event's data; a side line adds ``sessionId``)."""
         return {"to": self.to, "goal": self.goal, "at": self.at, "headless": self.headless, "bytes": self.size}

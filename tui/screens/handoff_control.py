@@ -18,10 +18,14 @@ from textual.screen import Screen
 from core.errors import SessionQueryError
 from core.handoff.agents import AGENTS, Agent, ToolServer, installed_agents
 from core.handoff.briefing import Briefing, HandoffError, build_briefing
-from core.handoff.record import Handoff, now_ms, record_handoff, side_file_of
+from core.handoff.record import Handoff, handoffs_beside, now_ms, record_handoff, side_file_of
 from core.reference.uri import format_session_reference_mention
 from tui.screens.handoff_dialog import ContinueMenu, HandoffScreen
+from tui.services.text import age
 from tui.services.workspace import Workspace
+
+PAST_SHOWN = 3
+"""How many earlier hand-offs a row's menu lists (the newest first)."""
 
 
 class HandoffControl:
@@ -46,7 +50,14 @@ class HandoffControl:
 
     def menu(self, session_id: str, can_open: bool, on_open: partial[None] | None = None) -> None:
         """A sidebar row's menu: Open, and Continue in each agent found."""
-        title = self._workspace.catalog.titles.title(session_id) or session_id
+        workspace = self._workspace
+        title = workspace.catalog.titles.title(session_id) or session_id
+        # Where it went before, as noted beside the store (another tool's session, or one another
+        # process was writing; a session of the store shows its own notes in its transcript).
+        side = side_file_of(workspace.store)
+        past = handoffs_beside(side, session_id)[-PAST_SHOWN:] if side is not None else []
+        now = workspace.clock()
+        lines = [f"→ {age(handoff.at, now)} ago, {handoff.summary}" for handoff in reversed(past)]
 
         def chosen(choice: str | None) -> None:
             if choice == "open" and on_open is not None:
@@ -54,7 +65,7 @@ class HandoffControl:
             elif choice in AGENTS:
                 self.begin(session_id, choice)
 
-        self._screen.app.push_screen(ContinueMenu(title, self.agents(), can_open), chosen)
+        self._screen.app.push_screen(ContinueMenu(title, self.agents(), can_open, lines), chosen)
 
     def begin(self, session_id: str, agent_name: str) -> None:
         """Build the briefing for handing ``session_id`` to ``agent_name`` (off the UI thread), then ask."""

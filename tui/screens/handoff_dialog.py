@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -111,15 +112,20 @@ class ContinueMenu(ModalScreen[str | None]):
     DEFAULT_CSS = """
     ContinueMenu {
         align: center middle;
-        & > OptionList { width: 48; height: auto; max-height: 16; border: round $accent; }
+        & > OptionList { width: 64; height: auto; max-height: 16; border: round $accent; }
     }
     """
 
-    def __init__(self, title: str, agents: list[Agent], can_open: bool) -> None:
+    def __init__(self, title: str, agents: list[Agent], can_open: bool, past: list[str] | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.options = ([Option("Open", id="open")] if can_open else []) + [
             Option(f"Continue in {agent.label}", id=agent.name) for agent in agents
+        ]
+        # Earlier hand-offs, listed under the choices (not choices themselves); their text is data.
+        self.options += [
+            Option(Text(visible(line), style="dim", no_wrap=True, overflow="ellipsis"), disabled=True)
+            for line in past or ()
         ]
 
     def compose(self) -> ComposeResult:

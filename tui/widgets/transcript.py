@@ -19,7 +19,6 @@ from textual.widgets import Collapsible, Static
 
 from core import Session, SessionEvent, display_prompt_content
 from core.agent.wire import wire_text
-from core.handoff.agents import AGENTS
 from core.handoff.record import HANDOFF_EVENT, Handoff
 from core.reference.projection import is_compact_checkpoint_source
 from core.reference.staleness import references_of
@@ -347,10 +346,7 @@ def _handoff_line(event: SessionEvent) -> Widget | None:
     handoff = Handoff.of("", event.data)
     if handoff is None:
         return None
-    agent = AGENTS.get(handoff.to)
-    label = agent.label if agent is not None else handoff.to
-    mode = " (headless)" if handoff.headless else ""
-    line = NoteLine(Text(visible(f"→ handed to {label}{mode}: {handoff.goal}"), style="dim"))
+    line = NoteLine(Text(visible(f"→ {handoff.summary}"), style="dim"))
     line.add_class("handoff-note")
     return line
 
