@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from core.handoff.briefing import SERVER_NAME, TOOL_NAMES
+from core.handoff.briefing import SERVER_NAME, TOOL_NAMES, HandoffError
 
 ARGUMENT_BYTES = 120_000
 """The largest argument an agent is started with (Linux refuses one over 128 KiB)."""
@@ -174,8 +174,6 @@ def _gemini(program: str, prompt: str, folder: str, server: ToolServer, headless
     it runs with ``$GEMINI_CLI_HOME`` on an overlay of the user's ``~/.gemini`` (every entry linked
     to the real one, so sessions, credentials and history stay where they are) whose
     ``settings.json`` is the user's with the server added."""
-    from core.handoff.briefing import HandoffError
-
     real_home = os.environ.get("GEMINI_CLI_HOME") or os.path.expanduser("~")
     real = os.path.join(real_home, ".gemini")
     settings: dict[str, object] = {}
@@ -251,8 +249,6 @@ class Agent:
             HandoffError: it is not on PATH (``HANDOFF_AGENT_NOT_INSTALLED``); the prompt is too large
                 to start it with (``HANDOFF_BRIEFING_TOO_LARGE``).
         """
-        from core.handoff.briefing import HandoffError
-
         program = self.installed(path)
         if program is None or self.build is None:
             raise HandoffError(f"{self.label} is not installed (no {self.program} on PATH)", HANDOFF_NOT_INSTALLED)

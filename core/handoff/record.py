@@ -19,6 +19,7 @@ from typing import Any
 import platformdirs
 
 from core.errors import SessionQueryError
+from core.handoff.agents import AGENTS
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
 from core.stores import SessionStore
@@ -46,8 +47,6 @@ class Handoff:
     @property
     def summary(self) -> str:
         """``handed to Codex (headless): <goal>`` (raw text: the goal is data)."""
-        from core.handoff.agents import AGENTS
-
         agent = AGENTS.get(self.to)
         label = agent.label if agent is not None else self.to
         return f"handed to {label}{' (headless)' if self.headless else ''}: {self.goal}"
