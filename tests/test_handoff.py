@@ -320,3 +320,23 @@ async def test_a_rows_menu_hands_on_another_tools_session_and_lists_where_it_wen
         ("sessionref", "carry on"),
     ]
     assert tree_state(claude) == before  # another tool's files are never written
+
+
+async def test_in_the_app_a_session_whose_folder_is_gone_is_one_notice_and_nothing_else(
+    demo_template: Path, tmp_path: Path
+) -> None:
+    from core.sessions.sources.claude import CLAUDE_PREFIX, ClaudeCodeSource
+    from core.sessions.sources.codex import CodexSource
+    from tests.support.external_fixtures import CLAUDE_UUID, seed_external
+
+    claude, codex = tmp_path / "claude", tmp_path / "codex"
+    seed_external(claude, codex)  # its folder, /home/demo/projects/sessionref, does not exist here
+    app, store = open_app(demo_template, tmp_path / "store", external=(ClaudeCodeSource(claude), CodexSource(codex)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, app.workspace.catalog_loaded.is_set)
+        target = app.workspace.session.id
+        app.chat.handoff_control.begin(CLAUDE_PREFIX + CLAUDE_UUID, "sessionref")
+        await until(pilot, lambda: any("HANDOFF_FOLDER_MISSING" in n.message for n in app._notifications))
+        assert not isinstance(app.screen, HandoffScreen) and app.workspace.session.id == target
+    store.close()
+    assert not (tmp_path / "store" / SIDE_FILE).exists()  # nothing noted
