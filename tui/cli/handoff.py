@@ -19,33 +19,26 @@ import subprocess
 import sys
 
 from core.catalog import SessionCatalog
-from core.errors import SessionQueryError, SessionReferenceError
+from core.errors import SessionQueryError
 from core.handoff.agents import AGENTS, Agent, Launch, ToolServer
 from core.handoff.briefing import Briefing, HandoffError, build_briefing, resolve_session
 from core.handoff.record import Handoff, now_ms, record_handoff, side_file
 from core.reference.uri import format_session_reference_mention
 from core.settings import (
     CommandTaker,
-    ConfigError,
-    add_setting_flags,
     default_config_path,
-    effective_settings,
     external_sources,
-    given,
-    load_config,
-    reference_config,
-    source_settings,
 )
 from core.stores import SessionStore
+from tui.cli.options import EXIT_USAGE
 from tui.services.text import visible
 
 EXIT_CANNOT = 1
-EXIT_USAGE = 2
 
 
 def add_commands(commands: CommandTaker) -> None:
     """``sessionref handoff`` in the command line's parser."""
-    from tui.cli.options import default_root
+    from tui.cli.options import add_store_options
 
     parser = commands.add_parser(
         "handoff",
@@ -70,13 +63,7 @@ def add_commands(commands: CommandTaker) -> None:
         help="run the agent's non-interactive mode (claude -p, codex exec, gemini -p, opencode run): its output "
         "and exit code are passed through",
     )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
-    add_setting_flags(where, ["store"])
-    add_setting_flags(parser, [*source_settings(), "redaction"])
-    parser.add_argument(
-        "--config", metavar="PATH", help=f"the config file (default: {default_config_path()}, used when it exists)"
-    )
+    add_store_options(parser, f"the config file (default: {default_config_path()}, used when it exists)")
     parser.set_defaults(run=handoff_command, parser=parser, demo=False)
 
 
@@ -86,17 +73,11 @@ def _say(message: str) -> None:
 
 def handoff_command(args: argparse.Namespace) -> int:
     """Run ``sessionref handoff``."""
-    from tui.cli.options import default_root, open_command_store
+    from tui.cli.options import command_settings, default_root, open_command_store
 
     parser: argparse.ArgumentParser = args.parser
-    try:
-        effective = effective_settings(load_config(args.config), given(args), dict(os.environ))
-        settings = effective.settings
-        config = reference_config(settings)
-    except ConfigError as error:
-        parser.exit(EXIT_USAGE, f"sessionref handoff: {visible(str(error))}\n")
-    except SessionReferenceError as error:
-        parser.exit(EXIT_USAGE, f"sessionref handoff: {visible(error.message)} ({error.code})\n")
+    effective, config = command_settings("handoff", args)
+    settings = effective.settings
     agent = AGENTS[args.to]
     if args.headless and agent.build is None:
         parser.exit(EXIT_USAGE, "sessionref handoff: sessionref has no headless mode; leave out --headless\n")

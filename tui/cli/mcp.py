@@ -7,17 +7,15 @@ import asyncio
 import os
 import sys
 
-from core import SessionReferenceError
 from core.catalog import SessionCatalog
-from core.display import visible
 from core.mcp.server import SessionToolServer, client_gone, serve
 from core.settings import CommandTaker
 
 
 def add_commands(commands: CommandTaker) -> None:
     """``sessionref mcp`` in the command line's parser."""
-    from core.settings import add_setting_flags, default_config_path, source_settings
-    from tui.cli.options import default_root
+    from core.settings import default_config_path
+    from tui.cli.options import add_store_options
 
     parser = commands.add_parser(
         "mcp",
@@ -25,14 +23,9 @@ def add_commands(commands: CommandTaker) -> None:
         description="Serve the session tools (search_sessions, reference_session, read_session) to an agent over "
         "the Model Context Protocol on stdio. Read-only.",
     )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
-    add_setting_flags(where, ["store"])
-    add_setting_flags(parser, [*source_settings(), "redaction"])
-    parser.add_argument(
-        "--config",
-        metavar="PATH",
-        help=f"the config file (default: {default_config_path()}, used when it exists): its [store] url, "
+    add_store_options(
+        parser,
+        f"the config file (default: {default_config_path()}, used when it exists): its [store] url, "
         "[reference] limits, [search] and [tools] read_bytes apply; --root and --store override its store",
     )
     parser.set_defaults(run=mcp_command, parser=parser, demo=False)
@@ -40,18 +33,11 @@ def add_commands(commands: CommandTaker) -> None:
 
 def mcp_command(args: argparse.Namespace) -> int:
     """Run ``sessionref mcp``."""
-    from core.settings import ConfigError, effective_settings, external_sources, given, load_config, reference_config
-    from tui.cli.options import EXIT_USAGE, open_command_store, sessionref_version
+    from core.settings import external_sources
+    from tui.cli.options import command_settings, open_command_store, sessionref_version
 
-    parser: argparse.ArgumentParser = args.parser
-    try:
-        effective = effective_settings(load_config(args.config), given(args), dict(os.environ))
-        settings = effective.settings
-        config = reference_config(settings)
-    except ConfigError as error:
-        parser.exit(EXIT_USAGE, f"sessionref mcp: {visible(str(error))}\n")
-    except SessionReferenceError as error:
-        parser.exit(EXIT_USAGE, f"sessionref mcp: {visible(error.message)} ({error.code})\n")
+    effective, config = command_settings("mcp", args)
+    settings = effective.settings
     opened = open_command_store("mcp", root=args.root, url=settings.store if args.root is None else None)
     if isinstance(opened, int):
         return opened

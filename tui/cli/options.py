@@ -11,8 +11,19 @@ from importlib.metadata import version as package_version
 import platformdirs
 
 from core.display import visible
-from core.errors import SessionQueryError
-from core.settings import add_setting_flags, default_config_path
+from core.errors import SessionQueryError, SessionReferenceError
+from core.sessions.models import ReferenceConfig
+from core.settings import (
+    ConfigError,
+    Effective,
+    add_setting_flags,
+    default_config_path,
+    effective_settings,
+    given,
+    load_config,
+    reference_config,
+    source_settings,
+)
 from core.stores import SessionStore, open_store
 
 EXIT_USAGE = 2
@@ -140,3 +151,26 @@ def open_command_store(
     except SessionQueryError as error:
         print(visible(f"sessionref {command}: {error.message} ({error.code})"), file=sys.stderr)
         return EXIT_ROOT
+
+
+def add_store_options(parser: argparse.ArgumentParser, config_help: str) -> None:
+    """A subcommand's store (``--root`` or ``--store``), other agents' folders, ``--no-redaction`` and
+    ``--config`` (``config_help``: what it says)."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
+    add_setting_flags(where, ["store"])
+    add_setting_flags(parser, [*source_settings(), "redaction"])
+    parser.add_argument("--config", metavar="PATH", help=config_help)
+
+
+def command_settings(command: str, args: argparse.Namespace) -> tuple[Effective, ReferenceConfig]:
+    """The settings a subcommand runs with (config file < environment < flags) and the reference limits
+    they give; a bad value ends it with one line (``sessionref <command>: …``) and ``EXIT_USAGE``."""
+    parser: argparse.ArgumentParser = args.parser
+    try:
+        effective = effective_settings(load_config(args.config), given(args), dict(os.environ))
+        return effective, reference_config(effective.settings)
+    except ConfigError as error:
+        parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(str(error))}\n")
+    except SessionReferenceError as error:
+        parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(error.message)} ({error.code})\n")
