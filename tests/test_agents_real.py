@@ -359,6 +359,17 @@ def gemini_environment(home: Path, port: int) -> dict[str, str]:
     }
 
 
+def gemini_responses(requests: list[dict[str, Any]]) -> list[Any]:
+    """Every tool result (``functionResponse``) the Gemini API requests carried."""
+    return [
+        part["functionResponse"]
+        for body in requests
+        for content in body.get("contents", [])
+        for part in content.get("parts", [])
+        if "functionResponse" in part
+    ]
+
+
 def gemini(home: Path, work: Path, port: int, *arguments: str) -> str:
     assert NODE is not None
     command = [NODE, str(GEMINI), "-m", "gemini-2.5-flash", "--yolo", *arguments]
@@ -420,14 +431,7 @@ def test_gemini_cli_references_a_session_through_sessionref_mcp(tmp_path: Path) 
     assert "ANSWER" in out
     offered = [d.get("name") for t in script.requests[0].get("tools", []) for d in t.get("functionDeclarations", [])]
     assert any(str(name).endswith("reference_session") for name in offered), offered
-    responses = [
-        part["functionResponse"]
-        for body in script.requests
-        for content in body.get("contents", [])
-        for part in content.get("parts", [])
-        if "functionResponse" in part
-    ]
-    sent = json.dumps(responses)
+    sent = json.dumps(gemini_responses(script.requests))
     assert json.dumps(snapshot(root))[1:-1] in sent  # the snapshot, whole
 
 

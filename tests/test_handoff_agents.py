@@ -28,7 +28,16 @@ from core.handoff.record import HANDOFF_EVENT
 from tests import test_agents_mcp as mcp_stubs
 from tests.support.rc8 import NODE
 from tests.test_agents_mcp import CLAUDE, CODEX
-from tests.test_agents_real import GEMINI, OPENCODE, Script, _Gemini, _OpenAI, _said, gemini_environment
+from tests.test_agents_real import (
+    GEMINI,
+    OPENCODE,
+    Script,
+    _Gemini,
+    _OpenAI,
+    _said,
+    gemini_environment,
+    gemini_responses,
+)
 from tests.test_agents_real import stub as agent_stub
 from tests.test_mcp import say_assistant, say_user
 
@@ -156,14 +165,19 @@ def test_handoff_to_codex_headless(tmp_path: Path) -> None:
         done = handoff(tmp_path, "codex", environment)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().endswith("DONE")
-    first = _Responses.requests[0]
+    codex_saw(_Responses.requests)
+    assert (tmp_path / "codex-home" / "config.toml").read_text() == before  # the user's configuration, untouched
+    recorded(tmp_path, "codex")
+
+
+def codex_saw(requests: list[dict[str, Any]]) -> None:
+    """Codex's model got the briefing with sessionref's tools first, and the omitted messages last."""
+    first = requests[0]
     offered = _codex_tools(first)
     check_first(json.dumps(first["input"]), offered)
     assert any(name.startswith("mcp__sessionref") for name in offered), offered
-    (output,) = [item for item in _Responses.requests[-1]["input"] if item.get("type") == "function_call_output"]
+    (output,) = [item for item in requests[-1]["input"] if item.get("type") == "function_call_output"]
     assert FIRST in json.dumps(output)  # what the snapshot left out, read through sessionref mcp
-    assert (tmp_path / "codex-home" / "config.toml").read_text() == before  # the user's configuration, untouched
-    recorded(tmp_path, "codex")
 
 
 def _codex_tools(body: dict[str, Any]) -> list[str]:
@@ -218,6 +232,18 @@ def claude_first(requests: list[dict[str, Any]]) -> dict[str, Any]:
     return next(body for body in requests if any(t.get("name") == _Messages.TOOL for t in body.get("tools", [])))
 
 
+def read_back(body: dict[str, Any]) -> None:
+    """The Messages request's last tool result is ``read_session``'s, with what the snapshot left out."""
+    results = [
+        part
+        for message in body["messages"]
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if isinstance(part, dict) and part.get("type") == "tool_result"
+    ]
+    assert results and not results[-1].get("is_error") and FIRST in json.dumps(results[-1])
+
+
 @pytest.mark.skipif(_OPTIONAL and CLAUDE is None, reason="Claude Code is not installed (make interop)")
 def test_handoff_to_claude_code_headless(tmp_path: Path) -> None:
     setup(tmp_path)
@@ -228,12 +254,7 @@ def test_handoff_to_claude_code_headless(tmp_path: Path) -> None:
     assert done.stdout.strip().endswith("DONE"), done.stdout + done.stderr
     first = claude_first(_Messages.requests)
     check_first(_said(first["messages"][0]["content"]), [tool["name"] for tool in first["tools"]])
-    results = [
-        part
-        for part in _Messages.requests[-1]["messages"][-1]["content"]
-        if isinstance(part, dict) and part.get("type") == "tool_result"
-    ]
-    assert results and not results[0].get("is_error") and FIRST in json.dumps(results[0])
+    read_back(_Messages.requests[-1])
     assert (
         not (tmp_path / "home" / ".claude.json").exists()
         or "sessionref" not in (tmp_path / "home" / ".claude.json").read_text()
@@ -261,53 +282,70 @@ def reading(handler: type[_OpenAI]) -> Iterator[tuple[int, Script]]:
         yield port, script
 
 
-@pytest.mark.skipif(_OPTIONAL and (NODE is None or not GEMINI.exists()), reason="Gemini CLI is not installed")
-def test_handoff_to_gemini_cli_headless(tmp_path: Path) -> None:
-    setup(tmp_path)
-    home = tmp_path / "home"
-    with reading(_Gemini) as (port, script):
-        environment = gemini_environment(home, port)
-        before = (home / ".gemini" / "settings.json").read_text()
-        assert NODE is not None
-        environment["PATH"] = _bin(tmp_path, "gemini", [NODE, str(GEMINI), "-m", "gemini-2.5-flash"])
-        done = handoff(tmp_path, "gemini", environment)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    first = script.requests[0]
+def gemini_saw(requests: list[dict[str, Any]]) -> None:
+    """Gemini CLI's model got the briefing with sessionref's tools first, and the omitted messages."""
+    first = requests[0]
     users = [
         _said([p for p in c.get("parts", []) if "text" in p]) for c in first["contents"] if c.get("role") == "user"
     ]
     offered = [d.get("name", "") for t in first.get("tools", []) for d in t.get("functionDeclarations", [])]
     check_first("\n".join(users), offered)
-    responses = [
-        part["functionResponse"]
-        for body in script.requests
-        for content in body.get("contents", [])
-        for part in content.get("parts", [])
-        if "functionResponse" in part
-    ]
-    assert FIRST in json.dumps(responses)
+    assert FIRST in json.dumps(gemini_responses(requests))
+
+
+def opencode_saw(requests: list[dict[str, Any]]) -> None:
+    """opencode's model got the briefing with sessionref's tools, and the omitted messages."""
+    first = next(body for body in requests if body.get("tools"))
+    users = [_said(m.get("content")) for m in first["messages"] if m.get("role") == "user"]
+    check_first("\n".join(users), [t.get("function", {}).get("name", "") for t in first["tools"]])
+    results = [m for body in requests for m in body.get("messages", []) if m.get("role") == "tool"]
+    assert FIRST in json.dumps(results)
+
+
+def gemini_with_stub(tmp_path: Path, port: int) -> dict[str, str]:
+    """The user's Gemini CLI (HOME in ``tmp_path``) on the stub, ``gemini`` on PATH."""
+    environment = gemini_environment(tmp_path / "home", port)
+    assert NODE is not None
+    environment["PATH"] = _bin(tmp_path, "gemini", [NODE, str(GEMINI), "-m", "gemini-2.5-flash"])
+    return environment
+
+
+def opencode_with_stub(tmp_path: Path, work: Path, port: int) -> dict[str, str]:
+    """The user's opencode (HOME in ``tmp_path``, its configuration naming the stub) in ``work``,
+    ``opencode`` on PATH."""
+    from tests.test_agents_real import opencode_config, opencode_environment
+
+    home = tmp_path / "home"
+    opencode_config(home, port)
+    environment = opencode_environment(home, work)
+    environment["PATH"] = _bin(tmp_path, "opencode", [str(OPENCODE)])
+    return environment
+
+
+@pytest.mark.skipif(_OPTIONAL and (NODE is None or not GEMINI.exists()), reason="Gemini CLI is not installed")
+def test_handoff_to_gemini_cli_headless(tmp_path: Path) -> None:
+    setup(tmp_path)
+    home = tmp_path / "home"
+    with reading(_Gemini) as (port, script):
+        environment = gemini_with_stub(tmp_path, port)
+        before = (home / ".gemini" / "settings.json").read_text()
+        done = handoff(tmp_path, "gemini", environment)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    gemini_saw(script.requests)
     assert (home / ".gemini" / "settings.json").read_text() == before
     recorded(tmp_path, "gemini")
 
 
 @pytest.mark.skipif(_OPTIONAL and OPENCODE is None, reason="opencode is not installed (make interop)")
 def test_handoff_to_opencode_headless(tmp_path: Path) -> None:
-    from tests.test_agents_real import opencode_config, opencode_environment
-
     work = setup(tmp_path)
     home = tmp_path / "home"
     with reading(_OpenAI) as (port, script):
-        opencode_config(home, port)
+        environment = opencode_with_stub(tmp_path, work, port)
         before = (home / ".config" / "opencode" / "opencode.json").read_text()
-        environment = opencode_environment(home, work)
-        environment["PATH"] = _bin(tmp_path, "opencode", [str(OPENCODE)])
         done = handoff(tmp_path, "opencode", environment)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    first = next(body for body in script.requests if body.get("tools"))
-    users = [_said(m.get("content")) for m in first["messages"] if m.get("role") == "user"]
-    check_first("\n".join(users), [t.get("function", {}).get("name", "") for t in first["tools"]])
-    results = [m for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"]
-    assert FIRST in json.dumps(results)
+    opencode_saw(script.requests)
     # opencode itself adds "$schema" to a configuration that lacks it; nothing of ours is in it.
     after = json.loads((home / ".config" / "opencode" / "opencode.json").read_text())
     after.pop("$schema", None)

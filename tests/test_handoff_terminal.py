@@ -24,17 +24,20 @@ import pytest
 
 from tests.support.rc8 import NODE
 from tests.test_agents_mcp import CLAUDE, CODEX, called
-from tests.test_agents_real import GEMINI, OPENCODE, _Gemini, _OpenAI, _said, gemini_environment
+from tests.test_agents_real import GEMINI, OPENCODE, _Gemini, _OpenAI, _said
 from tests.test_handoff_agents import (
-    FIRST,
     GOAL,
-    _bin,
-    _codex_tools,
     _Messages,
     _Responses,
     check_first,
     claude_environment,
     codex_home,
+    codex_saw,
+    gemini_saw,
+    gemini_with_stub,
+    opencode_saw,
+    opencode_with_stub,
+    read_back,
     reading,
     recorded,
     serving,
@@ -54,6 +57,19 @@ def _changed(environment: dict[str, str]) -> dict[str, str]:
 def _handoff_command(tmp_path: Path, to: str) -> list[str]:
     return [sys.executable, "-m", "tui.cli", "handoff", "design", "--to", to, "--root", str(tmp_path / "store"),
             "--no-external", "--goal", GOAL, "--yes"]  # fmt: skip
+
+
+def handoff_in_terminal(
+    tmp_path: Path, to: str, environment: dict[str, str], work: Path, answered: str, *, twice: bool = True
+) -> str:
+    """``sessionref handoff design --to <to> --yes`` in tmux, until the model's answer shows; then the
+    person leaves the agent (``leave``). The last screen."""
+    terminal = Terminal(_handoff_command(tmp_path, to), environment, cwd=work)
+    try:
+        terminal.wait_for(lambda s: answered in s, timeout=120)
+        return leave(terminal, "EXITED:", twice=twice)
+    finally:
+        terminal.close()
 
 
 def leave(terminal: Terminal, shown: str, *, twice: bool = True) -> str:
@@ -139,12 +155,7 @@ def test_handoff_to_claude_code_in_a_terminal(tmp_path: Path) -> None:
     _Connecting.requests = []
     with serving(_Connecting) as port:
         environment = {**_changed(claude_environment(tmp_path, port)), **app_env(tmp_path / "home")}
-        terminal = Terminal(_handoff_command(tmp_path, "claude"), environment, cwd=work)
-        try:
-            terminal.wait_for(lambda s: "DONE" in s, timeout=120)
-            screen = leave(terminal, "EXITED:")
-        finally:
-            terminal.close()
+        screen = handoff_in_terminal(tmp_path, "claude", environment, work, "DONE")
     assert "EXITED:0" in screen and "Claude Code exited 0" in screen, screen
     requests = [body for body in _Connecting.requests if GOAL in json.dumps(body.get("messages"))]
     first = requests[0]
@@ -152,14 +163,7 @@ def test_handoff_to_claude_code_in_a_terminal(tmp_path: Path) -> None:
     assert _Messages.TOOL in offered or WAIT in offered, offered  # our tools, or the wait for them
     tools = next(body for body in requests if any(t["name"] == _Messages.TOOL for t in body["tools"]))
     check_first(_said(first["messages"][0]["content"]), [tool["name"] for tool in tools["tools"]])
-    results = [
-        part
-        for message in requests[-1]["messages"]
-        if isinstance(message.get("content"), list)
-        for part in message["content"]
-        if isinstance(part, dict) and part.get("type") == "tool_result"
-    ]
-    assert results and not results[-1].get("is_error") and FIRST in json.dumps(results[-1])
+    read_back(requests[-1])
     recorded(tmp_path, "claude", headless=False)
 
 
@@ -182,18 +186,9 @@ def test_handoff_to_codex_in_a_terminal(tmp_path: Path) -> None:
         trust_in_codex(tmp_path, work)
         before = (tmp_path / "codex-home" / "config.toml").read_text()
         changed = {**_changed(environment), "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
-        terminal = Terminal(_handoff_command(tmp_path, "codex"), changed, cwd=work)
-        try:
-            terminal.wait_for(lambda s: "DONE" in s, timeout=120)
-            screen = leave(terminal, "EXITED:")
-        finally:
-            terminal.close()
+        screen = handoff_in_terminal(tmp_path, "codex", changed, work, "DONE")
     assert "EXITED:0" in screen and "Codex exited 0" in screen, screen
-    first = _Responses.requests[0]
-    offered = _codex_tools(first)
-    check_first(json.dumps(first["input"]), offered)
-    (output,) = [item for item in _Responses.requests[-1]["input"] if item.get("type") == "function_call_output"]
-    assert FIRST in json.dumps(output)
+    codex_saw(_Responses.requests)
     # Codex writes its own screen state ([tui]) to the file; nothing else changed and nothing is ours.
     after = tomllib.loads((tmp_path / "codex-home" / "config.toml").read_text())
     after.pop("tui", None)
@@ -223,10 +218,7 @@ def test_continue_in_codex_from_the_app(tmp_path: Path) -> None:
         finally:
             terminal.close()
     assert "EXITED:0" in screen, screen
-    first = _Responses.requests[0]
-    check_first(json.dumps(first["input"]), _codex_tools(first))
-    (output,) = [item for item in _Responses.requests[-1]["input"] if item.get("type") == "function_call_output"]
-    assert FIRST in json.dumps(output)
+    codex_saw(_Responses.requests)
     recorded(tmp_path, "codex", headless=False)
 
 
@@ -267,57 +259,22 @@ def test_handoff_to_gemini_cli_in_a_terminal(tmp_path: Path) -> None:
     work = setup(tmp_path)
     home = tmp_path / "home"
     with reading(_Gemini) as (port, script):
-        environment = gemini_environment(home, port)
+        environment = gemini_with_stub(tmp_path, port)
         before = (home / ".gemini" / "settings.json").read_text()
-        assert NODE is not None
-        environment["PATH"] = _bin(tmp_path, "gemini", [NODE, str(GEMINI), "-m", "gemini-2.5-flash"])
-        terminal = Terminal(_handoff_command(tmp_path, "gemini"), {**_changed(environment), **app_env(home)}, cwd=work)
-        try:
-            terminal.wait_for(lambda s: "ANSWER" in s, timeout=120)
-            screen = leave(terminal, "EXITED:")
-        finally:
-            terminal.close()
+        screen = handoff_in_terminal(tmp_path, "gemini", {**_changed(environment), **app_env(home)}, work, "ANSWER")
     assert "EXITED:0" in screen and "Gemini CLI exited 0" in screen, screen
-    first = script.requests[0]
-    users = [
-        _said([p for p in c.get("parts", []) if "text" in p]) for c in first["contents"] if c.get("role") == "user"
-    ]
-    offered = [d.get("name", "") for t in first.get("tools", []) for d in t.get("functionDeclarations", [])]
-    check_first("\n".join(users), offered)
-    responses = [
-        part["functionResponse"]
-        for body in script.requests
-        for content in body.get("contents", [])
-        for part in content.get("parts", [])
-        if "functionResponse" in part
-    ]
-    assert FIRST in json.dumps(responses)
+    gemini_saw(script.requests)
     assert (home / ".gemini" / "settings.json").read_text() == before
     recorded(tmp_path, "gemini", headless=False)
 
 
 @pytest.mark.skipif(_OPTIONAL and OPENCODE is None, reason="opencode is not installed (make interop)")
 def test_handoff_to_opencode_in_a_terminal(tmp_path: Path) -> None:
-    from tests.test_agents_real import opencode_config, opencode_environment
-
     work = setup(tmp_path)
-    home = tmp_path / "home"
     with reading(_OpenAI) as (port, script):
-        opencode_config(home, port)
-        environment = opencode_environment(home, work)
-        environment["PATH"] = _bin(tmp_path, "opencode", [str(OPENCODE)])
-        terminal = Terminal(
-            _handoff_command(tmp_path, "opencode"), {**_changed(environment), **app_env(home)}, cwd=work
-        )
-        try:
-            terminal.wait_for(lambda s: "ANSWER" in s, timeout=120)
-            screen = leave(terminal, "EXITED:", twice=False)
-        finally:
-            terminal.close()
+        environment = opencode_with_stub(tmp_path, work, port)
+        changed = {**_changed(environment), **app_env(tmp_path / "home")}
+        screen = handoff_in_terminal(tmp_path, "opencode", changed, work, "ANSWER", twice=False)
     assert "EXITED:0" in screen and "opencode exited 0" in screen, screen
-    first = next(body for body in script.requests if body.get("tools"))
-    users = [_said(m.get("content")) for m in first["messages"] if m.get("role") == "user"]
-    check_first("\n".join(users), [t.get("function", {}).get("name", "") for t in first["tools"]])
-    results = [m for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"]
-    assert FIRST in json.dumps(results)
+    opencode_saw(script.requests)
     recorded(tmp_path, "opencode", headless=False)
