@@ -51,7 +51,9 @@ from core.reference.retention import truncate_with_notice
 from core.reference.service import SessionReferenceService, build_context
 from core.reference.uri import ReferenceInput, decode_session_reference_uri, encode_session_reference_uri
 from core.search.finder import SessionSearch
-from core.search.matching import Snippet, fold, make_snippet
+from core.search.matching import Snippet, marked_text
+from core.search.ranking import PASSAGES, snippet_of
+from core.search.search_query import parse_query
 from core.secrets.finder import mask_secrets
 from core.serialization import utf8_length
 from core.sessions.models import SessionRecord
@@ -153,15 +155,30 @@ class SessionTools:
         _only(arguments, {"query", "limit"})
         query = _string(arguments, "query", required=True)
         limit = _integer(arguments, "limit", SEARCH_LIMIT, low=1, high=MAX_SEARCH_LIMIT)
-        records, titles = await self._records()
-        search = partial(self.search.search, self.target, query, records=records, titles=titles, limit=limit)
         try:
-            if self._executor is None:
-                result = search()
-            else:
-                result = await asyncio.get_running_loop().run_in_executor(self._executor, search)
+            body = await self.find(query, limit)
         except SessionReferenceError as error:
             raise _ToolError(f"the search failed: {visible(error.message)}", TOOL_READ_FAILED) from None
+        text = framed("session-search-results", body)
+        count = len(body["sessions"])
+        return ToolResult(text, summary=f"{json.dumps(query, ensure_ascii=False)} · {count} sessions")
+
+    async def find(self, query: str, limit: int = SEARCH_LIMIT) -> dict[str, Any]:
+        """What ``search_sessions`` answers for ``query``, before its frame: ``{"query", "sessions",
+        "note"?}``, each session with its id, URI, label, cwd, and its best-matching messages (their
+        secrets masked) or the field that matched. ``sessionref search`` prints the same.
+
+        Raises:
+            SessionReferenceError: the search failed (the store or the index could not be read).
+        """
+        records, titles = await self._records()
+        search = partial(
+            self.search.search, self.target, query, records=records, titles=titles, limit=limit, passages=PASSAGES
+        )
+        if self._executor is None:
+            result = search()
+        else:
+            result = await asyncio.get_running_loop().run_in_executor(self._executor, search)
         hits = []
         for hit in result.hits:
             candidate = hit.candidate
@@ -172,9 +189,11 @@ class SessionTools:
             }
             if candidate.cwd is not None:
                 found["cwd"] = candidate.cwd
-            said = await self._said(candidate.session_id, query, hit.snippet) if hit.snippet is not None else None
-            if said is not None:
-                found["said"] = {"role": said.role, "text": said.text}
+            said = await self._said(candidate.session_id, query, hit.snippets)
+            if said:
+                found["messages"] = [
+                    {"message": snippet.message, "role": snippet.role, "text": marked_text(snippet)} for snippet in said
+                ]
             elif hit.field is not None:
                 found["matched"] = hit.field
             hits.append(found)
@@ -182,8 +201,7 @@ class SessionTools:
         note = search_note(result)
         if note is not None:
             body["note"] = note
-        text = framed("session-search-results", body)
-        return ToolResult(text, summary=f"{json.dumps(query, ensure_ascii=False)} · {len(hits)} sessions")
+        return body
 
     async def _reference(self, arguments: Mapping[str, Any]) -> ToolResult:
         _only(arguments, {"session"})
@@ -228,20 +246,29 @@ class SessionTools:
         covered = f"messages {page.start}–{page.stop - 1}" if page.stop > page.start else "no messages"
         return ToolResult(text, summary=f"{session_id} · {covered} of {total} · {_size(text)}")
 
-    async def _said(self, session_id: str, query: str, snippet: Snippet) -> Snippet | None:
-        """The words said that matched, as they may leave the session: cut from the message with its
-        secrets masked (a snippet of the stored text could hold part of a key); ``None`` when the
-        words matched only inside a secret."""
-        if not self.service.redact:
-            return snippet
+    async def _said(self, session_id: str, query: str, snippets: Sequence[Snippet]) -> list[Snippet]:
+        """The messages that matched, as they may leave the session: cut from each message with its
+        secrets masked (a snippet of the stored text could hold part of a key); a message whose
+        words matched only inside a secret is left out."""
+        if not snippets or not self.service.redact:
+            return list(snippets)
         try:
             surface = await self.service.query.read_surface(session_id)
-            items = self.service.conversation(surface, range(max(0, snippet.message - 1), snippet.message + 2))
+            with collector_paused():
+                projected = project_conversation(surface)
+            wanted = {snippet.message for snippet in snippets}
+            around = range(max(0, min(wanted) - 1), min(len(projected), max(wanted) + 2))
+            items = self.service.leaving(projected, around)
         except Exception:  # (the hit stays; only the words said are left out)
-            return None
-        if not 0 <= snippet.message < len(items):
-            return None
-        return make_snippet(items[snippet.message].text, fold(query), snippet.role, snippet.message)
+            return []
+        parsed = parse_query(query)
+        said: list[Snippet] = []
+        for snippet in snippets:
+            if 0 <= snippet.message < len(items):
+                again = snippet_of(items[snippet.message].text, parsed, snippet.role, snippet.message)
+                if again is not None:
+                    said.append(again)
+        return said
 
     # -- arguments --------------------------------------------------------------------------------
 

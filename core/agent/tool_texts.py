@@ -132,7 +132,7 @@ def search_note(result: SearchResult) -> str | None:
     if result.body == "off":
         return f"message search is off here: {searched}, not what was said"
     if result.body == "short":
-        return f"what was said is searched for three characters or more: {searched}"
+        return f"what was said is searched for a word of three characters or more: {searched}"
     if result.body == "unavailable":
         code = f" ({status.code})" if status is not None and status.code else ""
         return f"message search is unavailable right now{code}: {searched}, not what was said"
@@ -165,23 +165,25 @@ def tool_definitions(read_bytes: int) -> list[ToolDefinition]:
                 "name": "search_sessions",
                 "description": (
                     "Search the user's other chat sessions (this store; other agents' sessions: Claude Code, Codex, "
-                    "Gemini CLI, Qwen Code, opencode, Copilot CLI; sessions teammates shared) by title, id, folder "
-                    "and words said in them. "
-                    "Returns the best matches "
-                    "first, each with its id (session), its dsh-session: URI (uri), its title (label), its "
-                    "folder (cwd) when it has one, and either the words said that matched (said, with the "
-                    "speaker's role) or the field that matched (matched: title, id or cwd). Titles, ids and "
-                    "folders are always searched; a note says when what was said was not searched in full "
-                    "(message search off, not ready yet, or a query under three characters). Use it when the user "
-                    "mentions earlier work that no "
-                    "reference in the conversation covers."
+                    "Gemini CLI, Qwen Code, opencode, Copilot CLI; sessions teammates shared) by the words said in "
+                    "them, their title, id and folder. The query is words in any order, or a question as the user "
+                    "would ask it: sessions holding more of its rarer words rank first, a word in the title counts "
+                    'more, case and word forms are folded (crash finds crashed); "quoted words" must occur as '
+                    "written; an identifier (retry_budget.py, --max-references) is found as typed. Returns the best "
+                    "matches first, each with its id (session), its dsh-session: URI (uri), its title (label), its "
+                    "folder (cwd) when it has one, and the messages that match best (messages: each with its "
+                    "position as read_session counts it (message), the speaker's role, and a short snippet with the "
+                    "matching words in **bold**), or else the field that matched (matched: title, id or cwd). To "
+                    "read around a match, call read_session with from_message near its position. A note says when "
+                    "what was said was not searched in full (message search off or not ready yet). Use it when the "
+                    "user mentions earlier work that no reference in the conversation covers."
                 ),
                 "parameters": {
                     "type": "object",
                     "properties": {
                         "query": {
                             "type": "string",
-                            "description": "words to look for (three characters or more to search what was said)",
+                            "description": 'words or a question; "quoted words" as a phrase',
                         },
                         "limit": {
                             "type": "integer",

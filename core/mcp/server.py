@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -27,6 +28,7 @@ from core.reference.service import SessionReferenceService
 from core.search.body_index import BodyIndex, index_path_beside
 from core.search.finder import SearchConfig, SessionSearch
 from core.search.index_keeper import BuilderTarget, IndexKeeper
+from core.search.index_values import IndexStatus
 from core.sessions.models import ReferenceConfig
 
 CALL_SECONDS = 20.0
@@ -175,6 +177,32 @@ class SessionToolServer:
         except TimeoutError:
             message = f"the store did not answer within {CALL_SECONDS:g} s; try again (TOOL_TIMEOUT)"
             return ToolResult(message, is_error=True, code="TOOL_TIMEOUT")
+
+    async def find(self, query: str, limit: int) -> dict[str, Any]:
+        """What ``search_sessions`` answers for ``query``, unframed (``sessionref search`` prints it).
+
+        Raises:
+            SessionReferenceError: the search failed.
+        """
+        caller = _Caller("\x00(no session)", self.cwd)
+        tools = SessionTools(self.service, self.search, caller, listing=self._listing, read_bytes=self.read_bytes)
+        return await tools.find(query, limit)
+
+    def wait_for_index(self, progress: Callable[[IndexStatus], None] | None = None, poll: float = 0.2) -> IndexStatus:
+        """List the store and index it, returning once every listed session is searchable or the
+        index cannot go on (its status says why); ``progress`` hears each step."""
+        self.refresh()
+        index = self.body_index if self.body_index is not None else self.own_index
+        if index is None or self.keeper is None:
+            return index.status if index is not None else IndexStatus("empty")
+        while True:
+            status = index.status
+            if progress is not None:
+                progress(status)
+            if status.complete or status.state in ("failed", "closed"):
+                return status
+            self.keeper.start()  # (nothing while a run goes on)
+            time.sleep(poll)
 
     def close(self) -> None:
         """Stop indexing (a running builder too: what it committed stays) and close the index."""

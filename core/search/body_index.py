@@ -35,6 +35,7 @@ from core.search.index_chunks import (
     Prepared,
     prepare_session,
     prepared_ahead,
+    trigram_query,
 )
 from core.search.index_values import (
     IndexStatus,
@@ -42,7 +43,10 @@ from core.search.index_values import (
     SyncReport,
 )
 from core.search.matching import Snippet
+from core.search.ranking import RankedWords, TermStats, best_messages, term_score
+from core.search.search_query import SearchQuery
 from core.search.shard import Shard
+from core.search.words import stem
 
 INDEX_FILE_NAME = ".sessionref-index"
 """The index folder, in the store root (its files are never taken for sessions by a listing)."""
@@ -50,6 +54,13 @@ SHARDS = 2
 """SQLite files the index is spread over (written in parallel by a first build)."""
 DENSE_CANDIDATES = 4096
 """Above this many candidate chunks a query is "dense": sessions are scanned one by one, in order."""
+COMMON_TERM = 2000
+"""A word held by more sessions than this (and a quarter of them) is read only for the sessions the
+query's rarer words found, when they found at most this many."""
+EXPANSIONS = 8
+"""Indexed words a word being typed is taken to mean at most (the most widespread)."""
+EXPAND_SCAN = 400
+"""Vocabulary entries read to choose them."""
 
 
 def index_path_beside(root: str | os.PathLike[str]) -> Path:
@@ -312,6 +323,82 @@ class BodyIndex:
             IndexUnavailable: the index cannot be read.
         """
         return self.shard_of(session_id).reads.messages(session_id)
+
+    # -- ranked words ---------------------------------------------------------------------------------------
+
+    def rank(self, query: SearchQuery) -> RankedWords:
+        """Every indexed session holding a word of ``query``, with its BM25 score (see ``ranking``).
+
+        Raises:
+            IndexUnavailable: the index cannot be read (or ``interrupt`` stopped the search).
+        """
+        sizes = [shard.reads.sizes() for shard in self.shards]
+        total = sum(count for count, _ in sizes)
+        average = sum(length for _, length in sizes) / total if total else 0.0
+        prefix_terms = self._expand(query.prefix) if query.prefix else []
+        wanted = list(dict.fromkeys((*query.terms, *prefix_terms)))
+        df: dict[str, int] = {}
+        for shard in self.shards:
+            for word, count in shard.reads.sessions_with(wanted).items():
+                df[word] = df.get(word, 0) + count
+        stats = TermStats(total, average, df)
+        scores: dict[str, float] = {}
+        for term in sorted((term for term in query.terms if df.get(term)), key=lambda term: df[term]):
+            weight = stats.weight(term)
+            for session_id, count, length in self._postings(term, df[term], total, scores):
+                scores[session_id] = scores.get(session_id, 0.0) + term_score(weight, count, length, average)
+        best: dict[str, float] = {}
+        for term in prefix_terms:
+            weight = stats.weight(term)
+            for session_id, count, length in self._postings(term, df.get(term, 0), total, scores):
+                score = term_score(weight, count, length, average)
+                if score > best.get(session_id, 0.0):
+                    best[session_id] = score
+        for session_id, score in best.items():
+            scores[session_id] = scores.get(session_id, 0.0) + score
+        return RankedWords(scores, stats, tuple(prefix_terms))
+
+    def _expand(self, prefix: str) -> list[str]:
+        """The indexed words the word being typed may become: the most widespread first."""
+        found: dict[str, int] = {}
+        for shard in self.shards:
+            for word, count in shard.reads.words_from(prefix, EXPAND_SCAN).items():
+                found[word] = found.get(word, 0) + count
+        chosen = sorted(found, key=lambda word: -found[word])[:EXPANSIONS]
+        stemmed = stem(prefix)
+        if stemmed not in chosen:
+            chosen.append(stemmed)
+        return chosen
+
+    def _postings(self, term: str, df: int, total: int, scores: dict[str, float]) -> list[tuple[str, int, int]]:
+        # A word most sessions hold adds little: once rarer words have chosen the sessions, read it
+        # only for those (what makes "how do we avoid ... logs" cost the rare words' lookups).
+        restrict = df > max(COMMON_TERM, total // 4) and 0 < len(scores) <= COMMON_TERM
+        found: list[tuple[str, int, int]] = []
+        for shard in self.shards:
+            if restrict:
+                keys = [key for key in map(shard.reads.key_of, scores) if key is not None]
+                if keys:
+                    found += shard.reads.postings(term, keys)
+            else:
+                found += shard.reads.postings(term)
+        return found
+
+    def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Snippet]:
+        """The ``count`` messages of ``session_id`` that match ``query`` best, as marked snippets.
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        grams: list[str] = []
+        for needle in (*query.terms, *ranked.prefix_terms, *query.needles, *((query.prefix,) if query.prefix else ())):
+            gram = trigram_query(needle)
+            if gram is None:
+                grams = []
+                break
+            grams.append(f"({gram})")
+        messages = self.shard_of(session_id).reads.session_messages(session_id, " OR ".join(grams) or None)
+        return best_messages(messages, query, ranked.stats, ranked.prefix_terms, count)
 
     def interrupt(self) -> None:
         """Abort a search running on another thread (it raises ``IndexUnavailable``)."""

@@ -1,17 +1,19 @@
-"""Finding a session by what the user sees or remembers: titles, ids, cwds and message bodies.
+"""Finding a session by what the user sees or remembers: one search for the `@` picker, the sidebar,
+the model's ``search_sessions``, ``sessionref mcp`` and ``sessionref search``.
 
 ``SessionReferenceService.list_candidates`` stays exactly the contract's (ids and cwds). This is the
-extended search the app's `@` picker uses: ``SessionSearch.search`` matches the title, the id and
-the cwd case-insensitively (from memory), then the message bodies through a ``MessageIndex``, and
-orders the hits in the contract's groups (this cwd, no cwd, elsewhere); inside a group, title/id/cwd
-matches come before body-only matches, each in listing order. Every hit says why it matched.
+extended search: ``SessionSearch.search`` takes a query in the search language (``search_query``),
+scores every listed session by its words (BM25 over its projected conversation through a
+``MessageIndex``, its title from memory counting more, ``ranking``), finds quoted phrases and
+identifiers as typed (``substring``), and orders the sessions found in the contract's groups (this
+cwd, no cwd, elsewhere), best first inside each, newest first among equals. Every hit says why it
+matched and carries its best-matching messages (position, role, a snippet with the words marked).
 """
 
 from __future__ import annotations
 
-import bisect
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,17 +22,24 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from core.abort import AbortSignal
 from core.errors import INVALID_CONFIG, INVALID_REFERENCE, SessionReferenceError
 from core.search.index_values import INDEX_DISK_FULL, IndexStatus, IndexUnavailable
-from core.search.matching import MIN_BODY_QUERY, Snippet, find_folded, fold
+from core.search.listing_match import MatchField, MetaIndex, candidate_of, field_match, group_of
+from core.search.matching import MIN_BODY_QUERY, Snippet
 from core.search.message_index import MessageIndex
+from core.search.ranking import LITERAL_WEIGHT, META_BONUS, TITLE_WEIGHT, RankedWords, TitleIndex, idf
+from core.search.search_query import SearchQuery, parse_query
+from core.search.substring import sessions_containing
+from core.search.words import word_spans
 from core.sessions.models import Candidate, SessionRecord
 
-MatchField = Literal["title", "id", "cwd", "body"]
+__all__ = ["MatchField"]
 BodyState = Literal["off", "short", "indexing", "ready", "unavailable"]
 FIRST_BUDGET = 0.006
 """Seconds a keystroke's search may spend verifying body matches before it answers with what it
 has (``SearchResult.complete`` is then false and a host searches again with ``FULL_BUDGET``)."""
 FULL_BUDGET = 0.5
 """Seconds a follow-up search may spend verifying body matches."""
+SUBSTRING_SCORE = 0.5
+"""The score of a session that holds a one-word query only inside a longer word."""
 
 
 class SearchConfig(BaseModel):
@@ -68,14 +77,21 @@ class SearchConfig(BaseModel):
 class SearchHit:
     """One session the picker lists and why.
 
-    ``field`` is what matched (``None`` for an empty query); for ``"title"``, ``"id"`` and ``"cwd"``,
-    ``span`` is the match inside that field's text; for ``"body"``, ``snippet`` shows it.
+    ``field`` is what matched best (``None`` for an empty query); for ``"title"``, ``"id"`` and
+    ``"cwd"``, ``span`` is the match inside that field's text; ``snippet`` shows the message that
+    matches best, when what was said matched.
     """
 
     candidate: Candidate
     field: MatchField | None = None
     span: tuple[int, int] | None = None
     snippet: Snippet | None = None
+    snippets: tuple[Snippet, ...] = ()
+    """The best-matching messages, best first (``snippet`` is the first)."""
+    score: float = 0.0
+    """How well the session matched (BM25, see ``ranking``; 0 for an empty query)."""
+    title_marks: tuple[tuple[int, int], ...] = ()
+    """Where the query's words are in the label (for marking them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,67 +111,12 @@ class SearchResult:
     exist (search again with a larger ``budget``)."""
 
 
-class _MetaIndex:
-    """Every record's folded ``title NUL id NUL cwd`` in one text, searched with ``str.find``."""
-
-    def __init__(self, records: Sequence[SessionRecord], titles: Mapping[str, str | None]) -> None:
-        self.titles = titles
-        lines: list[str] = []
-        self.starts: list[int] = []
-        position = 0
-        self.text: str | None = None
-        for record in records:
-            header = record.header
-            title = titles.get(header.id)
-            line = "\x00".join((fold(title or ""), fold(header.id), fold(header.cwd or "")))
-            if "\n" in line or line.count("\x00") != 2:
-                return  # separators inside a field: search record by record
-            self.starts.append(position)
-            lines.append(line)
-            position += len(line) + 1
-        self.text = "\n".join(lines)
-
-    def matching(self, records: Sequence[SessionRecord], needle: str) -> Iterable[int]:
-        """Positions of the records whose title, id or cwd contains ``needle``, in listing order."""
-        text = self.text
-        if text is None or "\n" in needle or "\x00" in needle:
-            for position, record in enumerate(records):
-                if _field_match(record, self.titles.get(record.header.id), needle) is not None:
-                    yield position
-            return
-        starts = self.starts
-        at = text.find(needle)
-        while at >= 0:
-            line = bisect.bisect_right(starts, at) - 1
-            yield line
-            following = line + 1
-            if following >= len(starts):
-                return
-            at = text.find(needle, starts[following])
-
-
-def _field_match(record: SessionRecord, title: str | None, needle: str) -> tuple[MatchField, tuple[int, int]] | None:
-    header = record.header
-    fields: list[tuple[MatchField, str | None]] = [("title", title), ("id", header.id), ("cwd", header.cwd)]
-    for name, value in fields:
-        if value:
-            span = find_folded(value, needle)
-            if span is not None:
-                return name, span
-    return None
-
-
-def _group(cwd: str | None, target_cwd: str | None) -> int:
-    if cwd is None:
-        return 1
-    return 0 if cwd == target_cwd else 2
-
-
 class SessionSearch:
-    """The `@` picker's search: titles, ids and cwds from memory, then message bodies.
+    """The search every surface uses: words ranked, phrases and identifiers as typed, titles, ids
+    and folders from memory, what was said through a message index.
 
     Args:
-        index: the body index (``None``: titles, ids and cwds only).
+        index: the message index (``None``: titles, ids and folders only).
         config: a ``SearchConfig`` or a mapping of its keys.
 
     Raises:
@@ -171,8 +132,8 @@ class SessionSearch:
         elif not isinstance(config, SearchConfig):
             config = SearchConfig.model_validate(config)
         self.config = config
-        self._meta: tuple[Sequence[SessionRecord], Mapping[str, str | None], _MetaIndex] | None = None
-        self._groups: tuple[Sequence[SessionRecord], str | None, tuple[list[int], list[int], list[int]]] | None = None
+        self._meta: tuple[Sequence[SessionRecord], Mapping[str, str | None], MetaIndex] | None = None
+        self._titles: tuple[Sequence[SessionRecord], Mapping[str, str | None], TitleIndex] | None = None
         self._positions: tuple[Sequence[SessionRecord], dict[str, int]] | None = None
 
     def search(
@@ -185,6 +146,8 @@ class SessionSearch:
         limit: int,
         signal: AbortSignal | None = None,
         budget: float = FULL_BUDGET,
+        typing: bool = False,
+        passages: int = 1,
     ) -> SearchResult:
         """Sessions other than ``target`` matching ``query``, at most ``limit``, in picker order.
 
@@ -192,161 +155,242 @@ class SessionSearch:
         the known title of each session (a session missing from it is labelled with its id and
         matched by id and cwd only). Hosts that pass the same two objects again reuse the
         in-memory search text built for them. Only sessions in ``records`` are ever returned,
-        whatever the body index still holds. With an empty query every session is listed, in the
-        order ``list_candidates`` gives. ``budget`` bounds the seconds spent verifying body matches;
-        a result cut short by it says so (``complete``) and holds the best matches found so far,
-        in order.
+        whatever the message index still holds. With an empty query every session is listed, in
+        the order ``list_candidates`` gives. ``typing``: the query's last word is still being
+        typed (the picker) and matches as a prefix. ``passages``: best-matching messages each hit
+        carries at most. ``budget`` bounds the seconds spent reading messages (finding phrases
+        and identifiers, making snippets); a result cut short by it says so (``complete``).
 
         Raises:
             SessionReferenceError: ``INVALID_REFERENCE`` for a bad limit, ``CANCELLED`` when
-                ``signal`` aborts (checked between the steps of a body search).
+                ``signal`` aborts (checked between the steps of a message search).
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
             raise SessionReferenceError("candidate limit must be a positive safe integer", INVALID_REFERENCE)
-        needle = fold(query or "")
-        target_id, target_cwd = target.id, target.cwd
-        meta: tuple[list[int], list[int], list[int]] = ([], [], [])
-        matched: set[str] = {target_id}  # never offered as a body match either
-        positions: Iterable[int] = (
-            self._meta_index(records, titles).matching(records, needle) if needle else range(len(records))
-        )
-        for position in positions:
-            header = records[position].header
-            if header.id == target_id:
-                continue
-            meta[_group(header.cwd, target_cwd)].append(position)
-            matched.add(header.id)
-            if len(meta[0]) >= limit:
-                break  # nothing later can enter
-        body, status = self._body_state(needle)
-        found: list[list[tuple[int, Snippet]]] = [[], [], []]
-        complete = True
-        if body in ("indexing", "ready") and len(meta[0]) < limit:
+        parsed = parse_query(query or "", typing=typing)
+        if parsed.empty and not parsed.text.strip():
+            return self._everything(target, records, titles, limit)
+        deadline = time.perf_counter() + budget
+        body, status = self._body_state(parsed)
+        run = _Run(self, target, parsed, records, titles, limit, signal, deadline)
+        run.match_listing()
+        if body in ("indexing", "ready"):
             try:
-                found, complete = self._bodies(needle, meta, matched, records, target_cwd, limit, signal, budget)
+                run.match_messages()
             except IndexUnavailable as problem:
                 if signal is not None:
                     signal.throw_if_aborted()  # interrupted by a newer search, not broken
                 body, status = "unavailable", IndexStatus("failed", code=problem.code, message=problem.message)
-                found = [[], [], []]
-        hits: list[SearchHit] = []
-        for group in range(3):
-            for position in meta[group]:
-                if len(hits) >= limit:
-                    break
-                header = records[position].header
-                title = titles.get(header.id)
-                field = _field_match(records[position], title, needle) if needle else None
-                if field is None:
-                    hits.append(SearchHit(_candidate(header, title)))
-                else:
-                    hits.append(SearchHit(_candidate(header, title), field[0], field[1]))
-            for position, snippet in found[group]:
-                if len(hits) >= limit:
-                    break
-                header = records[position].header
-                hits.append(SearchHit(_candidate(header, titles.get(header.id)), "body", None, snippet))
-        return SearchResult(hits=hits, body=body, status=status, complete=complete)
+                run.forget_messages()
+        hits = run.hits(passages if body in ("indexing", "ready") else 0)
+        return SearchResult(hits=hits, body=body, status=status, complete=run.complete)
 
-    def _body_state(self, needle: str) -> tuple[BodyState, IndexStatus | None]:
+    def _everything(
+        self, target: Any, records: Sequence[SessionRecord], titles: Mapping[str, str | None], limit: int
+    ) -> SearchResult:
+        groups: tuple[list[int], list[int], list[int]] = ([], [], [])
+        for position, record in enumerate(records):
+            if record.header.id != target.id:
+                groups[group_of(record.header.cwd, target.cwd)].append(position)
+                if len(groups[0]) >= limit:
+                    break
+        hits: list[SearchHit] = []
+        for group in groups:
+            for position in group[: limit - len(hits)]:
+                header = records[position].header
+                hits.append(SearchHit(candidate_of(header, titles.get(header.id))))
+        body, status = self._body_state(SearchQuery(""))
+        return SearchResult(hits=hits, body="short" if body in ("indexing", "ready") else body, status=status)
+
+    def _body_state(self, query: SearchQuery) -> tuple[BodyState, IndexStatus | None]:
         if not self.config.body_search or self.index is None:
             return "off", None
         status = self.index.status
         if status.state == "failed" and status.code != INDEX_DISK_FULL:
             return "unavailable", status
-        if len(needle) < MIN_BODY_QUERY:
+        if query.empty or (len(query.text.strip()) < MIN_BODY_QUERY and not query.words):
             return "short", status
         return ("ready" if status.complete else "indexing"), status
 
-    def _bodies(
-        self,
-        needle: str,
-        meta: tuple[list[int], list[int], list[int]],
-        matched: set[str],
-        records: Sequence[SessionRecord],
-        target_cwd: str | None,
-        limit: int,
-        signal: AbortSignal | None,
-        budget: float,
-    ) -> tuple[list[list[tuple[int, Snippet]]], bool]:
-        """Verified body matches per group, in listing order, as many as can still be shown, and
-        whether the search got through (not stopped by ``budget``)."""
-        index = self.index
-        assert index is not None
-        candidates = index.candidates(needle, budget=budget)
-        if signal is not None:
-            signal.throw_if_aborted()
-        if candidates is not None and not candidates:
-            return [[], [], []], True
-        position_of = self._position_map(records)
-        ordered: tuple[list[int], list[int], list[int]]
-        if candidates is None:
-            # Dense: most chunks may match; walk each group in listing order reading the sessions.
-            ordered = self._group_positions(records, target_cwd)
-        else:
-            ordered = ([], [], [])
-            for session_id in candidates:
-                position = position_of.get(session_id)
-                if position is not None:  # indexed but no longer listed: never offered
-                    ordered[_group(records[position].header.cwd, target_cwd)].append(position)
-            for members in ordered:
-                members.sort()
-        found: list[list[tuple[int, Snippet]]] = [[], [], []]
-        shown = 0
-        deadline = time.perf_counter() + budget
-        complete = True
-        for group in range(3):
-            shown += len(meta[group])
-            for position in ordered[group]:
-                if shown >= limit:
-                    break
-                if time.perf_counter() > deadline:
-                    complete = False
-                    break
-                session_id = records[position].header.id
-                if session_id in matched:
-                    continue
-                if signal is not None:
-                    signal.throw_if_aborted()
-                if candidates is not None:
-                    snippet = index.verify(session_id, candidates[session_id], needle)
-                else:
-                    snippet = index.scan(session_id, needle)
-                if snippet is not None:
-                    found[group].append((position, snippet))
-                    shown += 1
-            if shown >= limit or not complete:
-                break
-        return found, complete
-
-    def _meta_index(self, records: Sequence[SessionRecord], titles: Mapping[str, str | None]) -> _MetaIndex:
+    def meta_index(self, records: Sequence[SessionRecord], titles: Mapping[str, str | None]) -> MetaIndex:
         cached = self._meta
         if cached is None or cached[0] is not records or cached[1] is not titles:
-            cached = self._meta = (records, titles, _MetaIndex(records, titles))
+            cached = self._meta = (records, titles, MetaIndex(records, titles))
         return cached[2]
 
-    def _position_map(self, records: Sequence[SessionRecord]) -> dict[str, int]:
+    def title_index(self, records: Sequence[SessionRecord], titles: Mapping[str, str | None]) -> TitleIndex:
+        cached = self._titles
+        if cached is None or cached[0] is not records or cached[1] is not titles:
+            labels = [titles.get(record.header.id) for record in records]
+            cached = self._titles = (records, titles, TitleIndex(labels))
+        return cached[2]
+
+    def position_map(self, records: Sequence[SessionRecord]) -> dict[str, int]:
         cached = self._positions
         if cached is None or cached[0] is not records:
             cached = self._positions = (records, {record.header.id: i for i, record in enumerate(records)})
         return cached[1]
 
-    def _group_positions(
-        self, records: Sequence[SessionRecord], target_cwd: str | None
-    ) -> tuple[list[int], list[int], list[int]]:
-        cached = self._groups
-        if cached is None or cached[0] is not records or cached[1] != target_cwd:
-            groups: tuple[list[int], list[int], list[int]] = ([], [], [])
-            for position, record in enumerate(records):
-                groups[_group(record.header.cwd, target_cwd)].append(position)
-            cached = self._groups = (records, target_cwd, groups)
-        return cached[2]
 
+class _Run:
+    """One search: the scores of the listed sessions, built up from each kind of match."""
 
-def _candidate(header: Any, title: str | None) -> Candidate:
-    return Candidate.model_construct(
-        session_id=header.id,
-        label=title if title is not None else header.id,
-        cwd=header.cwd,
-        created_at=header.created_at,
-    )
+    def __init__(
+        self,
+        search: SessionSearch,
+        target: Any,
+        query: SearchQuery,
+        records: Sequence[SessionRecord],
+        titles: Mapping[str, str | None],
+        limit: int,
+        signal: AbortSignal | None,
+        deadline: float,
+    ) -> None:
+        self.search, self.target, self.query = search, target, query
+        self.records, self.titles, self.limit = records, titles, limit
+        self.signal, self.deadline = signal, deadline
+        self.position_of = search.position_map(records)
+        self.own = self.position_of.get(target.id)
+        self.scores: dict[int, float] = {}
+        self.meta: set[int] = set()
+        self.titled: set[int] = set()
+        self.said: set[int] = set()
+        self.found: dict[int, Snippet] = {}  # a phrase's or identifier's newest message
+        self.required: set[int] | None = None
+        self.ranked: RankedWords | None = None
+        self.complete = True
+
+    def add(self, position: int, score: float) -> None:
+        self.scores[position] = self.scores.get(position, 0.0) + score
+
+    def match_listing(self) -> None:
+        """Titles, ids and folders, from memory: the whole query as typed, then the title's words."""
+        query = self.query
+        if query.text.strip():
+            for position in self.search.meta_index(self.records, self.titles).matching(self.records, query.text):
+                self.meta.add(position)
+                self.add(position, META_BONUS)
+        if query.terms or query.prefix:
+            title_index = self.search.title_index(self.records, self.titles)
+            expanded = title_index.expand(query.prefix) if query.prefix else []
+            if query.prefix and query.words[-1] not in expanded:
+                expanded.append(query.words[-1])
+            for position, score in title_index.scores(query.terms, expanded).items():
+                self.titled.add(position)
+                self.add(position, TITLE_WEIGHT * score)
+
+    def match_messages(self) -> None:
+        """What was said: ranked words, then phrases (required) and identifiers as typed."""
+        index = self.search.index
+        assert index is not None
+        query = self.query
+        if query.terms or query.prefix:
+            self.ranked = index.rank(query)
+            if self.signal is not None:
+                self.signal.throw_if_aborted()
+            for session_id, score in self.ranked.scores.items():
+                position = self.position_of.get(session_id)
+                if position is not None:  # indexed but no longer listed: never offered
+                    self.said.add(position)
+                    self.add(position, score)
+        total = max(len(self.records), 1)
+        for phrase in query.phrases:
+            held = self._containing(phrase, self.required)
+            self.required = set(held) if self.required is None else self.required & set(held)
+            for position, snippet in held.items():
+                self.found.setdefault(position, snippet)
+                self.add(position, LITERAL_WEIGHT * idf(len(held), total))
+        for literal in query.literals:
+            held = self._containing(literal, self.required)
+            for position, snippet in held.items():
+                self.found.setdefault(position, snippet)
+                self.add(position, LITERAL_WEIGHT * idf(len(held), total))
+        typed = query.text.strip()
+        if not query.needles and len(typed) >= MIN_BODY_QUERY and len(typed.split()) == 1:
+            # One word: also as typed, inside longer words ("ueerr" in "ValueError"), ranked below
+            # the sessions that say the word itself.
+            for position, snippet in self._containing(typed, None, self.limit).items():
+                self.found.setdefault(position, snippet)
+                if position not in self.said:
+                    self.add(position, SUBSTRING_SCORE)
+
+    def _containing(self, needle: str, among: set[int] | None, wanted: int = 1 << 30) -> dict[int, Snippet]:
+        index = self.search.index
+        assert index is not None
+        order = sorted(among) if among is not None else range(len(self.records))
+        skip = {self.target.id}
+        held = sessions_containing(
+            index,
+            needle,
+            self.records,
+            self.position_of,
+            order=list(order),
+            skip=skip,
+            wanted=wanted,
+            deadline=self.deadline,
+            signal=self.signal,
+        )
+        if not held.complete:
+            self.complete = False
+        return held.found
+
+    def forget_messages(self) -> None:
+        self.ranked = None
+        self.said.clear()
+        self.found.clear()
+        self.required = None
+        self.scores = {}
+        for position in self.meta:
+            self.add(position, META_BONUS)
+        self.titled.clear()
+        self.match_listing()
+
+    def hits(self, passages: int) -> list[SearchHit]:
+        """The best ``limit`` sessions in the contract's groups, each with what matched."""
+        target_cwd = self.target.cwd
+        ordered = sorted(
+            (
+                (group_of(self.records[position].header.cwd, target_cwd), -score, position)
+                for position, score in self.scores.items()
+                if position != self.own
+                and self.records[position].header.id != self.target.id
+                and (self.required is None or position in self.required)
+            )
+        )
+        hits: list[SearchHit] = []
+        for _group, negative, position in ordered[: self.limit]:
+            hits.append(self._hit(position, -negative, passages))
+        return hits
+
+    def _hit(self, position: int, score: float, passages: int) -> SearchHit:
+        header = self.records[position].header
+        title = self.titles.get(header.id)
+        candidate = candidate_of(header, title)
+        snippets: tuple[Snippet, ...] = ()
+        if passages and (position in self.said or position in self.found):
+            snippets = self._passages(header.id, position, passages)
+        marks: tuple[tuple[int, int], ...] = ()
+        if position in self.titled or position in self.meta:
+            marks = tuple(word_spans(candidate.label, self.query.words, self.query.prefix))
+        field = field_match(self.records[position], title, self.query.text) if position in self.meta else None
+        if field is not None:
+            return SearchHit(candidate, field[0], field[1], snippets[0] if snippets else None, snippets, score, marks)
+        if position in self.titled and (marks or not snippets):
+            span = marks[0] if marks else None
+            return SearchHit(candidate, "title", span, snippets[0] if snippets else None, snippets, score, marks)
+        return SearchHit(candidate, "body", None, snippets[0] if snippets else None, snippets, score, marks)
+
+    def _passages(self, session_id: str, position: int, count: int) -> tuple[Snippet, ...]:
+        index = self.search.index
+        assert index is not None
+        if self.ranked is not None and position in self.said and time.perf_counter() < self.deadline:
+            try:
+                found = index.passages(session_id, self.query, self.ranked, count)
+            except IndexUnavailable:
+                found = []
+            if found:
+                return tuple(found)
+        elif position in self.said:
+            self.complete = False
+        snippet = self.found.get(position)
+        return (snippet,) if snippet is not None else ()

@@ -10,9 +10,10 @@ import itertools
 import sqlite3
 import threading
 from array import array
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import zstandard
 
@@ -21,6 +22,7 @@ from core.search.index_values import (
     Reader,
 )
 from core.search.matching import fold
+from core.search.words import term_counts
 from core.sessions.models import ProjectedItem
 
 CHUNK_BYTES = 8 * 1024
@@ -75,6 +77,8 @@ class Chunk:
     body: bytes = b""
     digest: bytes = b""
     terms: str = ""
+    counts: Counter[str] = field(default_factory=Counter)
+    """How often each word (its stem) occurs in the chunk: what BM25 counts."""
 
 
 def chunks_of(items: Sequence[ProjectedItem]) -> list[Chunk]:
@@ -109,6 +113,7 @@ def seal(chunk: Chunk, compressor: zstandard.ZstdCompressor) -> None:
     chunk.body = compressor.compress(raw)
     chunk.digest = hashlib.blake2b(raw + chunk.roles.encode() + chunk.starts.tobytes(), digest_size=16).digest()
     chunk.terms = terms_text(chunk.text)
+    chunk.counts = term_counts(chunk.text)
 
 
 def unpack(body: bytes) -> str:
@@ -152,11 +157,61 @@ def starts_of(blob: bytes) -> array[int]:
     return starts
 
 
-def unindex(connection: sqlite3.Connection, rowid: int, body: bytes) -> None:
+def unindex(connection: sqlite3.Connection, rowid: int, body: bytes) -> Counter[str]:
+    """Forget a chunk's text in the FTS table; the word counts it held (for the postings)."""
+    text = unpack(body)
     # A contentless FTS table forgets a row only when given exactly the text it indexed.
-    connection.execute(
-        "INSERT INTO terms(terms, rowid, text) VALUES ('delete', ?, ?)", (rowid, terms_text(unpack(body)))
-    )
+    connection.execute("INSERT INTO terms(terms, rowid, text) VALUES ('delete', ?, ?)", (rowid, terms_text(text)))
+    return term_counts(text)
+
+
+def write_counts(
+    connection: sqlite3.Connection, key: int, current: dict[str, int] | None, change: Mapping[str, int]
+) -> int:
+    """Apply ``change`` (word -> count added or, negative, taken away) to a session's postings and
+    the vocabulary's session counts; ``current`` is what the session holds now (``{}`` for a new
+    session; ``None``: read it). Returns how many words the session's length changed by."""
+    change = Counter({word: delta for word, delta in change.items() if delta})
+    if not change:
+        return 0
+    words = [sqlite_text(word) for word in change]
+    if current is None:
+        current = {}
+        for start in range(0, len(words), 500):
+            part = words[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = connection.execute(
+                f"SELECT word, count FROM postings WHERE key = ? AND word IN ({marks})", (key, *part)
+            ).fetchall()
+            current.update(rows)
+    inserted: list[tuple[str, int, int]] = []
+    updated: list[tuple[int, str, int]] = []
+    deleted: list[tuple[str, int]] = []
+    for word, delta in zip(words, change.values(), strict=True):
+        before = current.get(word, 0)
+        after = before + delta
+        if before <= 0 < after:
+            inserted.append((word, key, after))
+        elif after <= 0 < before:
+            deleted.append((word, key))
+        elif after > 0:
+            updated.append((after, word, key))
+    if inserted:
+        connection.executemany("INSERT OR REPLACE INTO postings(word, key, count) VALUES (?, ?, ?)", inserted)
+        connection.executemany(
+            "INSERT INTO vocabulary(word, sessions) VALUES (?, 1) "
+            "ON CONFLICT(word) DO UPDATE SET sessions = sessions + 1",
+            [(word,) for word, _key, _count in inserted],
+        )
+    if updated:
+        connection.executemany("UPDATE postings SET count = ? WHERE word = ? AND key = ?", updated)
+    if deleted:
+        connection.executemany("DELETE FROM postings WHERE word = ? AND key = ?", deleted)
+        connection.executemany(
+            "UPDATE vocabulary SET sessions = sessions - 1 WHERE word = ?", [(w,) for w, _k in deleted]
+        )
+        connection.executemany("DELETE FROM vocabulary WHERE word = ? AND sessions <= 0", [(w,) for w, _k in deleted])
+    return sum(change.values())
 
 
 def prepare_session(session_id: str, revision: str, read: Reader, compressor: zstandard.ZstdCompressor) -> Prepared:

@@ -3,7 +3,9 @@ picker row shows. Shared by every message index (SQLite beside a folder store, P
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MIN_BODY_QUERY = 3
@@ -28,6 +30,8 @@ class Snippet:
     end: int
     role: str
     message: int
+    marks: tuple[tuple[int, int], ...] = ()
+    """Every span of ``text`` that matched (the words of a ranked search); ``(start, end)`` is the first."""
 
 
 def fold(text: str) -> str:
@@ -78,3 +82,75 @@ def make_snippet(text: str, needle: str, role: str, message: int) -> Snippet | N
     suffix = "…" if stop < len(line) else ""
     offset = len(prefix) - cut
     return Snippet(prefix + line[cut:stop] + suffix, start + offset, end + offset, role, message)
+
+
+def marked_snippet(text: str, spans: Sequence[tuple[int, int]], role: str, message: int) -> Snippet | None:
+    """A one-line snippet of ``text`` showing the most of ``spans`` (matches, as spans of ``text``)
+    that fit in ``SNIPPET_LENGTH`` characters, each marked; ``None`` without a span."""
+    if not spans:
+        return None
+    line, moved = _collapsed(text, spans)
+    best, best_count = moved[0][0], 0
+    for start, _end in moved[:200]:
+        window_end = start - SNIPPET_CONTEXT + SNIPPET_LENGTH
+        count = len({line[a:b].lower() for a, b in moved if a >= start and b <= window_end})
+        if count > best_count:
+            best, best_count = start, count
+    cut = max(0, best - SNIPPET_CONTEXT) if best > 2 * SNIPPET_CONTEXT else 0
+    if cut > 0:
+        space = line.find(" ", cut, best)
+        if space >= 0 and best - space > 8:
+            cut = space + 1
+    prefix = "…" if cut > 0 else ""
+    stop = cut + SNIPPET_LENGTH - len(prefix)
+    suffix = "…" if stop < len(line) else ""
+    offset = len(prefix) - cut
+    marks = tuple((a + offset, min(b, stop) + offset) for a, b in moved if a >= cut and a < stop)
+    if not marks:
+        return None
+    return Snippet(prefix + line[cut:stop] + suffix, marks[0][0], marks[0][1], role, message, marks)
+
+
+def _collapsed(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` with runs of whitespace as single spaces, and ``spans`` moved to match."""
+    pieces: list[str] = []
+    shift: list[tuple[int, int]] = []  # (original offset, collapsed offset) at each kept piece
+    at = 0
+    length = 0
+    for gap in _SPACES.finditer(text):
+        piece = text[at : gap.start()]
+        shift.append((at, length))
+        pieces.append(piece)
+        length += len(piece)
+        if length:  # no leading space
+            pieces.append(" ")
+            length += 1
+        at = gap.end()
+    shift.append((at, length))
+    pieces.append(text[at:])
+    line = "".join(pieces)
+    starts = [original for original, _ in shift]
+
+    def move(offset: int) -> int:
+        index = bisect.bisect_right(starts, offset) - 1
+        original, collapsed = shift[index]
+        return collapsed + (offset - original)
+
+    moved = sorted({(move(a), max(move(a) + 1, move(b - 1) + 1)) for a, b in spans})
+    trimmed = line.rstrip()
+    return trimmed, [(a, min(b, len(trimmed))) for a, b in moved if a < len(trimmed)]
+
+
+def marked_text(snippet: Snippet, before: str = "**", after: str = "**") -> str:
+    """The snippet's text with each matching span between ``before`` and ``after`` (Markdown bold
+    by default: what a model reads as emphasis)."""
+    marks = snippet.marks or ((snippet.start, snippet.end),)
+    pieces: list[str] = []
+    at = 0
+    for start, end in marks:
+        if start < at or end <= start:
+            continue
+        pieces += [snippet.text[at:start], before, snippet.text[start:end], after]
+        at = end
+    pieces.append(snippet.text[at:])
+    return "".join(pieces)

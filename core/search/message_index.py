@@ -13,6 +13,8 @@ from typing import Protocol
 
 from core.search.index_values import IndexStatus
 from core.search.matching import Snippet
+from core.search.ranking import RankedWords
+from core.search.search_query import SearchQuery
 
 
 class MessageIndex(Protocol):
@@ -39,6 +41,16 @@ class MessageIndex(Protocol):
 
     def scan(self, session_id: str, needle: str) -> Snippet | None:
         """The snippet of the newest message of one session containing ``needle``, or ``None``."""
+        ...
+
+    def rank(self, query: SearchQuery) -> RankedWords:
+        """Every session holding a word of ``query`` (its terms, and the word being typed as a
+        prefix) with its BM25 score over its projected conversation, and the statistics used."""
+        ...
+
+    def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Snippet]:
+        """The ``count`` messages of one session that match ``query`` best, best first, as snippets
+        with every matching word marked."""
         ...
 
     def interrupt(self) -> None:

@@ -29,7 +29,7 @@ from core.search.index_values import (
     IndexUnavailable,
 )
 
-INDEX_SCHEMA = 4
+INDEX_SCHEMA = 5
 """Bumped whenever the tables or the indexed text change: an older file is rebuilt."""
 
 
@@ -53,7 +53,8 @@ def classify_failure(error: BaseException) -> IndexUnavailable:
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions(
-    key INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, revision TEXT NOT NULL, title TEXT, messages INTEGER NOT NULL
+    key INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, revision TEXT NOT NULL, title TEXT, messages INTEGER NOT NULL,
+    words INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS chunks(
     rowid INTEGER PRIMARY KEY, first_message INTEGER NOT NULL, roles TEXT NOT NULL, starts BLOB NOT NULL,
@@ -63,6 +64,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(
     text, tokenize="trigram case_sensitive 1", detail=none, content='', columnsize=0
 );
 INSERT INTO terms(terms, rank) VALUES ('automerge', 8);
+CREATE TABLE IF NOT EXISTS postings(
+    word TEXT NOT NULL, key INTEGER NOT NULL, count INTEGER NOT NULL, PRIMARY KEY(word, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vocabulary(word TEXT PRIMARY KEY, sessions INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -94,6 +99,8 @@ class ShardFiles:
         self._inode: tuple[int, int] | None = None
         self.known: dict[str, tuple[int, str]] = {}
         self.ids: dict[int, str] = {}
+        self.lengths: dict[int, int] = {}
+        """Session key -> how many indexed words its conversation holds (BM25's document length)."""
         self.next_key = 1
         self._status = IndexStatus("empty")
         self.closed = False
@@ -290,9 +297,10 @@ class ShardFiles:
         self._inode = self._file_inode()
 
     def load_known(self, connection: sqlite3.Connection) -> None:
-        rows = connection.execute("SELECT key, id, revision FROM sessions").fetchall()
-        self.known = {session_id: (key, revision) for key, session_id, revision in rows}
-        self.ids = {key: session_id for key, session_id, _revision in rows}
+        rows = connection.execute("SELECT key, id, revision, words FROM sessions").fetchall()
+        self.known = {session_id: (key, revision) for key, session_id, revision, _words in rows}
+        self.ids = {key: session_id for key, session_id, _revision, _words in rows}
+        self.lengths = {key: words for key, _id, _revision, words in rows}
         self.next_key = max(self.ids, default=0) + 1
 
     def _compatible(self, connection: sqlite3.Connection) -> bool:
@@ -330,7 +338,7 @@ class ShardFiles:
                 with contextlib.suppress(sqlite3.Error):
                     connection.close()
             self.writer = self.reader = None
-        self.known, self.ids = {}, {}
+        self.known, self.ids, self.lengths = {}, {}, {}
         if not keep_lock and self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

@@ -202,6 +202,100 @@ class ShardReader:
                 messages.append((ROLES.get(roles[position : position + 1], "user"), text[start:end]))
         return messages
 
+    # -- words ------------------------------------------------------------------------------------------
+
+    def sessions_with(self, words: Sequence[str]) -> dict[str, int]:
+        """Word -> how many sessions of this shard hold it (absent: none).
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        if not words:
+            return {}
+        marks = ",".join("?" * len(words))
+        return dict(self.query(f"SELECT word, sessions FROM vocabulary WHERE word IN ({marks})", words))
+
+    def words_from(self, prefix: str, limit: int) -> dict[str, int]:
+        """Up to ``limit`` words starting with ``prefix`` and how many sessions hold each.
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        rows = self.query(
+            "SELECT word, sessions FROM vocabulary WHERE word >= ? AND word < ? LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        )
+        return dict(rows)
+
+    def postings(self, word: str, keys: Sequence[int] | None = None) -> list[tuple[str, int, int]]:
+        """(session id, count, session length) of every session of this shard holding ``word``
+        (only those of ``keys`` when given).
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        if keys is None:
+            rows = self.query("SELECT key, count FROM postings WHERE word = ?", (word,))
+        else:
+            rows = []
+            for start in range(0, len(keys), 500):
+                part = keys[start : start + 500]
+                marks = ",".join("?" * len(part))
+                rows += self.query(
+                    f"SELECT key, count FROM postings WHERE word = ? AND key IN ({marks})", (word, *part)
+                )
+        ids, lengths = self._files.ids, self._files.lengths
+        found = []
+        for key, count in rows:
+            session_id = ids.get(key)
+            if session_id is not None:
+                found.append((session_id, count, lengths.get(key, 0)))
+        return found
+
+    def key_of(self, session_id: str) -> int | None:
+        known = self._files.known.get(session_id)
+        return known[0] if known is not None else None
+
+    def sizes(self) -> tuple[int, int]:
+        """How many sessions this shard holds and how many words they hold together."""
+        with self._files.lock:
+            lengths = list(self._files.lengths.values())
+        return len(lengths), sum(lengths)
+
+    def session_messages(self, session_id: str, grams: str | None) -> list[tuple[int, str, str]]:
+        """The messages of the chunks of ``session_id`` whose text may hold one of the trigram
+        queries ``grams`` (every chunk when ``None``), as (position, role, text), newest first.
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        known = self._files.known.get(session_id)
+        if known is None:
+            return []
+        low = known[0] << CHUNK_BITS
+        high = low | CHUNK_MASK
+        if grams is None:
+            sql = (
+                "SELECT first_message, roles, starts, body FROM chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid DESC"
+            )
+            rows = self.query(sql, (low, high))
+        else:
+            rows = self.query(
+                "SELECT first_message, roles, starts, body FROM chunks WHERE rowid IN "
+                "(SELECT rowid FROM terms WHERE terms MATCH ? AND rowid BETWEEN ? AND ?) ORDER BY rowid DESC",
+                (grams, low, high),
+            )
+        messages: list[tuple[int, str, str]] = []
+        for first_message, roles, starts, body in rows:
+            text = self._decode(body)
+            offsets = starts_of(starts)
+            for position in range(len(offsets) - 1, -1, -1):
+                start = offsets[position]
+                end = offsets[position + 1] - 1 if position + 1 < len(offsets) else len(text)
+                role = ROLES.get(roles[position : position + 1], "user")
+                messages.append((first_message + position, role, text[start:end]))
+        return messages
+
     def interrupt(self) -> None:
         """Abort a search running on another thread (it raises ``IndexUnavailable``)."""
         with self._files.handle:

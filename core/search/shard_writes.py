@@ -7,6 +7,7 @@ import contextlib
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from core.search.index_chunks import (
@@ -16,6 +17,7 @@ from core.search.index_chunks import (
     sqlite_text,
     stored_title,
     unindex,
+    write_counts,
 )
 from core.search.index_values import (
     INDEX_CORRUPT,
@@ -167,7 +169,7 @@ class ShardWriter:
                 if connection is not None:
                     self._files.load_known(connection)
             except sqlite3.Error as error:
-                self._files.known, self._files.ids = {}, {}
+                self._files.known, self._files.ids, self._files.lengths = {}, {}, {}
                 if failure.code != INDEX_DISK_FULL:
                     failure = classify_failure(error)
             if failure.code == INDEX_CORRUPT:
@@ -196,11 +198,14 @@ class ShardWriter:
             return
         key = known[0]
         self._files.ids.pop(key, None)
+        self._files.lengths.pop(key, None)
         low, high = key << CHUNK_BITS, (key << CHUNK_BITS) | CHUNK_MASK
+        gone: Counter[str] = Counter()
         for rowid, body in connection.execute(
             "SELECT rowid, body FROM chunks WHERE rowid BETWEEN ? AND ?", (low, high)
         ).fetchall():
-            unindex(connection, rowid, body)
+            gone.update(unindex(connection, rowid, body))
+        write_counts(connection, key, {}, {word: -count for word, count in gone.items()})
         connection.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (low, high))
         connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
 
@@ -229,13 +234,14 @@ class ShardWriter:
                 (key << CHUNK_BITS, (key << CHUNK_BITS) | CHUNK_MASK),
             ).fetchall()
         base = key << CHUNK_BITS
+        change: Counter[str] = Counter()
         for ordinal, chunk in enumerate(chunks[: CHUNK_MASK + 1]):
             rowid = base | ordinal
             row = (chunk.first_message, chunk.roles, chunk.starts.tobytes(), chunk.digest, chunk.body, rowid)
             if ordinal < len(old):
                 if old[ordinal][1] == chunk.digest:
                     continue  # unchanged: an append re-indexes only the last chunk
-                unindex(connection, rowid, old[ordinal][2])
+                change.subtract(unindex(connection, rowid, old[ordinal][2]))
                 connection.execute(
                     "UPDATE chunks SET first_message = ?, roles = ?, starts = ?, digest = ?, body = ? WHERE rowid = ?",
                     row,
@@ -246,9 +252,14 @@ class ShardWriter:
                     row,
                 )
             connection.execute("INSERT INTO terms(rowid, text) VALUES (?, ?)", (rowid, chunk.terms))
+            change.update(chunk.counts)
         for rowid, _digest, body in old[len(chunks) :]:
-            unindex(connection, rowid, body)
+            change.subtract(unindex(connection, rowid, body))
             connection.execute("DELETE FROM chunks WHERE rowid = ?", (rowid,))
+        length = self._files.lengths.get(key, 0) if known is not None else 0
+        length += write_counts(connection, key, {} if known is None else None, change)
+        connection.execute("UPDATE sessions SET words = ? WHERE key = ?", (length, key))
+        self._files.lengths[key] = length
         self._files.known[session_id] = (key, session.revision)
         self._files.ids[key] = session_id
 

@@ -200,12 +200,13 @@ def command_parser() -> argparse.ArgumentParser:
     from tui.cli.db import add_commands as add_db_commands
     from tui.cli.handoff import add_commands as add_handoff_commands
     from tui.cli.mcp import add_commands as add_mcp_commands
+    from tui.cli.search import add_commands as add_search_commands
     from tui.cli.share import add_commands as add_share_commands
     from tui.cli.transfer import add_commands as add_transfer_commands
 
     parser = build_parser()
     commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
-    names = "config, doctor, db, import, export, share, unshare, mcp, handoff"
+    names = "config, doctor, db, import, export, share, unshare, mcp, search, handoff"
     parser.usage = f"%(prog)s [options]            the app\n       %(prog)s COMMAND [options]    COMMAND: {names}"
     _add_config_command(commands)
     _add_doctor_command(commands)
@@ -213,6 +214,7 @@ def command_parser() -> argparse.ArgumentParser:
     add_transfer_commands(commands)
     add_share_commands(commands)
     add_mcp_commands(commands)
+    add_search_commands(commands)
     add_handoff_commands(commands)
     return parser
 

@@ -1,0 +1,203 @@
+"""How well a session matches a query: BM25 over its projected conversation, its title counting
+more, and the messages that match best (what a result shows and ``read_session`` reads next).
+
+BM25 (Robertson and Zaragoza's Okapi form): a term counts by how rare it is among sessions (its
+inverse document frequency), how often the session says it (saturating: the tenth mention adds
+little), and against the session's length (a long session is not favoured for being long). A
+session holding only some of the words still scores, lower. The title is a field of its own,
+scored the same way over every title and weighted ``TITLE_WEIGHT``; a query found as a whole in a
+title, id or folder adds ``META_BONUS``. Ties keep listing order, newest first.
+
+The constants were chosen on the tuning half of ``bench/retrieval.py`` only; its held-back half
+says how well they carry over.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from core.search.matching import Snippet, marked_snippet
+from core.search.search_query import SearchQuery
+from core.search.words import fold_text, term_counts, word_spans
+
+K1 = 1.2
+"""How fast repeated mentions of a term saturate."""
+B = 0.75
+"""How much a session's length discounts its counts."""
+TITLE_WEIGHT = 1.5
+"""A title's BM25 score counts this many times a body's."""
+META_BONUS = 4.0
+"""Added when the whole query is found in a title, id or folder as typed."""
+LITERAL_WEIGHT = 1.5
+"""An identifier found as typed counts like a rare term this many times over."""
+MESSAGE_B = 0.3
+"""Length normalisation between the messages of one session (a long answer is not penalised much)."""
+PASSAGES = 3
+"""Best-matching messages a result carries at most."""
+
+
+def idf(df: int, total: int) -> float:
+    """The inverse document frequency of a term held by ``df`` of ``total`` documents (never negative)."""
+    return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+
+
+def term_score(weight: float, tf: float, length: float, average: float, b: float = B) -> float:
+    """One term's BM25 contribution: ``weight`` (its idf) times the saturated, length-normalised ``tf``."""
+    if tf <= 0:
+        return 0.0
+    norm = 1.0 - b + b * (length / average if average > 0 else 1.0)
+    return weight * tf * (K1 + 1.0) / (tf + K1 * norm)
+
+
+@dataclass(frozen=True, slots=True)
+class TermStats:
+    """What scoring needs of a corpus: how many documents, their average length, each term's df."""
+
+    total: int
+    average: float
+    df: Mapping[str, int]
+
+    def weight(self, term: str) -> float:
+        return idf(self.df.get(term, 0), max(self.total, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class RankedWords:
+    """What a word search of an index found: session id -> BM25 score, the statistics it used, and
+    the indexed words the word being typed was taken to mean."""
+
+    scores: dict[str, float]
+    stats: TermStats
+    prefix_terms: tuple[str, ...] = ()
+
+
+class TitleIndex:
+    """Every listed session's title as words, in memory: term -> {listing position: count}."""
+
+    def __init__(self, labels: Sequence[str | None]) -> None:
+        self.postings: dict[str, dict[int, int]] = {}
+        self.lengths: list[int] = []
+        for position, label in enumerate(labels):
+            counts = term_counts(label) if label else Counter()
+            self.lengths.append(sum(counts.values()))
+            for term, count in counts.items():
+                self.postings.setdefault(term, {})[position] = count
+        self.average = (sum(self.lengths) / len(self.lengths)) if self.lengths else 0.0
+        self._sorted: list[str] | None = None
+
+    def expand(self, prefix: str, limit: int = 16) -> list[str]:
+        """Terms starting with ``prefix`` (the most widespread first)."""
+        if self._sorted is None:
+            self._sorted = sorted(self.postings)
+        at = bisect.bisect_left(self._sorted, prefix)
+        found: list[str] = []
+        while at < len(self._sorted) and self._sorted[at].startswith(prefix) and len(found) < 512:
+            found.append(self._sorted[at])
+            at += 1
+        found.sort(key=lambda term: -len(self.postings[term]))
+        return found[:limit]
+
+    def scores(self, terms: Iterable[str], prefix_terms: Sequence[str] = ()) -> dict[int, float]:
+        """Listing position -> BM25 of its title for ``terms`` (and the best of ``prefix_terms``)."""
+        total = max(len(self.lengths), 1)
+        found: dict[int, float] = {}
+        for term in terms:
+            postings = self.postings.get(term)
+            if postings:
+                weight = idf(len(postings), total)
+                for position, count in postings.items():
+                    score = term_score(weight, count, self.lengths[position], self.average)
+                    found[position] = found.get(position, 0.0) + score
+        best: dict[int, float] = {}
+        for term in prefix_terms:
+            postings = self.postings.get(term)
+            if postings:
+                weight = idf(len(postings), total)
+                for position, count in postings.items():
+                    score = term_score(weight, count, self.lengths[position], self.average)
+                    if score > best.get(position, 0.0):
+                        best[position] = score
+        for position, score in best.items():
+            found[position] = found.get(position, 0.0) + score
+        return found
+
+
+Message = tuple[int, str, str]
+"""A message of a session as search reads it: its position (as ``read_session`` counts), role, text."""
+
+
+def best_messages(
+    messages: Iterable[Message],
+    query: SearchQuery,
+    stats: TermStats,
+    prefix_terms: Sequence[str] = (),
+    count: int = PASSAGES,
+) -> list[Snippet]:
+    """The ``count`` messages that match ``query`` best, best first (newest among equals), each a
+    snippet with every matching word marked."""
+    terms = set(query.terms)
+    prefixed = set(prefix_terms)
+    wanted = terms | prefixed
+    quick = _quick_needles(wanted, query)
+    scored: list[tuple[float, int, str, str, Counter[str]]] = []
+    for position, role, text in messages:
+        folded = fold_text(text)
+        if quick and not any(needle in folded for needle in quick):
+            continue
+        counts = term_counts(text) if wanted else Counter()
+        length = sum(counts.values())
+        score = 0.0
+        for term in terms:
+            score += term_score(stats.weight(term), counts.get(term, 0), length, 40.0, MESSAGE_B)
+        if prefixed:
+            score += max(
+                (term_score(stats.weight(term), counts.get(term, 0), length, 40.0, MESSAGE_B) for term in prefixed),
+                default=0.0,
+            )
+        lowered = text.lower()
+        for needle in query.needles:
+            if needle in lowered:
+                score += LITERAL_WEIGHT * idf(1, max(stats.total, 1))
+        if score > 0:
+            scored.append((score, position, role, text, counts))
+    top = heapq.nlargest(count, scored, key=lambda item: (item[0], item[1]))
+    snippets: list[Snippet] = []
+    for _score, position, role, text, _counts in top:
+        snippet = marked_snippet(text, _spans(text, terms, prefixed, query), role, position)
+        if snippet is not None:
+            snippets.append(snippet)
+    return snippets
+
+
+def _quick_needles(wanted: Iterable[str], query: SearchQuery) -> list[str]:
+    """Substrings a matching message's folded text must hold one of (a stem's first letters): a
+    cheap test before the message is split into words."""
+    needles = [term[:4] for term in wanted if term]
+    if query.prefix:
+        needles.append(query.prefix[:4])
+    needles.extend(fold_text(needle) for needle in query.needles)
+    return needles
+
+
+def _spans(text: str, terms: set[str], prefixed: set[str], query: SearchQuery) -> list[tuple[int, int]]:
+    spans = word_spans(text, terms | prefixed, query.prefix)
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        for needle in query.needles:
+            at = lowered.find(needle)
+            while at >= 0 and len(spans) < 400:
+                spans.append((at, at + len(needle)))
+                at = lowered.find(needle, at + len(needle))
+    return sorted(set(spans))
+
+
+def snippet_of(
+    text: str, query: SearchQuery, role: str, position: int, prefix_terms: Sequence[str] = ()
+) -> Snippet | None:
+    """A marked snippet of one message for ``query`` (``None`` when nothing of it is in ``text``)."""
+    return marked_snippet(text, _spans(text, set(query.terms), set(prefix_terms), query), role, position)
