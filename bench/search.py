@@ -123,9 +123,11 @@ def bench_build(root: Path, text_bytes: int) -> BodyIndex:
     index = BodyIndex(index_path)
     index.open()
     size = index.size_bytes()
-    print(f"  first build, builder process (list + read + project + index + compact): {seconds:.1f} s (target <= 60 s)")
+    print(
+        f"  first build, builder process (list + read + project + index + compact): {seconds:.1f} s (target <= 300 s)"
+    )
     print(f"  rate: {text_bytes / seconds / 1e6:.1f} MB of text per second")
-    print(f"  index size {size / 1e6:.0f} MB = {size / text_bytes:.2f}x the indexed text (target <= 1.5x)")
+    print(f"  index size {size / 1e6:.0f} MB = {size / text_bytes:.2f}x the indexed text (target <= 2x)")
     print(
         f"  at 10x (100,000 sessions, 5 GB): build ~{seconds * 10 / 60:.0f} min (linear),"
         f" size ~{size * 10 / 1e9:.1f} GB"
@@ -199,6 +201,46 @@ def bench_queries(root: Path, index: BodyIndex, repeats: int) -> None:
             f"{'' if first.complete else ', partial'}), full {statistics.median(fulls) * 1000:5.1f} ms"
             f" ({len(full.hits)} hits, {bodies} by body{'' if full.complete else ', partial'})"
         )
+
+
+RANKED_QUERIES = [
+    "retry checksum",
+    "storage frame budget",
+    "how do we retry when the checksum of a frame fails",
+    "why does compaction drop the trigram budget",
+    "raise valueerror when the file is closed",
+    "socket timeout connection refused",
+    "parse the header and return a dict",
+    "thread lock acquire release deadlock",
+    '"raise ValueError"',
+    "quokka-protocol",
+]
+"""Queries as a model or a person asks them: words, questions, a phrase, an identifier."""
+
+
+def bench_ranked(root: Path, index: BodyIndex, repeats: int) -> None:
+    print("\n## Ranked search (words, questions) at 10,000 sessions, limit 10, 3 messages each (search_sessions)")
+    store = JsonlSessionStore(root)
+    records = asyncio.run(store.list_sessions())
+    titles = {session_id: title for session_id, (_revision, title) in index.titles().items()}
+    search = SessionSearch(index)
+    times: list[float] = []
+    for query in RANKED_QUERIES:
+        own: list[float] = []
+        result = None
+        for _ in range(repeats):
+            started = time.perf_counter()
+            result = search.search(_Target(), query, records=records, titles=titles, limit=10, passages=3)
+            own.append(time.perf_counter() - started)
+        assert result is not None
+        times += own
+        print(f"  {query[:48]!r:50} median {statistics.median(own) * 1000:6.1f} ms, {len(result.hits)} sessions")
+    ordered = sorted(times)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    print(
+        f"  all: p50 {statistics.median(times) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms"
+        " (target p50 <= 25 ms, p95 <= 50 ms)"
+    )
 
 
 PICKER_WORDS = ["retry", "checksum", "quokka", "session-0", "project-1", "valueerror"]
@@ -286,6 +328,7 @@ def main(repeats: int = 5) -> None:
         print(f"  (seeded the store once in {time.perf_counter() - began:.0f} s: {root})")
     index = bench_build(root, text_bytes)
     bench_queries(root, index, repeats)
+    bench_ranked(root, index, repeats)
     bench_incremental(root, index, repeats)
     index.close()
     bench_picker(root, repeats)

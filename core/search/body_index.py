@@ -59,8 +59,8 @@ COMMON_TERM = 2000
 query's rarer words found, when they found at most this many."""
 EXPANSIONS = 8
 """Indexed words a word being typed is taken to mean at most (the most widespread)."""
-EXPAND_SCAN = 400
-"""Vocabulary entries read to choose them."""
+EXPAND_SCAN = 20_000
+"""Postings read (in word order) to choose them."""
 
 
 def index_path_beside(root: str | os.PathLike[str]) -> Path:

@@ -38,6 +38,8 @@ FIRST_BUDGET = 0.006
 has (``SearchResult.complete`` is then false and a host searches again with ``FULL_BUDGET``)."""
 FULL_BUDGET = 0.5
 """Seconds a follow-up search may spend verifying body matches."""
+HOLDERS_CHECKED = 3
+"""A phrase or identifier most sessions may hold is checked in this many times a page's best scored."""
 SUBSTRING_SCORE = 0.5
 """The score of a session that holds a one-word query only inside a longer word."""
 
@@ -295,37 +297,46 @@ class _Run:
                     self.add(position, score)
         total = max(len(self.records), 1)
         for phrase in query.phrases:
-            held = self._containing(phrase, self.required)
+            held = self._holders(phrase, self.required)
             self.required = set(held) if self.required is None else self.required & set(held)
             for position, snippet in held.items():
                 self.found.setdefault(position, snippet)
                 self.add(position, LITERAL_WEIGHT * idf(len(held), total))
         for literal in query.literals:
-            held = self._containing(literal, self.required)
+            held = self._holders(literal, self.required)
             for position, snippet in held.items():
                 self.found.setdefault(position, snippet)
                 self.add(position, LITERAL_WEIGHT * idf(len(held), total))
         typed = query.text.strip()
-        if not query.needles and len(typed) >= MIN_BODY_QUERY and len(typed.split()) == 1:
-            # One word: also as typed, inside longer words ("ueerr" in "ValueError"), ranked below
-            # the sessions that say the word itself.
-            for position, snippet in self._containing(typed, None, self.limit).items():
+        others = len(self.scores) - (1 if self.own in self.scores else 0)
+        if not query.needles and len(typed) >= MIN_BODY_QUERY and len(typed.split()) == 1 and others < self.limit:
+            # One word, too few sessions: also as typed inside longer words ("ueerr" in
+            # "ValueError"), ranked below the sessions that say the word itself.
+            order = [position for position in range(len(self.records)) if position not in self.scores]
+            for position, snippet in self._containing(typed, order, self.limit - others).items():
                 self.found.setdefault(position, snippet)
-                if position not in self.said:
-                    self.add(position, SUBSTRING_SCORE)
+                self.add(position, SUBSTRING_SCORE)
 
-    def _containing(self, needle: str, among: set[int] | None, wanted: int = 1 << 30) -> dict[int, Snippet]:
+    def _holders(self, needle: str, among: set[int] | None) -> dict[int, Snippet]:
+        """The sessions holding ``needle`` as typed, best scored first: every one when the substring
+        index narrows it down, else as many as a page of results needs (the best scored checked)."""
+        scored = sorted(self.scores, key=lambda position: (-self.scores[position], position))
+        seen = set(scored)
+        order = scored + [position for position in range(len(self.records)) if position not in seen]
+        if among is not None:
+            order = [position for position in order if position in among]
+        return self._containing(needle, order, HOLDERS_CHECKED * self.limit)
+
+    def _containing(self, needle: str, order: Sequence[int], wanted: int) -> dict[int, Snippet]:
         index = self.search.index
         assert index is not None
-        order = sorted(among) if among is not None else range(len(self.records))
-        skip = {self.target.id}
         held = sessions_containing(
             index,
             needle,
             self.records,
             self.position_of,
-            order=list(order),
-            skip=skip,
+            order=order,
+            skip={self.target.id},
             wanted=wanted,
             deadline=self.deadline,
             signal=self.signal,

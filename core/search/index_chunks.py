@@ -168,15 +168,15 @@ def unindex(connection: sqlite3.Connection, rowid: int, body: bytes) -> Counter[
 def write_counts(
     connection: sqlite3.Connection, key: int, current: dict[str, int] | None, change: Mapping[str, int]
 ) -> int:
-    """Apply ``change`` (word -> count added or, negative, taken away) to a session's postings and
-    the vocabulary's session counts; ``current`` is what the session holds now (``{}`` for a new
-    session; ``None``: read it). Returns how many words the session's length changed by."""
-    change = Counter({word: delta for word, delta in change.items() if delta})
-    if not change:
+    """Apply ``change`` (word -> count added or, negative, taken away) to a session's postings;
+    ``current`` is what the session holds now (``{}`` for a new session; ``None``: read it).
+    Returns how many words the session's length changed by."""
+    changed = {sqlite_text(word): delta for word, delta in change.items() if delta}
+    if not changed:
         return 0
-    words = [sqlite_text(word) for word in change]
     if current is None:
         current = {}
+        words = list(changed)
         for start in range(0, len(words), 500):
             part = words[start : start + 500]
             marks = ",".join("?" * len(part))
@@ -187,7 +187,7 @@ def write_counts(
     inserted: list[tuple[str, int, int]] = []
     updated: list[tuple[int, str, int]] = []
     deleted: list[tuple[str, int]] = []
-    for word, delta in zip(words, change.values(), strict=True):
+    for word, delta in changed.items():
         before = current.get(word, 0)
         after = before + delta
         if before <= 0 < after:
@@ -197,21 +197,13 @@ def write_counts(
         elif after > 0:
             updated.append((after, word, key))
     if inserted:
+        inserted.sort()  # in key order: the B-tree's pages are visited once each, in order
         connection.executemany("INSERT OR REPLACE INTO postings(word, key, count) VALUES (?, ?, ?)", inserted)
-        connection.executemany(
-            "INSERT INTO vocabulary(word, sessions) VALUES (?, 1) "
-            "ON CONFLICT(word) DO UPDATE SET sessions = sessions + 1",
-            [(word,) for word, _key, _count in inserted],
-        )
     if updated:
         connection.executemany("UPDATE postings SET count = ? WHERE word = ? AND key = ?", updated)
     if deleted:
         connection.executemany("DELETE FROM postings WHERE word = ? AND key = ?", deleted)
-        connection.executemany(
-            "UPDATE vocabulary SET sessions = sessions - 1 WHERE word = ?", [(w,) for w, _k in deleted]
-        )
-        connection.executemany("DELETE FROM vocabulary WHERE word = ? AND sessions <= 0", [(w,) for w, _k in deleted])
-    return sum(change.values())
+    return sum(changed.values())
 
 
 def prepare_session(session_id: str, revision: str, read: Reader, compressor: zstandard.ZstdCompressor) -> Prepared:

@@ -17,13 +17,14 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from core.search.matching import Snippet, marked_snippet
 from core.search.search_query import SearchQuery
-from core.search.words import fold_text, term_counts, word_spans
+from core.search.words import MAX_WORD, fold_text, stem, term_counts, word_spans
 
 K1 = 1.2
 """How fast repeated mentions of a term saturate."""
@@ -144,13 +145,13 @@ def best_messages(
     prefixed = set(prefix_terms)
     wanted = terms | prefixed
     quick = _quick_needles(wanted, query)
-    scored: list[tuple[float, int, str, str, Counter[str]]] = []
+    counter = _TermCounter(wanted)
+    scored: list[tuple[float, int, str, str]] = []
     for position, role, text in messages:
         folded = fold_text(text)
         if quick and not any(needle in folded for needle in quick):
             continue
-        counts = term_counts(text) if wanted else Counter()
-        length = sum(counts.values())
+        counts, length = counter.count(folded)
         score = 0.0
         for term in terms:
             score += term_score(stats.weight(term), counts.get(term, 0), length, 40.0, MESSAGE_B)
@@ -164,14 +165,40 @@ def best_messages(
             if needle in lowered:
                 score += LITERAL_WEIGHT * idf(1, max(stats.total, 1))
         if score > 0:
-            scored.append((score, position, role, text, counts))
+            scored.append((score, position, role, text))
     top = heapq.nlargest(count, scored, key=lambda item: (item[0], item[1]))
     snippets: list[Snippet] = []
-    for _score, position, role, text, _counts in top:
+    for _score, position, role, text in top:
         snippet = marked_snippet(text, _spans(text, terms, prefixed, query), role, position)
         if snippet is not None:
             snippets.append(snippet)
     return snippets
+
+
+class _TermCounter:
+    """Counts the wanted terms in a message without splitting all of it into words: only the words
+    that start as a wanted stem does are stemmed."""
+
+    def __init__(self, wanted: set[str]) -> None:
+        self.wanted = wanted
+        plain = sorted({term[:3] for term in wanted if term.isascii() and term.isalnum()}, key=len, reverse=True)
+        self.pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, plain)) + r")[a-z0-9]*") if plain else None
+        self.others = any(not (term.isascii() and term.isalnum()) for term in wanted)
+
+    def count(self, folded: str) -> tuple[Counter[str], int]:
+        """Wanted term -> occurrences in ``folded``, and the message's length in words (about)."""
+        length = folded.count(" ") + 1
+        if self.others:
+            counts = term_counts(folded)
+            return Counter({term: counts[term] for term in self.wanted if term in counts}), length
+        counts = Counter()
+        if self.pattern is not None:
+            for word in self.pattern.findall(folded):
+                if len(word) <= MAX_WORD:
+                    found = stem(word)
+                    if found in self.wanted:
+                        counts[found] += 1
+        return counts, length
 
 
 def _quick_needles(wanted: Iterable[str], query: SearchQuery) -> list[str]:

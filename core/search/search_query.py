@@ -87,6 +87,8 @@ def parse_query(query: str, *, typing: bool = False) -> SearchQuery:
                 literals.append(literal)
             continue
         words.extend(raw_words(token))
+    # A phrase's or an identifier's words rank too: they find the sessions to check it in first.
+    support = [word for needle in (*phrases, *literals) for word in raw_words(needle)]
     prefix = None
     ends_open = typing and unquoted.strip() and not (query or "").endswith((" ", '"', "\t", "\n"))
     last_token = unquoted.split()[-1].strip(_EDGE) if ends_open else ""
@@ -96,6 +98,7 @@ def parse_query(query: str, *, typing: bool = False) -> SearchQuery:
             prefix = last
             words = words[:-1]
     terms = terms_of(words)
+    terms += [term for term in terms_of(support) if term not in terms]
     if not terms and words and prefix is None and not literals and not phrases:
         # Only common words ("how do we"): search them after all (titles, the substring index).
         terms = [stem(word) for word in dict.fromkeys(words) if len(word) <= MAX_WORD]

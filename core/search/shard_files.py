@@ -67,7 +67,6 @@ INSERT INTO terms(terms, rank) VALUES ('automerge', 8);
 CREATE TABLE IF NOT EXISTS postings(
     word TEXT NOT NULL, key INTEGER NOT NULL, count INTEGER NOT NULL, PRIMARY KEY(word, key)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS vocabulary(word TEXT PRIMARY KEY, sessions INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 

@@ -210,19 +210,22 @@ class ShardReader:
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        if not words:
-            return {}
-        marks = ",".join("?" * len(words))
-        return dict(self.query(f"SELECT word, sessions FROM vocabulary WHERE word IN ({marks})", words))
+        found: dict[str, int] = {}
+        for word in words:
+            (count,) = self.query("SELECT count(*) FROM postings WHERE word = ?", (word,))[0]
+            if count:
+                found[word] = count
+        return found
 
     def words_from(self, prefix: str, limit: int) -> dict[str, int]:
-        """Up to ``limit`` words starting with ``prefix`` and how many sessions hold each.
+        """Words starting with ``prefix`` and how many sessions hold each, among the first ``limit``
+        postings in word order (a short prefix never reads the whole table).
 
         Raises:
             IndexUnavailable: the index cannot be read.
         """
         rows = self.query(
-            "SELECT word, sessions FROM vocabulary WHERE word >= ? AND word < ? LIMIT ?",
+            "SELECT word, count(*) FROM (SELECT word FROM postings WHERE word >= ? AND word < ? LIMIT ?) GROUP BY word",
             (prefix, prefix + "\U0010ffff", limit),
         )
         return dict(rows)

@@ -21,7 +21,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import Stemmer
 
@@ -75,35 +75,52 @@ def stem(word: str) -> str:
     return found
 
 
-def _raw_words(folded: str) -> Iterator[str]:
-    """The folded words of folded text, before stemming, CJK as pairs."""
-    for match in _TOKEN.finditer(folded):
-        word = match.group("word")
-        if word is not None:
-            if len(word) <= MAX_WORD:
-                yield word
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"[^\W_]+")
+_HAS_CJK = re.compile(f"[{_CJK}]")
+
+
+def _raw_words(folded: str) -> list[str]:
+    """The words of folded text, before stemming, CJK as pairs (longer runs than ``MAX_WORD`` kept:
+    callers drop them once, per distinct word)."""
+    if folded.isascii():
+        return _ASCII_WORD.findall(folded)
+    words: list[str] = _WORD.findall(folded)
+    if _HAS_CJK.search(folded) is None:
+        return words
+    split: list[str] = []
+    for token in words:
+        if token.isascii() or _HAS_CJK.search(token) is None:
+            split.append(token)
             continue
-        run = match.group("cjk")
-        if len(run) == 1:
-            yield run
-        else:
-            for at in range(len(run) - 1):
-                yield run[at : at + 2]
+        for match in _TOKEN.finditer(token):
+            run = match.group("cjk")
+            if run is None:
+                split.append(match.group())
+            elif len(run) == 1:
+                split.append(run)
+            else:
+                split.extend(run[at : at + 2] for at in range(len(run) - 1))
+    return split
 
 
 def raw_words(text: str) -> list[str]:
     """The words of ``text`` as typed but folded (no stemming), stop words included."""
-    return list(_raw_words(fold_text(text)))
+    return [word for word in _raw_words(fold_text(text)) if len(word) <= MAX_WORD]
 
 
 def term_counts(text: str) -> Counter[str]:
     """How often each indexed term (stem) occurs in ``text``, stop words left out."""
     counts = Counter(_raw_words(fold_text(text)))
+    _stemmer, cache = _stems()
     stemmed: Counter[str] = Counter()
     for word, count in counts.items():
-        if word in STOP_WORDS:
-            continue
-        stemmed[stem(word)] += count
+        found = cache.get(word)
+        if found is None:
+            if word in STOP_WORDS or len(word) > MAX_WORD:
+                continue
+            found = stem(word)
+        stemmed[found] += count
     return stemmed
 
 

@@ -191,6 +191,7 @@ class Workspace:
             limit=self.service.config.candidate_limit,
             signal=signal,
             budget=budget,
+            typing=True,
         )
         if self.message_index is None or len(query) < MIN_BODY_QUERY:
             return search()

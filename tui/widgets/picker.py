@@ -61,6 +61,31 @@ def marked_segments(shown: str, query: str, style: Style | None = None, match: S
     return [Segment(shown[:at], style), Segment(shown[at:end], match), Segment(shown[end:], style)]
 
 
+def words_marked(shown: str, words: list[str], style: Style | None = None, match: Style | None = None) -> list[Segment]:
+    """``shown`` (already safe and fitted) with each of ``words`` marked where it first occurs (the
+    words a ranked search matched: a snippet's marks, a title's words)."""
+    lowered = shown.lower()
+    if len(lowered) != len(shown):
+        return [Segment(shown, style)]
+    spans: list[tuple[int, int]] = []
+    for word in words:
+        needle = visible(word).lower()
+        at = lowered.find(needle) if needle else -1
+        while at >= 0 and any(start <= at < end for start, end in spans):
+            at = lowered.find(needle, at + 1)
+        if at >= 0:
+            spans.append((at, at + len(needle)))
+    segments: list[Segment] = []
+    position = 0
+    for start, end in sorted(spans):
+        if start < position:
+            continue
+        segments += [Segment(shown[position:start], style), Segment(shown[start:end], match)]
+        position = end
+    segments.append(Segment(shown[position:], style))
+    return [segment for segment in segments if segment.text]
+
+
 def _contains(shown: str, query: str) -> bool:
     return bool(query) and visible(query).lower() in shown.lower()
 
@@ -236,6 +261,10 @@ class MentionPicker(RowList, can_focus=False):
         else:
             return None
         muted = self.part("muted")
+        snippet = hit.snippet if hit.field == "body" else None
+        if snippet is not None and snippet.marks:
+            words = [snippet.text[start:end] for start, end in snippet.marks]
+            return [Segment(prefix, muted), *words_marked(text, words, muted, self.part("match"))]
         return [Segment(prefix, muted), *marked_segments(text, query, muted, self.part("match"))]
 
     def row_count(self) -> int:
