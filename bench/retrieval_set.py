@@ -143,6 +143,7 @@ def _facts(rng: random.Random, project: str, used: set[str]) -> list[tuple[str, 
         city = rng.choice(CITIES)
         module = rng.choice(MODULES)
         preference = rng.choice(PREFERENCES)
+        setting, paraphrase = rng.choice(SETTINGS)
         # One fact per subject in the whole world: a question has exactly one right session.
         subject = {
             "relocation": person,
@@ -150,6 +151,7 @@ def _facts(rng: random.Random, project: str, used: set[str]) -> list[tuple[str, 
             "flaky": module,
             "preference": f"{person}:{preference[2]}",
             "deadline": project,
+            "setting": f"{project}:{setting}",
         }.get(kind, f"{project}:{component}")
         key = f"{kind}:{subject}"
         if key in used:
@@ -183,7 +185,6 @@ def _facts(rng: random.Random, project: str, used: set[str]) -> list[tuple[str, 
             question = f"Which city did {person} move to for a startup job?"
             keywords = f"{person} relocate"
         elif kind == "setting":
-            setting, paraphrase = rng.choice(SETTINGS)
             low = rng.randint(2, 40)
             said = f"We bumped the {setting} for {project} from {low} to {low * rng.randint(2, 5)} after the incident."
             question = f"What value did we raise the {paraphrase} to in {project}?"

@@ -104,12 +104,14 @@ async def test_title_matches_come_before_body_matches_in_the_same_group(app: Ses
         assert "corrupting a log" in str(row_of(app, "design-notes")[1])
 
 
-async def test_a_two_letter_query_says_messages_need_three(app: SessionRefApp) -> None:
+async def test_the_word_being_typed_matches_as_a_prefix_from_two_letters(app: SessionRefApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await open_picker(pilot, "fs")
-        assert picker_ids(app) == []
-        assert app.chat.picker.note == "Type 3+ characters to search messages too"
+        await open_picker(pilot, "f")
+        assert app.chat.picker.note == "Type 2+ characters to search messages too"
+        await search_settled(pilot, "fs")  # "fsync", said in Storage design, as it is typed
+        assert picker_ids(app) == ["design-notes"]
+        assert "fsync" in str(row_of(app, "design-notes")[1])
 
 
 async def test_a_body_only_word_is_referenced_and_baked_into_the_prompt(demo_template: Path, tmp_path: Path) -> None:

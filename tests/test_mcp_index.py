@@ -62,7 +62,8 @@ def test_on_a_store_the_app_never_opened_the_server_finds_what_was_said(tmp_path
     try:
         seconds, answers = _found_by_word(server, 17, 20.0)
         found = answers[-1]["sessions"][0]
-        assert found["said"]["role"] == "user" and "marker0017x" in found["said"]["text"]
+        said = found["messages"][0]
+        assert said["role"] == "user" and "**marker0017x**" in said["text"]
         # Any answer before the index was ready said so.
         for earlier in answers[:-1]:
             assert earlier["note"].startswith("message search is not ready yet"), earlier

@@ -9,6 +9,7 @@ why.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from core import (
 from core.search.finder import SessionSearch
 from core.search.index_chunks import trigram_query
 from core.search.matching import Snippet, find_folded, make_snippet
+from core.search.words import term_counts
 from tests.conftest import compact, say_assistant, say_user, text
 from tests.support.indexed_store import Indexed, Target, title
 
@@ -151,7 +153,9 @@ def test_cjk_substrings_of_three_characters_match(indexed: Indexed) -> None:
     indexed.sync()
     assert indexed.ids("存储设") == ["cjk"]
     assert indexed.ids("设计和压") == ["cjk"]
-    assert indexed.find("存储").body == "short"  # two characters: titles, ids and cwds only
+    assert indexed.ids("存储") == ["cjk"]  # two characters: a word (CJK is indexed in pairs)
+    assert indexed.ids("存") == []  # one: titles, ids and folders only
+    assert indexed.find("存").body == "short"
 
 
 def test_text_after_a_nul_is_found(indexed: Indexed) -> None:
@@ -210,66 +214,128 @@ def test_trigram_queries_quote_everything() -> None:
     assert trigram_query("ab cd") is None  # no trigram inside one word: no pre-filter
 
 
-def test_queries_with_spaces_still_match_exactly(indexed: Indexed) -> None:
+def test_words_match_in_any_order_and_quoted_words_as_a_phrase(indexed: Indexed) -> None:
     say_user(indexed.session("spaced"), "we should raise ValueError here")
     say_user(indexed.session("apart", created_at=1), "raise it; ValueError elsewhere")
+    say_user(indexed.session("half", created_at=2), "never raise your voice")
     indexed.sync()
-    assert indexed.ids("raise valueerror") == ["spaced"]
-    assert indexed.ids("e v") == ["spaced"]
+    # Words: every session holding them, in any order; one holding only some ranks below.
+    assert set(indexed.ids("valueerror raise")[:2]) == {"spaced", "apart"}
+    assert indexed.ids("valueerror raise")[2:] == ["half"]
+    # Quoted: as written (case-insensitively), as every query matched before words did.
+    assert indexed.ids('"raise valueerror"') == ["spaced"]
+    assert indexed.ids('"e v"') == ["spaced"]
+    assert set(indexed.ids('"raise" "valueerror"')) == {"spaced", "apart"}
 
 
 # -- the same answers however the candidates are found ----------------------------------------------
 
-WORDS = ["retry", "frame", "zstd", "loop", "Tee", "trees", "entry", "ret ry", "ÉTÉ", "存储"]
+WORDS = ["retry", "frame", "zstd", "loop", "Tee", "trees", "entry", "ret ry", "ÉTÉ", "存储", "retried", "looping"]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    sessions=st.lists(
-        st.tuples(
-            st.sampled_from(["/work/app", "/elsewhere", None]),
-            st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), min_size=1, max_size=5),
-        ),
-        min_size=1,
-        max_size=8,
+def _brute_force(indexed: Indexed, holds: Any) -> list[set[str]]:
+    """Per group (this folder, no folder, elsewhere): the sessions any of whose projected messages
+    ``holds`` says yes to."""
+    expected: list[set[str]] = [set(), set(), set()]
+    for record in indexed.records:
+        stored = indexed.reader.read_stored(record.header)
+        texts = [item.text for item in project_conversation(stored.surface)]
+        cwd = record.header.cwd
+        group = 1 if cwd is None else 0 if cwd == "/work/app" else 2
+        if holds(texts):
+            expected[group].add(record.header.id)
+    return expected
+
+
+def _groups(result: Any) -> list[set[str]]:
+    found: list[set[str]] = [set(), set(), set()]
+    order = []
+    for hit in result.hits:
+        cwd = hit.candidate.cwd
+        group = 1 if cwd is None else 0 if cwd == "/work/app" else 2
+        order.append(group)
+        found[group].add(hit.candidate.session_id)
+    assert order == sorted(order)  # the contract's groups, in order
+    return found
+
+
+SESSIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["/work/app", "/elsewhere", None]),
+        st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), min_size=1, max_size=5),
     ),
-    query=st.sampled_from(["ret", "retry", "tree", "ee", "ry e", "été", "frame", "存储", "zstd loop", "tee"]),
-    dense=st.booleans(),
+    min_size=1,
+    max_size=8,
 )
-def test_search_agrees_with_a_brute_force_reading(
-    tmp_path_factory: pytest.TempPathFactory, sessions: list[Any], query: str, dense: bool
-) -> None:
-    """Sparse and dense candidate paths, any shard count: the hits are exactly what reading every
-    projected message would give, in the contract's groups and listing order."""
-    root = tmp_path_factory.mktemp("brute")
+
+
+def _seeded(root: Path, sessions: list[Any]) -> Indexed:
     indexed = Indexed(root / "store", shards=3)
     for number, (cwd, messages) in enumerate(sessions):
         session = indexed.session(f"s{number}", cwd=cwd, created_at=number % 3)
         for position, words in enumerate(messages):
             (say_user if position % 2 == 0 else say_assistant)(session, " ".join(words))
     indexed.sync()
-    needle = query.lower()
-    expected: list[list[str]] = [[], [], []]
-    for record in indexed.records:
-        stored = indexed.reader.read_stored(record.header)
-        texts = [item.text.lower() for item in project_conversation(stored.surface)]
-        meta = needle in record.header.id.lower() or needle in (record.header.cwd or "").lower()
-        body = len(needle) >= 3 and any(needle in item for item in texts)
-        cwd = record.header.cwd
-        group = 1 if cwd is None else 0 if cwd == "/work/app" else 2
-        if meta or body:
-            expected[group].append((0 if meta else 1, record.header.id))  # type: ignore[arg-type]
-    order = [session_id for group in expected for _rank, session_id in sorted(group, key=lambda e: e[0])]
+    return indexed
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sessions=SESSIONS,
+    phrase=st.sampled_from(["ret", "retry", "tree", "ry e", "été", "frame", "存储", "zstd loop", "tee", "d lo"]),
+    dense=st.booleans(),
+)
+def test_a_phrase_finds_exactly_what_a_brute_force_reading_finds(
+    tmp_path_factory: pytest.TempPathFactory, sessions: list[Any], phrase: str, dense: bool
+) -> None:
+    """Sparse and dense candidate paths, any shard count: a quoted phrase finds exactly the sessions
+    whose messages hold it as written (case-insensitively), in the contract's groups."""
+    indexed = _seeded(tmp_path_factory.mktemp("brute"), sessions)
+    needle = phrase.lower()
+    expected = _brute_force(indexed, lambda texts: any(needle in text.lower() for text in texts))
     if dense:
         original = body_index.DENSE_CANDIDATES
         body_index.DENSE_CANDIDATES = 0
     try:
-        search = SessionSearch(indexed.index)
-        result = search.search(Target(), query, records=indexed.records, titles={}, limit=50)
+        result = SessionSearch(indexed.index).search(
+            Target(), f'"{phrase}"', records=indexed.records, titles={}, limit=50
+        )
     finally:
         if dense:
             body_index.DENSE_CANDIDATES = original
-    assert [hit.candidate.session_id for hit in result.hits] == order
+    assert _groups(result) == expected
+    indexed.index.close()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sessions=SESSIONS,
+    query=st.sampled_from(["retry", "tree frame", "retries looped", "ÉTÉ", "存储", "zstd loop entry", "trees"]),
+)
+def test_words_find_every_session_holding_any_of_them(
+    tmp_path_factory: pytest.TempPathFactory, sessions: list[Any], query: str
+) -> None:
+    """Every session holding any word of the query in any form (``retries`` finds ``retried``) is
+    found, and only those; in a group, one holding every word ranks above one holding fewer."""
+    indexed = _seeded(tmp_path_factory.mktemp("words"), sessions)
+    wanted = set(term_counts(query))
+
+    def held(texts: list[str]) -> set[str]:
+        return {term for text in texts for term in term_counts(text)} & wanted
+
+    expected = _brute_force(indexed, lambda texts: bool(held(texts)))
+    if " " not in query:  # one word also matches inside longer words ("tree" in "trees")
+        inside = _brute_force(indexed, lambda texts: any(query.lower() in text.lower() for text in texts))
+        expected = [a | b for a, b in zip(expected, inside, strict=True)]
+    result = SessionSearch(indexed.index).search(Target(), query, records=indexed.records, titles={}, limit=50)
+    assert _groups(result) == expected
+    holding = {}
+    for record in indexed.records:
+        stored = indexed.reader.read_stored(record.header)
+        holding[record.header.id] = len(held([item.text for item in project_conversation(stored.surface)]))
+    for earlier, later in itertools.pairwise(result.hits):
+        if earlier.candidate.cwd == later.candidate.cwd and holding[later.candidate.session_id] == len(wanted):
+            assert holding[earlier.candidate.session_id] == len(wanted)
     indexed.index.close()
 
 
@@ -277,6 +343,8 @@ def test_a_zero_budget_answers_at_once_and_says_it_is_partial(indexed: Indexed) 
     for number in range(5):
         say_user(indexed.session(f"b-{number}", created_at=number), "banana bread")
     indexed.sync()
+    # The words' ranking answers at once; reading the messages that show where waits for a budget.
     partial = indexed.find("banana", budget=0)
-    assert not partial.complete and len(partial.hits) < 5
-    assert indexed.find("banana").complete and len(indexed.find("banana").hits) == 5
+    assert not partial.complete and all(hit.snippet is None for hit in partial.hits)
+    full = indexed.find("banana")
+    assert full.complete and len(full.hits) == 5 and all(hit.snippet is not None for hit in full.hits)

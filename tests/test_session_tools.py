@@ -94,7 +94,8 @@ def test_search_finds_what_the_picker_finds_with_the_snippet(tools: Any) -> None
     assert [hit["session"] for hit in found["sessions"]] == ["design"]
     (hit,) = found["sessions"]
     assert hit["label"] == "Storage design" and hit["uri"] == encode_session_reference_uri("design")
-    assert "wombat decision" in hit["said"]["text"] and hit["said"]["role"] == "user"
+    (said,) = hit["messages"]
+    assert "**wombat** decision" in said["text"] and said["role"] == "user" and said["message"] == 200
     assert result.summary == '"wombat" · 1 sessions'
     # Titles match too; the session being written is never a result.
     titles = _frame(

@@ -211,18 +211,19 @@ def test_a_mention_in_the_prompt_is_followed_up_as_the_description_says(store: A
 def test_search_results_hold_the_fields_its_description_names(store: Any, tmp_path: Path) -> None:
     tools, _ = store
     description = _description(tools, "search_sessions")
-    for field in ("(session)", "(uri)", "(label)", "(cwd)", "(said,", "(matched: title, id or cwd)"):
+    for field in ("(session)", "(uri)", "(label)", "(cwd)", "(messages:", "(message)", "(matched: title, id or cwd)"):
         assert field in description
-    said = json.loads(frame_text(_call(tools, "search_sessions", query="message 003").text, "session-search-results"))
+    said = json.loads(frame_text(_call(tools, "search_sessions", query='"message 003"').text, "session-search-results"))
     (hit,) = said["sessions"]
-    assert set(hit) == {"session", "uri", "label", "cwd", "said"} and hit["said"]["role"] == "assistant"
+    assert set(hit) == {"session", "uri", "label", "cwd", "messages"} and hit["messages"][0]["role"] == "assistant"
+    assert set(hit["messages"][0]) == {"message", "role", "text"} and "**message 003**" in hit["messages"][0]["text"]
     assert hit["uri"].startswith("dsh-session:") and "note" not in said
     matched = json.loads(frame_text(_call(tools, "search_sessions", query="huge").text, "session-search-results"))
     assert matched["sessions"][0]["matched"] == "id"
-    # "a note says when what was said was not searched in full (message search off, not ready yet,
-    # or a query under three characters)"
-    short = json.loads(frame_text(_call(tools, "search_sessions", query="ta").text, "session-search-results"))
-    assert short["note"].startswith("what was said is searched for three characters or more")
+    # "a note says when what was said was not searched in full (message search off or not ready yet)";
+    # a query of one letter searches titles, ids and folders only, and says so.
+    short = json.loads(frame_text(_call(tools, "search_sessions", query="t").text, "session-search-results"))
+    assert short["note"].startswith("what was said is searched for words of two characters or more")
     fresh = Indexed(tmp_path / "fresh")
     say_user(fresh.session("other", cwd="/w"), "the wombat decision")
     fresh.writer.close()

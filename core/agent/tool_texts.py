@@ -132,7 +132,7 @@ def search_note(result: SearchResult) -> str | None:
     if result.body == "off":
         return f"message search is off here: {searched}, not what was said"
     if result.body == "short":
-        return f"what was said is searched for a word of three characters or more: {searched}"
+        return f"what was said is searched for words of two characters or more: {searched}"
     if result.body == "unavailable":
         code = f" ({status.code})" if status is not None and status.code else ""
         return f"message search is unavailable right now{code}: {searched}, not what was said"

@@ -44,9 +44,8 @@ from core.search.index_values import (
 )
 from core.search.matching import Snippet
 from core.search.ranking import RankedWords, TermStats, best_messages, term_score
-from core.search.search_query import SearchQuery
+from core.search.search_query import SearchQuery, typed_stem
 from core.search.shard import Shard
-from core.search.words import stem
 
 INDEX_FILE_NAME = ".sessionref-index"
 """The index folder, in the store root (its files are never taken for sessions by a listing)."""
@@ -343,10 +342,12 @@ class BodyIndex:
                 df[word] = df.get(word, 0) + count
         stats = TermStats(total, average, df)
         scores: dict[str, float] = {}
+        covered: dict[str, int] = {}
         for term in sorted((term for term in query.terms if df.get(term)), key=lambda term: df[term]):
             weight = stats.weight(term)
             for session_id, count, length in self._postings(term, df[term], total, scores):
                 scores[session_id] = scores.get(session_id, 0.0) + term_score(weight, count, length, average)
+                covered[session_id] = covered.get(session_id, 0) + 1
         best: dict[str, float] = {}
         for term in prefix_terms:
             weight = stats.weight(term)
@@ -356,7 +357,8 @@ class BodyIndex:
                     best[session_id] = score
         for session_id, score in best.items():
             scores[session_id] = scores.get(session_id, 0.0) + score
-        return RankedWords(scores, stats, tuple(prefix_terms))
+            covered[session_id] = covered.get(session_id, 0) + 1
+        return RankedWords(scores, stats, tuple(prefix_terms), covered)
 
     def _expand(self, prefix: str) -> list[str]:
         """The indexed words the word being typed may become: the most widespread first."""
@@ -365,9 +367,9 @@ class BodyIndex:
             for word, count in shard.reads.words_from(prefix, EXPAND_SCAN).items():
                 found[word] = found.get(word, 0) + count
         chosen = sorted(found, key=lambda word: -found[word])[:EXPANSIONS]
-        stemmed = stem(prefix)
-        if stemmed not in chosen:
-            chosen.append(stemmed)
+        stemmed = typed_stem(prefix)
+        if stemmed is not None and stemmed not in chosen:
+            chosen.append(stemmed)  # the word may be complete ("corrupting" -> "corrupt")
         return chosen
 
     def _postings(self, term: str, df: int, total: int, scores: dict[str, float]) -> list[tuple[str, int, int]]:

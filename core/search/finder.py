@@ -21,12 +21,13 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from core.abort import AbortSignal
 from core.errors import INVALID_CONFIG, INVALID_REFERENCE, SessionReferenceError
+from core.search import ranking
 from core.search.index_values import INDEX_DISK_FULL, IndexStatus, IndexUnavailable
 from core.search.listing_match import MatchField, MetaIndex, candidate_of, field_match, group_of
 from core.search.matching import MIN_BODY_QUERY, Snippet
 from core.search.message_index import MessageIndex
-from core.search.ranking import LITERAL_WEIGHT, META_BONUS, TITLE_WEIGHT, RankedWords, TitleIndex, idf
-from core.search.search_query import SearchQuery, parse_query
+from core.search.ranking import PASSAGES, RankedWords, TitleIndex, idf
+from core.search.search_query import SearchQuery, parse_query, typed_stem
 from core.search.substring import sessions_containing
 from core.search.words import word_spans
 from core.sessions.models import Candidate, SessionRecord
@@ -210,7 +211,7 @@ class SessionSearch:
         status = self.index.status
         if status.state == "failed" and status.code != INDEX_DISK_FULL:
             return "unavailable", status
-        if query.empty or (len(query.text.strip()) < MIN_BODY_QUERY and not query.words):
+        if query.empty or (len(query.text.strip()) < MIN_BODY_QUERY and not (query.terms or query.prefix)):
             return "short", status
         return ("ready" if status.complete else "indexing"), status
 
@@ -257,8 +258,10 @@ class _Run:
         self.meta: set[int] = set()
         self.titled: set[int] = set()
         self.said: set[int] = set()
+        self.every_word: set[int] = set()  # the sessions holding every word of the query
         self.found: dict[int, Snippet] = {}  # a phrase's or identifier's newest message
         self.required: set[int] | None = None
+        self.read: dict[int, tuple[Snippet, ...]] = {}  # best messages already read (re-ranking)
         self.ranked: RankedWords | None = None
         self.complete = True
 
@@ -271,15 +274,16 @@ class _Run:
         if query.text.strip():
             for position in self.search.meta_index(self.records, self.titles).matching(self.records, query.text):
                 self.meta.add(position)
-                self.add(position, META_BONUS)
+                self.add(position, ranking.META_BONUS)
         if query.terms or query.prefix:
             title_index = self.search.title_index(self.records, self.titles)
             expanded = title_index.expand(query.prefix) if query.prefix else []
-            if query.prefix and query.words[-1] not in expanded:
-                expanded.append(query.words[-1])
+            stemmed = typed_stem(query.prefix) if query.prefix else None
+            if stemmed is not None and stemmed not in expanded:
+                expanded.append(stemmed)
             for position, score in title_index.scores(query.terms, expanded).items():
                 self.titled.add(position)
-                self.add(position, TITLE_WEIGHT * score)
+                self.add(position, ranking.TITLE_WEIGHT * score)
 
     def match_messages(self) -> None:
         """What was said: ranked words, then phrases (required) and identifiers as typed."""
@@ -290,23 +294,28 @@ class _Run:
             self.ranked = index.rank(query)
             if self.signal is not None:
                 self.signal.throw_if_aborted()
+            wanted = max(self.ranked.wanted(query), 1)
+            covered = self.ranked.covered
             for session_id, score in self.ranked.scores.items():
                 position = self.position_of.get(session_id)
                 if position is not None:  # indexed but no longer listed: never offered
                     self.said.add(position)
-                    self.add(position, score)
+                    share = covered.get(session_id, 0) / wanted
+                    self.add(position, score * share**ranking.COVERAGE_POWER)
+                    if share >= 1.0:
+                        self.every_word.add(position)
         total = max(len(self.records), 1)
         for phrase in query.phrases:
             held = self._holders(phrase, self.required)
             self.required = set(held) if self.required is None else self.required & set(held)
             for position, snippet in held.items():
                 self.found.setdefault(position, snippet)
-                self.add(position, LITERAL_WEIGHT * idf(len(held), total))
+                self.add(position, ranking.LITERAL_WEIGHT * idf(len(held), total))
         for literal in query.literals:
             held = self._holders(literal, self.required)
             for position, snippet in held.items():
                 self.found.setdefault(position, snippet)
-                self.add(position, LITERAL_WEIGHT * idf(len(held), total))
+                self.add(position, ranking.LITERAL_WEIGHT * idf(len(held), total))
         typed = query.text.strip()
         others = len(self.scores) - (1 if self.own in self.scores else 0)
         if not query.needles and len(typed) >= MIN_BODY_QUERY and len(typed.split()) == 1 and others < self.limit:
@@ -352,26 +361,46 @@ class _Run:
         self.required = None
         self.scores = {}
         for position in self.meta:
-            self.add(position, META_BONUS)
+            self.add(position, ranking.META_BONUS)
         self.titled.clear()
         self.match_listing()
 
     def hits(self, passages: int) -> list[SearchHit]:
         """The best ``limit`` sessions in the contract's groups, each with what matched."""
         target_cwd = self.target.cwd
+        first = ranking.ALL_WORDS_FIRST and bool(self.every_word)
         ordered = sorted(
             (
-                (group_of(self.records[position].header.cwd, target_cwd), -score, position)
+                (
+                    2 * group_of(self.records[position].header.cwd, target_cwd)
+                    + (1 if first and position not in self.every_word else 0),
+                    -score,
+                    position,
+                )
                 for position, score in self.scores.items()
                 if position != self.own
                 and self.records[position].header.id != self.target.id
                 and (self.required is None or position in self.required)
             )
         )
+        ordered = self._reranked(ordered)
         hits: list[SearchHit] = []
         for _group, negative, position in ordered[: self.limit]:
             hits.append(self._hit(position, -negative, passages))
         return hits
+
+    def _reranked(self, ordered: list[tuple[int, float, int]]) -> list[tuple[int, float, int]]:
+        """The first ``RERANKED`` sessions scored again with their best message's own score."""
+        if self.ranked is None or self.search.index is None:
+            return ordered
+        head = ordered[: max(ranking.RERANKED, self.limit)]
+        again: list[tuple[int, float, int]] = []
+        for group, negative, position in head:
+            best = self._passages(self.records[position].header.id, position, PASSAGES)
+            self.read[position] = best
+            bonus = ranking.PASSAGE_WEIGHT * best[0].score if best else 0.0
+            again.append((group, negative - bonus, position))
+        return sorted(again) + ordered[len(head) :]
 
     def _hit(self, position: int, score: float, passages: int) -> SearchHit:
         header = self.records[position].header
@@ -379,7 +408,8 @@ class _Run:
         candidate = candidate_of(header, title)
         snippets: tuple[Snippet, ...] = ()
         if passages and (position in self.said or position in self.found):
-            snippets = self._passages(header.id, position, passages)
+            snippets = self.read.get(position) or self._passages(header.id, position, PASSAGES)
+            snippets = snippets[:passages]
         marks: tuple[tuple[int, int], ...] = ()
         if position in self.titled or position in self.meta:
             marks = tuple(word_spans(candidate.label, self.query.words, self.query.prefix))

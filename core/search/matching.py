@@ -32,6 +32,8 @@ class Snippet:
     message: int
     marks: tuple[tuple[int, int], ...] = ()
     """Every span of ``text`` that matched (the words of a ranked search); ``(start, end)`` is the first."""
+    score: float = 0.0
+    """How well the message matched a ranked search (BM25 of its words; 0 otherwise)."""
 
 
 def fold(text: str) -> str:
@@ -84,7 +86,9 @@ def make_snippet(text: str, needle: str, role: str, message: int) -> Snippet | N
     return Snippet(prefix + line[cut:stop] + suffix, start + offset, end + offset, role, message)
 
 
-def marked_snippet(text: str, spans: Sequence[tuple[int, int]], role: str, message: int) -> Snippet | None:
+def marked_snippet(
+    text: str, spans: Sequence[tuple[int, int]], role: str, message: int, score: float = 0.0
+) -> Snippet | None:
     """A one-line snippet of ``text`` showing the most of ``spans`` (matches, as spans of ``text``)
     that fit in ``SNIPPET_LENGTH`` characters, each marked; ``None`` without a span."""
     if not spans:
@@ -108,7 +112,7 @@ def marked_snippet(text: str, spans: Sequence[tuple[int, int]], role: str, messa
     marks = tuple((a + offset, min(b, stop) + offset) for a, b in moved if a >= cut and a < stop)
     if not marks:
         return None
-    return Snippet(prefix + line[cut:stop] + suffix, marks[0][0], marks[0][1], role, message, marks)
+    return Snippet(prefix + line[cut:stop] + suffix, marks[0][0], marks[0][1], role, message, marks, score)
 
 
 def _collapsed(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:

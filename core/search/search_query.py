@@ -24,6 +24,8 @@ _EDGE = "\"'`()[]{}<>,;!?。，、？！：；（）「」"
 _IDENTIFIER = re.compile(r"[\w\d][_./:#\\-]+[\w\d]|^--?[\w\d]")
 MAX_TERMS = 32
 """Words of a query used at most (a pasted page must not turn into a thousand lookups)."""
+MIN_WORD_STEM = 4
+"""A word being typed whose stem is shorter is only a prefix (see ``typed_stem``)."""
 MIN_PREFIX = 2
 """A word being typed matches as a prefix from this many characters."""
 
@@ -57,9 +59,18 @@ class SearchQuery:
     @property
     def words(self) -> tuple[str, ...]:
         """The terms, with the stem of the word being typed."""
-        if self.prefix is None:
+        stemmed = typed_stem(self.prefix) if self.prefix is not None else None
+        if stemmed is None:
             return self.terms
-        return tuple(dict.fromkeys((*self.terms, stem(self.prefix))))
+        return tuple(dict.fromkeys((*self.terms, stemmed)))
+
+
+def typed_stem(prefix: str) -> str | None:
+    """The stem of the word being typed, if it is taken as a complete word too (``corrupting`` ->
+    ``corrupt``): from ``MIN_WORD_STEM`` letters on, as ``webs`` is more likely the start of
+    ``website`` than the word ``web``."""
+    stemmed = stem(prefix)
+    return stemmed if len(stemmed) >= MIN_WORD_STEM else None
 
 
 def parse_query(query: str, *, typing: bool = False) -> SearchQuery:
@@ -102,7 +113,8 @@ def parse_query(query: str, *, typing: bool = False) -> SearchQuery:
     if not terms and words and prefix is None and not literals and not phrases:
         # Only common words ("how do we"): search them after all (titles, the substring index).
         terms = [stem(word) for word in dict.fromkeys(words) if len(word) <= MAX_WORD]
-    terms = [term for term in terms if term][:MAX_TERMS]
+    # A single letter, digit or character tells no session apart (CJK is indexed in pairs).
+    terms = [term for term in terms if len(term) > 1][:MAX_TERMS]
     if prefix is not None and prefix in STOP_WORDS and terms:
         prefix = None  # "... and" while typing the next word: nothing to expand yet
     return SearchQuery(text, tuple(terms), prefix, tuple(phrases), tuple(literals[:MAX_TERMS]))

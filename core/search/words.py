@@ -145,10 +145,11 @@ def word_spans(text: str, terms: Iterable[str], prefix: str | None = None) -> li
             continue
         if stem(word) in wanted or (prefix is not None and word.startswith(prefix)):
             spans.append(match.span())
-    return _merged(spans)
+    return merged_spans(spans)
 
 
-def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def merged_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` in order, overlapping ones joined."""
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from core import (
-    MIN_BODY_QUERY,
     JsonlSessionStore,
     SearchResult,
 )
 from core.search.index_keeper import BuilderTarget, IndexKeeper
 from core.search.index_values import INDEX_DISK_FULL, INDEX_READ_ONLY
+from core.search.search_query import MIN_PREFIX
 from tui.services.workspace import Workspace
 
 TYPING_PAUSE = 1.0
@@ -127,7 +127,7 @@ class MessageIndexer:
         """The picker's line about message search for this result, if it has anything to say."""
         status = result.status
         if result.body == "short":
-            return f"Type {MIN_BODY_QUERY}+ characters to search messages too"
+            return f"Type {MIN_PREFIX}+ characters to search messages too"
         if result.body == "indexing" and status is not None and status.code == INDEX_DISK_FULL:
             # What was indexed before the disk filled up is still searched.
             searchable = f"{status.indexed:,} of {status.total:,} searchable"
