@@ -43,7 +43,7 @@ from core.search.index_values import (
     SyncReport,
 )
 from core.search.matching import Snippet
-from core.search.ranking import RankedWords, TermStats, best_messages, term_score
+from core.search.ranking import Passage, RankedWords, TermStats, best_messages, term_score
 from core.search.search_query import SearchQuery, typed_stem
 from core.search.shard import Shard
 
@@ -56,6 +56,12 @@ DENSE_CANDIDATES = 4096
 COMMON_TERM = 2000
 """A word held by more sessions than this (and a quarter of them) is read only for the sessions the
 query's rarer words found, when they found at most this many."""
+WHOLE_SESSION_WORDS = 50_000
+"""A session holding at most this many indexed words (a few hundred KB of text) is read whole for
+its best messages; a longer one chunk by chunk, as the FTS table narrows it."""
+RARE_SHARE = 0.1
+"""A word held by at most this share of sessions is rare: a session's best message is looked for in
+the chunks holding its rare words first."""
 EXPANSIONS = 8
 """Indexed words a word being typed is taken to mean at most (the most widespread)."""
 EXPAND_SCAN = 20_000
@@ -386,21 +392,34 @@ class BodyIndex:
                 found += shard.reads.postings(term)
         return found
 
-    def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Snippet]:
-        """The ``count`` messages of ``session_id`` that match ``query`` best, as marked snippets.
+    def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Passage]:
+        """The ``count`` messages of ``session_id`` that match ``query`` best, best first.
 
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        grams: list[str] = []
-        for needle in (*query.terms, *ranked.prefix_terms, *query.needles, *((query.prefix,) if query.prefix else ())):
-            gram = trigram_query(needle)
-            if gram is None:
-                grams = []
-                break
-            grams.append(f"({gram})")
-        messages = self.shard_of(session_id).reads.session_messages(session_id, " OR ".join(grams) or None)
-        return best_messages(messages, query, ranked.stats, ranked.prefix_terms, count)
+        reads = self.shard_of(session_id).reads
+        if reads.words_of(session_id) <= WHOLE_SESSION_WORDS:
+            # A session of ordinary size is read whole: cheaper than asking the FTS table which
+            # of its few chunks may hold the words.
+            return best_messages(
+                reads.session_messages(session_id, None), query, ranked.stats, ranked.prefix_terms, count
+            )
+        # A long one: the chunks holding the query's rarer words first (a message that matches best
+        # holds them, and a word most sessions say would make every chunk a candidate).
+        df, total = ranked.stats.df, max(ranked.stats.total, 1)
+        rare = [term for term in query.terms if df.get(term, 0) <= total * RARE_SHARE]
+        common = [term for term in query.terms if term not in rare]
+        typed = (*ranked.prefix_terms, *((query.prefix,) if query.prefix else ()))
+        for needles in ((*rare, *typed, *query.needles), (*common,)):
+            if not needles:
+                continue
+            grams = _any_of(needles)
+            messages = reads.session_messages(session_id, grams)
+            found = best_messages(messages, query, ranked.stats, ranked.prefix_terms, count)
+            if found or grams is None:
+                return found
+        return []
 
     def interrupt(self) -> None:
         """Abort a search running on another thread (it raises ``IndexUnavailable``)."""
@@ -453,3 +472,15 @@ _FORKED: tuple[Reader, zstandard.ZstdCompressor] | None = None
 def _prepare_forked(item: tuple[str, str]) -> Prepared:
     assert _FORKED is not None
     return prepare_session(item[0], item[1], *_FORKED)
+
+
+def _any_of(needles: Sequence[str]) -> str | None:
+    """The FTS query for chunks that may hold any of ``needles``; ``None`` when one cannot be
+    pre-filtered (every chunk may hold it)."""
+    grams: list[str] = []
+    for needle in needles:
+        gram = trigram_query(needle)
+        if gram is None:
+            return None
+        grams.append(f"({gram})")
+    return " OR ".join(grams)

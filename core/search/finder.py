@@ -12,6 +12,7 @@ matched and carries its best-matching messages (position, role, a snippet with t
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from core.search.index_values import INDEX_DISK_FULL, IndexStatus, IndexUnavaila
 from core.search.listing_match import MatchField, MetaIndex, candidate_of, field_match, group_of
 from core.search.matching import MIN_BODY_QUERY, Snippet
 from core.search.message_index import MessageIndex
-from core.search.ranking import PASSAGES, RankedWords, TitleIndex, idf
+from core.search.ranking import PASSAGES, Passage, RankedWords, TitleIndex, idf
 from core.search.search_query import SearchQuery, parse_query, typed_stem
 from core.search.substring import sessions_containing
 from core.search.words import word_spans
@@ -261,7 +262,7 @@ class _Run:
         self.every_word: set[int] = set()  # the sessions holding every word of the query
         self.found: dict[int, Snippet] = {}  # a phrase's or identifier's newest message
         self.required: set[int] | None = None
-        self.read: dict[int, tuple[Snippet, ...]] = {}  # best messages already read (re-ranking)
+        self.read: dict[int, tuple[Passage, ...]] = {}  # best messages already read (re-ranking)
         self.ranked: RankedWords | None = None
         self.complete = True
 
@@ -368,15 +369,9 @@ class _Run:
     def hits(self, passages: int) -> list[SearchHit]:
         """The best ``limit`` sessions in the contract's groups, each with what matched."""
         target_cwd = self.target.cwd
-        first = ranking.ALL_WORDS_FIRST and bool(self.every_word)
         ordered = sorted(
             (
-                (
-                    2 * group_of(self.records[position].header.cwd, target_cwd)
-                    + (1 if first and position not in self.every_word else 0),
-                    -score,
-                    position,
-                )
+                (3 * group_of(self.records[position].header.cwd, target_cwd) + self._tier(position), -score, position)
                 for position, score in self.scores.items()
                 if position != self.own
                 and self.records[position].header.id != self.target.id
@@ -389,6 +384,15 @@ class _Run:
             hits.append(self._hit(position, -negative, passages))
         return hits
 
+    def _tier(self, position: int) -> int:
+        """Inside a group: the query found whole in a title, id or folder first, then the sessions
+        holding every word, then the rest."""
+        if position in self.meta:
+            return 0
+        if ranking.ALL_WORDS_FIRST and (position in self.every_word or not self.every_word):
+            return 1
+        return 2
+
     def _reranked(self, ordered: list[tuple[int, float, int]]) -> list[tuple[int, float, int]]:
         """The first ``RERANKED`` sessions scored again with their best message's own score."""
         if self.ranked is None or self.search.index is None:
@@ -396,8 +400,7 @@ class _Run:
         head = ordered[: max(ranking.RERANKED, self.limit)]
         again: list[tuple[int, float, int]] = []
         for group, negative, position in head:
-            best = self._passages(self.records[position].header.id, position, PASSAGES)
-            self.read[position] = best
+            best = self._passages(self.records[position].header.id, position)
             bonus = ranking.PASSAGE_WEIGHT * best[0].score if best else 0.0
             again.append((group, negative - bonus, position))
         return sorted(again) + ordered[len(head) :]
@@ -408,8 +411,7 @@ class _Run:
         candidate = candidate_of(header, title)
         snippets: tuple[Snippet, ...] = ()
         if passages and (position in self.said or position in self.found):
-            snippets = self.read.get(position) or self._passages(header.id, position, PASSAGES)
-            snippets = snippets[:passages]
+            snippets = self._snippets(header.id, position, passages)
         marks: tuple[tuple[int, int], ...] = ()
         if position in self.titled or position in self.meta:
             marks = tuple(word_spans(candidate.label, self.query.words, self.query.prefix))
@@ -421,17 +423,30 @@ class _Run:
             return SearchHit(candidate, "title", span, snippets[0] if snippets else None, snippets, score, marks)
         return SearchHit(candidate, "body", None, snippets[0] if snippets else None, snippets, score, marks)
 
-    def _passages(self, session_id: str, position: int, count: int) -> tuple[Snippet, ...]:
+    def _passages(self, session_id: str, position: int) -> tuple[Passage, ...]:
+        """The session's best messages for the words (read once, kept for its hit)."""
+        if position in self.read:
+            return self.read[position]
         index = self.search.index
         assert index is not None
-        if self.ranked is not None and position in self.said and time.perf_counter() < self.deadline:
-            try:
-                found = index.passages(session_id, self.query, self.ranked, count)
-            except IndexUnavailable:
-                found = []
-            if found:
-                return tuple(found)
-        elif position in self.said:
-            self.complete = False
-        snippet = self.found.get(position)
-        return (snippet,) if snippet is not None else ()
+        found: tuple[Passage, ...] = ()
+        if self.ranked is not None and position in self.said:
+            if time.perf_counter() < self.deadline:
+                with contextlib.suppress(IndexUnavailable):
+                    found = tuple(index.passages(session_id, self.query, self.ranked, PASSAGES))
+            else:
+                self.complete = False
+        self.read[position] = found
+        return found
+
+    def _snippets(self, session_id: str, position: int, count: int) -> tuple[Snippet, ...]:
+        """Up to ``count`` snippets of the session's best-matching messages."""
+        prefix_terms = self.ranked.prefix_terms if self.ranked is not None else ()
+        snippets = []
+        for passage in self._passages(session_id, position)[:count]:
+            snippet = passage.snippet(self.query, prefix_terms)
+            if snippet is not None:
+                snippets.append(snippet)
+        if not snippets and position in self.found:
+            snippets.append(self.found[position])
+        return tuple(snippets)

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from core.search.index_values import IndexStatus
 from core.search.matching import Snippet
-from core.search.ranking import RankedWords
+from core.search.ranking import Passage, RankedWords
 from core.search.search_query import SearchQuery
 
 
@@ -48,9 +48,9 @@ class MessageIndex(Protocol):
         prefix) with its BM25 score over its projected conversation, and the statistics used."""
         ...
 
-    def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Snippet]:
-        """The ``count`` messages of one session that match ``query`` best, best first, as snippets
-        with every matching word marked."""
+    def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Passage]:
+        """The ``count`` messages of one session that match ``query`` best, best first (each makes
+        its snippet with every matching word marked)."""
         ...
 
     def interrupt(self) -> None:

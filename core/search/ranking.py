@@ -153,55 +153,96 @@ Message = tuple[int, str, str]
 """A message of a session as search reads it: its position (as ``read_session`` counts), role, text."""
 
 
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A message that matched a ranked search: its score (BM25 of its words, scaled by the share of
+    the query's words it holds), its position as ``read_session`` counts, its role and text."""
+
+    score: float
+    message: int
+    role: str
+    text: str
+
+    def snippet(self, query: SearchQuery, prefix_terms: Sequence[str] = ()) -> Snippet | None:
+        """The message as a one-line snippet with every matching word marked."""
+        spans = _spans(self.text, set(query.terms), set(prefix_terms), query)
+        return marked_snippet(self.text, spans, self.role, self.message, self.score)
+
+
 def best_messages(
     messages: Iterable[Message],
     query: SearchQuery,
     stats: TermStats,
     prefix_terms: Sequence[str] = (),
     count: int = PASSAGES,
-) -> list[Snippet]:
-    """The ``count`` messages that match ``query`` best, best first (newest among equals), each a
-    snippet with every matching word marked."""
+) -> list[Passage]:
+    """The ``count`` messages that match ``query`` best, best first (newest among equals)."""
     terms = set(query.terms)
     prefixed = set(prefix_terms)
     wanted = terms | prefixed
-    quick = _quick_needles(wanted, query)
     counter = _TermCounter(wanted)
-    scored: list[tuple[float, int, str, str]] = []
+    needle_score = LITERAL_WEIGHT * idf(1, max(stats.total, 1))
+    weights = {term: stats.weight(term) for term in wanted}
+    asked = len(terms) + (1 if prefixed else 0)
+    # A cheap upper bound first (which words' first letters a message holds), then the exact score
+    # of the most promising messages only, until no other can beat the ones kept.
+    quick = {term: term[:4] for term in terms}
+    typed = [term[:4] for term in prefixed] + ([query.prefix[:4]] if query.prefix else [])
+    typed_weight = max((weights[term] for term in prefixed), default=0.0) * (K1 + 1.0)
+    promising: list[tuple[float, int, str, str, str]] = []
     for position, role, text in messages:
         folded = fold_text(text)
-        if quick and not any(needle in folded for needle in quick):
+        present = [term for term, start in quick.items() if start in folded]
+        typed_here = bool(typed) and any(start in folded for start in typed)
+        needles = sum(1 for needle in query.needles if needle in folded) if query.needles else 0
+        held = len(present) + (1 if typed_here else 0)
+        if not held and not needles:
             continue
-        counts, length = counter.count(folded)
-        score = 0.0
-        for term in terms:
-            score += term_score(stats.weight(term), counts.get(term, 0), length, MESSAGE_WORDS, MESSAGE_B)
-        if prefixed:
-            score += max(
-                (
-                    term_score(stats.weight(term), counts.get(term, 0), length, MESSAGE_WORDS, MESSAGE_B)
-                    for term in prefixed
-                ),
-                default=0.0,
-            )
-        lowered = text.lower()
-        for needle in query.needles:
-            if needle in lowered:
-                score += LITERAL_WEIGHT * idf(1, max(stats.total, 1))
-        if terms and MESSAGE_COVERAGE_POWER:
-            share = (sum(1 for term in terms if counts.get(term)) + (1 if prefixed else 0)) / (
-                len(terms) + (1 if prefixed else 0)
-            )
-            score *= share**MESSAGE_COVERAGE_POWER
-        if score > 0:
-            scored.append((score, position, role, text))
-    top = heapq.nlargest(count, scored, key=lambda item: (item[0], item[1]))
-    snippets: list[Snippet] = []
-    for score, position, role, text in top:
-        snippet = marked_snippet(text, _spans(text, terms, prefixed, query), role, position, score)
-        if snippet is not None:
-            snippets.append(snippet)
-    return snippets
+        bound = (K1 + 1.0) * sum(weights[term] for term in present) + (typed_weight if typed_here else 0.0)
+        if asked and MESSAGE_COVERAGE_POWER:
+            bound *= (held / asked) ** MESSAGE_COVERAGE_POWER
+        promising.append((bound + needle_score * needles, position, role, text, folded))
+    promising.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    kept: list[tuple[float, int, Passage]] = []  # a heap of the best ``count``
+    for bound, position, role, text, folded in promising:
+        if len(kept) >= count and bound < kept[0][0]:
+            break
+        score = _message_score(counter.count(folded), terms, prefixed, weights, asked)
+        if query.needles:
+            lowered = text.lower()
+            score += needle_score * sum(1 for needle in query.needles if needle in lowered)
+        if score <= 0:
+            continue
+        entry = (score, position, Passage(score, position, role, text))
+        if len(kept) < count:
+            heapq.heappush(kept, entry)
+        elif (score, position) > kept[0][:2]:
+            heapq.heapreplace(kept, entry)
+    return [passage for _score, _position, passage in sorted(kept, reverse=True)]
+
+
+def _message_score(
+    counted: tuple[Counter[str], int], terms: set[str], prefixed: set[str], weights: dict[str, float], asked: int
+) -> float:
+    """A message's BM25 over the query's words, scaled by the share of them it holds."""
+    counts, length = counted
+    score = 0.0
+    held = 0
+    for term in terms:
+        found = counts.get(term, 0)
+        if found:
+            held += 1
+            score += term_score(weights[term], found, length, MESSAGE_WORDS, MESSAGE_B)
+    if prefixed:
+        best = max(
+            term_score(weights[term], counts.get(term, 0), length, MESSAGE_WORDS, MESSAGE_B) for term in prefixed
+        )
+        if best:
+            held += 1
+            score += best
+    if asked and MESSAGE_COVERAGE_POWER:
+        score *= (held / asked) ** MESSAGE_COVERAGE_POWER
+    return score
 
 
 class _TermCounter:
@@ -211,7 +252,9 @@ class _TermCounter:
     def __init__(self, wanted: set[str]) -> None:
         self.wanted = wanted
         plain = sorted({term[:3] for term in wanted if term.isascii() and term.isalnum()}, key=len, reverse=True)
-        self.pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, plain)) + r")[a-z0-9]*") if plain else None
+        self.pattern = (
+            re.compile(r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, plain)) + r")[a-z0-9]*") if plain else None
+        )
         self.others = any(not (term.isascii() and term.isalnum()) for term in wanted)
 
     def count(self, folded: str) -> tuple[Counter[str], int]:
@@ -228,16 +271,6 @@ class _TermCounter:
                     if found in self.wanted:
                         counts[found] += 1
         return counts, length
-
-
-def _quick_needles(wanted: Iterable[str], query: SearchQuery) -> list[str]:
-    """Substrings a matching message's folded text must hold one of (a stem's first letters): a
-    cheap test before the message is split into words."""
-    needles = [term[:4] for term in wanted if term]
-    if query.prefix:
-        needles.append(query.prefix[:4])
-    needles.extend(fold_text(needle) for needle in query.needles)
-    return needles
 
 
 def _spans(text: str, terms: set[str], prefixed: set[str], query: SearchQuery) -> list[tuple[int, int]]:

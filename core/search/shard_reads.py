@@ -212,9 +212,9 @@ class ShardReader:
         """
         found: dict[str, int] = {}
         for word in words:
-            (count,) = self.query("SELECT count(*) FROM postings WHERE word = ?", (word,))[0]
-            if count:
-                found[word] = count
+            rows = self.query("SELECT count(*) FROM postings WHERE word = ?", (word,))  # none: not open
+            if rows and rows[0][0]:
+                found[word] = rows[0][0]
         return found
 
     def words_from(self, prefix: str, limit: int) -> dict[str, int]:
@@ -254,6 +254,11 @@ class ShardReader:
             if session_id is not None:
                 found.append((session_id, count, lengths.get(key, 0)))
         return found
+
+    def words_of(self, session_id: str) -> int:
+        """How many indexed words a session holds (0: not indexed)."""
+        known = self._files.known.get(session_id)
+        return self._files.lengths.get(known[0], 0) if known is not None else 0
 
     def key_of(self, session_id: str) -> int | None:
         known = self._files.known.get(session_id)

@@ -135,7 +135,17 @@ def word_spans(text: str, terms: Iterable[str], prefix: str | None = None) -> li
     wanted = frozenset(terms)
     if not wanted and not prefix:
         return []
-    spans: list[tuple[int, int]] = []
+    starts = {term[:3] for term in wanted} | ({prefix[:3]} if prefix else set())
+    if text.isascii() and all(start.isascii() and start.isalnum() for start in starts):
+        # Only the words starting as a wanted one does are stemmed (the common case, and fast).
+        pattern = re.compile(r"(?i)(?<![a-z0-9])(?:" + "|".join(sorted(starts, key=len, reverse=True)) + r")[a-z0-9]*")
+        spans = []
+        for match in pattern.finditer(text):
+            word = match.group().lower()
+            if stem(word) in wanted or (prefix is not None and word.startswith(prefix)):
+                spans.append(match.span())
+        return merged_spans(spans)
+    spans = []
     for match in _TOKEN.finditer(text):
         word = fold_text(match.group())
         if match.group("cjk") is not None:
