@@ -216,7 +216,9 @@ class ShardWriter:
             "SELECT rowid, body FROM chunks WHERE rowid BETWEEN ? AND ?", (low, high)
         ).fetchall():
             gone.update(unindex(connection, rowid, body))
-        write_counts(connection, key, {}, {word: -count for word, count in gone.items()})
+        connection.executemany(
+            "DELETE FROM postings WHERE word = ? AND key = ?", [(sqlite_text(word), key) for word in gone]
+        )
         connection.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (low, high))
         connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
 

@@ -115,10 +115,10 @@ def term_counts(text: str) -> Counter[str]:
     _stemmer, cache = _stems()
     stemmed: Counter[str] = Counter()
     for word, count in counts.items():
+        if word in STOP_WORDS or len(word) > MAX_WORD:
+            continue  # (checked first: the cache may hold a stop word a question looked up)
         found = cache.get(word)
         if found is None:
-            if word in STOP_WORDS or len(word) > MAX_WORD:
-                continue
             found = stem(word)
         stemmed[found] += count
     return stemmed
