@@ -15,6 +15,7 @@ from core.database.store import PostgresSessionStore
 from core.search.body_index import BodyIndex
 from core.search.finder import SessionSearch
 from core.search.index_values import indexed_session, revision_key
+from core.search.matching import marked_text
 from tests.conftest import compact, say_assistant, say_user
 from tests.support.pg_cluster import Team, cluster, database, team
 
@@ -74,7 +75,14 @@ async def test_the_same_hits_and_snippets_as_the_sqlite_index(database: str, tmp
     assert [r.header for r in pg_records] == [r.header for r in records]
     index = store.message_index()
     for needle in NEEDLES:
-        assert _hits(SessionSearch(index), pg_records, needle) == _hits(SessionSearch(body), records, needle), needle
+        # The same sessions, each found for the same reason; the order is each store's own ranking
+        # (PostgreSQL's ts_rank_cd, the folder store's BM25), so where one session is found, the same
+        # snippet too.
+        in_pg = _hits(SessionSearch(index), pg_records, needle)
+        in_folder = _hits(SessionSearch(body), records, needle)
+        assert sorted(hit[:2] for hit in in_pg) == sorted(hit[:2] for hit in in_folder), needle
+        if len(in_pg) == 1:
+            assert in_pg == in_folder, needle
     # The compaction replaced the old messages on the surface: only its summary and what followed
     # are found ("otters" only through the summary).
     assert _hits(SessionSearch(index), pg_records, "otters") == [
@@ -182,4 +190,57 @@ async def test_hostile_titles_are_kept_as_text(database: str) -> None:
     assert stored == hostile.replace("\x00", "\ufffd")  # text as it was, NUL as PostgreSQL can hold it
     title = await store.read_title("titled")
     assert title is not None and title.title == hostile  # the log itself keeps it exactly
+    store.close()
+
+
+async def test_ranked_search_with_the_best_messages_under_row_level_security(team: Team) -> None:
+    """Words in any order and form, ranked by PostgreSQL's ts_rank_cd, each session with its best
+    messages at read_session's positions; a session the role may not see never counts, not even in
+    how rare a word is."""
+    alice = PostgresSessionStore(team.alice)
+    storage = alice.create("storage", cwd="/w", created_at=10)
+    say_user(storage, "Where should sessions live on disk?")
+    say_assistant(storage, "One file per session, zstd frames with checksums.")
+    say_user(storage, "And how do we keep a crash from corrupting a log?")
+    say_assistant(storage, "Write each batch as one frame and fsync; readers ignore a torn last frame.")
+    say_user(alice.create("crashes", cwd="/w", created_at=20), "the build crashed again on the runner")
+    say_user(alice.create("private", cwd="/w", created_at=30), "corrupting crash fsync: alice's own notes")
+    for session_id in ("storage", "crashes"):
+        alice.share(session_id, team.team)
+    alice.close()
+    bob = PostgresSessionStore(team.bob)
+    records = await bob.list_sessions()
+    search = SessionSearch(bob.message_index())
+    for query in ("fsync crash", "how do we avoid corrupting logs on crash", "crashed"):
+        result = search.search(_Target(), query, records=records, titles={}, limit=10, passages=3)
+        ids = [hit.candidate.session_id for hit in result.hits]
+        assert "private" not in ids, query
+        assert ids[0] == ("crashes" if query == "crashed" else "storage"), query
+    best = search.search(_Target(), "how do we avoid corrupting logs on crash", records=records, titles={}, limit=10)
+    snippet = best.hits[0].snippet
+    assert snippet is not None and (snippet.message, snippet.role) == (2, "user")
+    assert marked_text(snippet) == "And how do we keep a **crash** from **corrupting** a **log**?"
+    assert [hit.candidate.session_id for hit in best.hits] == ["storage", "crashes"]  # some of the words: lower
+    bob.close()
+
+
+async def test_a_version_4_database_gets_the_words_of_the_messages_it_holds(database: str) -> None:
+    from core.database.setup import initialize_database
+
+    store = PostgresSessionStore(database)
+    say_user(store.create("old", cwd="/w"), "the pangolin census was corrupted")
+    store.close()
+    with psycopg.connect(database, autocommit=True) as admin:  # as version 4 left it
+        admin.execute("DROP INDEX sessionref.sessionref_messages_words")
+        admin.execute("ALTER TABLE sessionref.sessionref_messages DROP COLUMN words")
+        admin.execute("UPDATE sessionref.sessionref_schema SET version = 4")
+    with pytest.raises(Exception, match="SCHEMA_OUTDATED|schema version 4"):
+        PostgresSessionStore(database)
+    initialize_database(database)
+    store = PostgresSessionStore(database)
+    records = await store.list_sessions()
+    result = SessionSearch(store.message_index()).search(
+        _Target(), "corrupting pangolins", records=records, titles={}, limit=5
+    )
+    assert [hit.candidate.session_id for hit in result.hits] == ["old"]
     store.close()

@@ -19,8 +19,9 @@ database gets it (``sessionref db init``, run once by an administrator).
   projected conversation with a ``pg_trgm`` index.
 
 Versions: 1 to 3 lived in ``public`` (``core.database.legacy_schema``); version 4 is the same tables
-moved into ``sessionref`` with the ownership and names above. ``initialize`` takes a database of
-any earlier version there, its sessions kept.
+moved into ``sessionref`` with the ownership and names above; version 5 adds each message's words
+(a ``tsvector``) for ranked search. ``initialize`` takes a database of any earlier version there,
+its sessions kept.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from core.database.connect import OWNER_ROLE, SCHEMA
 from core.database.legacy_schema import LEGACY_STEPS, LEGACY_VERSION
 from core.errors import SessionQueryError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SESSION_QUERY_SCHEMA_TOO_NEW = "SESSION_QUERY_SCHEMA_TOO_NEW"
 SESSION_QUERY_SCHEMA_MISSING = "SESSION_QUERY_SCHEMA_MISSING"
 """The database has no sessionref schema: an administrator runs ``sessionref db init`` once."""
@@ -82,7 +83,19 @@ CREATE TABLE sessionref.sessionref_messages (
 );
 CREATE INDEX sessionref_messages_folded ON sessionref.sessionref_messages USING gin (folded {trgm}.gin_trgm_ops);
 """
-"""The tables of a new database (``{trgm}``: the schema the ``pg_trgm`` extension lives in)."""
+"""The tables of a new database at version 4 (``{trgm}``: the schema the ``pg_trgm`` extension lives
+in); ``_STEPS`` brings them to ``SCHEMA_VERSION``."""
+
+_STEPS = {
+    5: """
+ALTER TABLE sessionref.sessionref_messages ADD COLUMN IF NOT EXISTS words tsvector
+    GENERATED ALWAYS AS (pg_catalog.to_tsvector('pg_catalog.english'::regconfig, folded)) STORED;
+CREATE INDEX IF NOT EXISTS sessionref_messages_words ON sessionref.sessionref_messages USING gin (words);
+""",
+}
+"""Each version's change to the tables of the one before (5: every message's words, for ranked
+search with PostgreSQL's own full text: ``to_tsvector`` with the English Snowball stemmer, the
+algorithm the folder store's index stems with, ranked by ``ts_rank_cd``)."""
 
 _LOGIC = f"""
 -- Seqs only increase, checked once per statement over all its rows (a batch is one multi-row
@@ -391,6 +404,9 @@ def initialize(connection: psycopg.Connection[Any]) -> InitReport:
         connection.execute(f"SET LOCAL ROLE {OWNER_ROLE}")
         if before.version == 0:
             connection.execute(_TABLES.replace("{trgm}", sql.Identifier(trgm[0]).as_string(connection)))
+        reached = 4 if before.version == 0 or before.legacy else before.version
+        for step in range(reached + 1, SCHEMA_VERSION + 1):
+            connection.execute(_STEPS[step])
         connection.execute(_LOGIC)  # every time: a second run repairs what the first one set
         if before.version < SCHEMA_VERSION or before.legacy:
             connection.execute("DELETE FROM sessionref.sessionref_schema")

@@ -23,6 +23,8 @@ from core.database.errors import server_words
 from core.reference.projection import project_conversation
 from core.search.index_values import INDEX_FAILED, IndexStatus
 from core.search.matching import Snippet, fold, make_snippet
+from core.search.ranking import MESSAGE_COVERAGE_POWER, PASSAGES, Passage, RankedWords, TermStats
+from core.search.search_query import SearchQuery
 from core.sessions.models import SurfaceSnapshot
 
 DENSE_MESSAGES = 4096
@@ -39,6 +41,9 @@ _BODY = (
     "- strpos(reverse(folded), reverse(%(needle)s)) - char_length(%(needle)s) - 1998), "
     "4000 + char_length(%(needle)s)) END"
 )
+RANKED_MESSAGES = 5000
+"""The best matching messages a ranked search reads at most (a word most messages hold must not
+pull the whole table)."""
 QUICK_BUDGET = 0.05
 """A search budget below this (seconds) is a keystroke's first answer."""
 
@@ -124,6 +129,8 @@ class PgMessageIndex:
         self._needle = ""
         self._failure: str | None = None
         self._timeout: int | None = None
+        self._passages: tuple[SearchQuery, dict[str, list[Passage]]] | None = None
+        """The last ranked query and the best messages of each session it found."""
 
     @property
     def status(self) -> IndexStatus:
@@ -198,6 +205,64 @@ class PgMessageIndex:
             return None
         return make_snippet(rows[0][2], needle, rows[0][1], rows[0][0])
 
+    def rank(self, query: SearchQuery) -> RankedWords:
+        """Every session the role may see holding a word of ``query``, scored with PostgreSQL's own
+        full text (``ts_rank_cd`` of each message's ``tsvector``, English Snowball stems, the same
+        stems the folder store's index keeps), and its best messages kept for ``passages``.
+
+        A session's score is the sum of its matching messages' ranks; each message's own score is
+        its rank scaled by the share of the query's words it holds (as the folder store's best
+        messages are). The ``RANKED_MESSAGES`` best matching messages are read at most.
+        """
+        terms = [term for term in query.terms if "\x00" not in term]
+        prefix = query.prefix if query.prefix and "\x00" not in query.prefix else None
+        operands = [_operand(term) for term in terms] + ([_operand(prefix) + ":*"] if prefix else [])
+        if not operands:
+            return RankedWords({}, TermStats(0, 0.0, {}))
+        rows = self._query(
+            "WITH q AS (SELECT pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, %(query)s) AS query) "
+            "SELECT m.session_id, m.position, m.role, m.body, "
+            "pg_catalog.ts_rank_cd(m.words, q.query, 32) AS rank, "
+            "ARRAY(SELECT t FROM pg_catalog.unnest(%(terms)s::text[]) t "
+            "WHERE m.words @@ pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, pg_catalog.quote_literal(t))) "
+            "AS held, "
+            + ("m.words @@ pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, %(typed)s) " if prefix else "false ")
+            + "AS typed FROM sessionref.sessionref_messages m, q WHERE m.words @@ q.query "
+            "ORDER BY rank DESC LIMIT %(limit)s",
+            {
+                "query": " | ".join(operands),
+                "terms": [storable(term) for term in terms],
+                "typed": (_operand(prefix) + ":*") if prefix else "",
+                "limit": RANKED_MESSAGES,
+            },
+        )
+        asked = len(terms) + (1 if prefix else 0)
+        scores: dict[str, float] = {}
+        held_by: dict[str, set[str]] = {}
+        best: dict[str, list[Passage]] = {}
+        for session_id, position, role, body, rank, held, typed in rows or []:
+            scores[session_id] = scores.get(session_id, 0.0) + float(rank)
+            words = set(held) | ({"\x00typed"} if typed else set())
+            held_by.setdefault(session_id, set()).update(words)
+            share = len(words) / asked if asked else 1.0
+            score = float(rank) * share**MESSAGE_COVERAGE_POWER
+            best.setdefault(session_id, []).append(Passage(score, int(position), role, body))
+        for passages in best.values():
+            passages.sort(key=lambda passage: (passage.score, passage.message), reverse=True)
+            del passages[PASSAGES:]
+        self._passages = (query, best)
+        covered = {session_id: len(words) for session_id, words in held_by.items()}
+        return RankedWords(scores, TermStats(len(scores), 0.0, {}), (), covered)
+
+    def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Passage]:
+        """The best messages of one session the last ``rank`` of ``query`` read."""
+        kept = self._passages
+        if kept is None or kept[0] != query:
+            self.rank(query)
+            kept = self._passages
+        assert kept is not None
+        return kept[1].get(session_id, [])[:count]
+
     def interrupt(self) -> None:
         connection = self._connection
         if connection is not None and not connection.closed:
@@ -208,3 +273,8 @@ class PgMessageIndex:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+def _operand(word: str) -> str:
+    """``word`` as one quoted ``tsquery`` operand (its quotes and backslashes escaped)."""
+    return "'" + storable(word).replace("\\", "\\\\").replace("'", "''") + "'"

@@ -319,9 +319,10 @@ class _Run:
                 self.add(position, ranking.LITERAL_WEIGHT * idf(len(held), total))
         typed = query.text.strip()
         others = len(self.scores) - (1 if self.own in self.scores else 0)
-        if not query.needles and len(typed) >= MIN_BODY_QUERY and len(typed.split()) == 1 and others < self.limit:
+        long_enough = len(typed) >= (MIN_BODY_QUERY if typed.isascii() else 2)  # two CJK characters are a word
+        if not query.needles and long_enough and len(typed.split()) == 1 and others < self.limit:
             # One word, too few sessions: also as typed inside longer words ("ueerr" in
-            # "ValueError"), ranked below the sessions that say the word itself.
+            # "ValueError", "日志" in "日志在哪里"), ranked below the sessions that say the word itself.
             order = [position for position in range(len(self.records)) if position not in self.scores]
             for position, snippet in self._containing(typed, order, self.limit - others).items():
                 self.found.setdefault(position, snippet)
