@@ -12,6 +12,7 @@ import pytest
 
 from core import JsonlSessionStore
 from core.database.store import PostgresSessionStore
+from core.errors import SessionQueryError
 from core.search.body_index import BodyIndex
 from core.search.finder import SessionSearch
 from core.search.index_values import indexed_session, revision_key
@@ -234,8 +235,9 @@ async def test_a_version_4_database_gets_the_words_of_the_messages_it_holds(data
         admin.execute("DROP INDEX sessionref.sessionref_messages_words")
         admin.execute("ALTER TABLE sessionref.sessionref_messages DROP COLUMN words")
         admin.execute("UPDATE sessionref.sessionref_schema SET version = 4")
-    with pytest.raises(Exception, match="SCHEMA_OUTDATED|schema version 4"):
+    with pytest.raises(SessionQueryError) as outdated:
         PostgresSessionStore(database)
+    assert outdated.value.code == "SESSION_QUERY_SCHEMA_OUTDATED"
     initialize_database(database)
     store = PostgresSessionStore(database)
     records = await store.list_sessions()
