@@ -62,8 +62,9 @@ $(INTEROP)/node_modules/.installed: $(INTEROP)/package.json $(INTEROP)/package-l
 
 interop: $(INTEROP)/node_modules/.installed
 
+# `make bench ONLY=retrieval` runs one group (python -m bench --only GROUP).
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(if $(ONLY),--only $(ONLY))
 
 # The long fuzzing profile: 100,000 inputs under libFuzzer across every target, then the counts.
 # (make test runs the bounded, seeded profile as tests/test_fuzz.py.)

@@ -113,6 +113,7 @@ def main() -> None:
             "engine",
             "store",
             "search",
+            "retrieval",
             "tools",
             "mcp",
             "external",
@@ -144,6 +145,10 @@ def main() -> None:
         from bench.search import main as bench_search
 
         bench_search(args.repeats)
+    if args.only in (None, "retrieval"):
+        from bench.retrieval import main as bench_retrieval
+
+        bench_retrieval()
     if args.only in (None, "tools"):
         from bench.tools import main as bench_tools
 

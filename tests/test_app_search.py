@@ -355,3 +355,28 @@ async def test_a_session_removed_from_disk_is_never_offered_again(app: SessionRe
         await pilot.press("escape")
         await search_settled(pilot, "web")
         assert "website-redesign" not in picker_ids(app)
+
+
+def sidebar_ids(app: SessionRefApp) -> list[str]:
+    sidebar = app.chat.query_one("#sidebar", SessionSidebar)
+    return [row.header.id for row in sidebar.rows if row.header is not None]
+
+
+async def test_the_sidebar_filter_lists_what_the_search_finds(app: SessionRefApp) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        sidebar = app.chat.query_one("#sidebar", SessionSidebar)
+        everyone = sidebar_ids(app)
+        assert len(everyone) > 3
+        sidebar.focus()
+        await pilot.press("slash")
+        assert sidebar.border_title == "Sessions / ▏"
+        await type_text(pilot, "corrupting crash")
+        await until(pilot, lambda: sidebar_ids(app) == ["design-notes"])
+        assert sidebar.border_title == "Sessions / corrupting crash▏"
+        await pilot.press("enter")  # the list takes the keys again; the filter stays
+        assert sidebar.border_title == "Sessions / corrupting crash"
+        assert sidebar.highlighted_id == "design-notes"
+        await pilot.press("escape")  # every session again
+        await until(pilot, lambda: sidebar_ids(app) == everyone)
+        assert sidebar.border_title == "Sessions"

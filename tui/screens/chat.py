@@ -260,6 +260,10 @@ class ChatScreen(Screen[None]):
         else:
             self._transcript.sync(self.workspace.session, self.workspace.model.name)
 
+    @on(SessionSidebar.FilterChanged, "#sidebar")
+    def _filter_changed(self, event: SessionSidebar.FilterChanged) -> None:
+        self.run_worker(self.sessions_view.filter(event.text), "sidebar-filter", group="sidebar-filter", exclusive=True)
+
     @on(SessionSidebar.Chosen, "#sidebar")
     def _chosen(self, event: SessionSidebar.Chosen) -> None:
         self.switch_to(event.session_id)

@@ -4,11 +4,15 @@ transcript says of the sessions its prompts referenced."""
 
 from __future__ import annotations
 
-from core import SessionHeader, SessionRecord
+from core import AbortController, SessionHeader, SessionRecord
+from core.search.finder import FULL_BUDGET
 from tui.services.indexing import MessageIndexer
 from tui.services.workspace import Workspace
 from tui.widgets.sidebar import SessionSidebar
 from tui.widgets.transcript import Transcript
+
+SIDEBAR_FOUND = 200
+"""Sessions the sidebar's filter lists at most."""
 
 
 class SessionsView:
@@ -50,6 +54,22 @@ class SessionsView:
             records, title_of, catalog.problems, workspace.session.id, workspace.session.cwd, workspace.clock()
         )
         self.show_progress(len(records))
+
+    async def filter(self, text: str) -> None:
+        """List only the sessions the search finds for ``text`` (every session when it is empty):
+        the search of the `@` picker and the model's tool, best first in the contract's groups."""
+        sidebar = self._sidebar
+        if not text.strip():
+            sidebar.show_found(None)
+        else:
+            result = await self._workspace.search_sessions(
+                text, AbortController().signal, FULL_BUDGET, limit=SIDEBAR_FOUND
+            )
+            listed = {record.header.id: record.header for record in self._workspace.catalog.records}
+            sidebar.show_found(
+                [listed[hit.candidate.session_id] for hit in result.hits if hit.candidate.session_id in listed]
+            )
+        self.show()
 
     def show_progress(self, count: int | None = None) -> None:
         """The sidebar's subtitle: how many sessions, and how far message indexing is."""

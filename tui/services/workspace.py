@@ -175,7 +175,9 @@ class Workspace:
 
     # -- search -----------------------------------------------------------------------------------
 
-    async def search_sessions(self, query: str, signal: AbortSignal, budget: float = FULL_BUDGET) -> SearchResult:
+    async def search_sessions(
+        self, query: str, signal: AbortSignal, budget: float = FULL_BUDGET, *, limit: int | None = None
+    ) -> SearchResult:
         """The picker's search for ``query``: titles, ids and cwds, then message bodies.
 
         A body search runs on the search thread (SQLite there does not hold the interpreter), and
@@ -188,7 +190,7 @@ class Workspace:
             query,
             records=catalog.records,
             titles=catalog.titles.title_map(),
-            limit=self.service.config.candidate_limit,
+            limit=limit if limit is not None else self.service.config.candidate_limit,
             signal=signal,
             budget=budget,
             typing=True,

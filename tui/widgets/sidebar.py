@@ -25,6 +25,7 @@ from core.collector import collector_paused
 from tui.services.text import age, fit_cells, tool_badge, visible
 from tui.widgets.picker import GROUP_TITLES
 from tui.widgets.rows import RowList
+from tui.widgets.sidebar_filter import SidebarFilter
 
 _CURRENT = Style(bold=True)
 
@@ -94,6 +95,18 @@ class SessionSidebar(RowList, can_focus=True):
             return self.sidebar
 
     @dataclass
+    class FilterChanged(Message):
+        """The filter's text changed (empty: every session again)."""
+
+        sidebar: SessionSidebar
+        text: str
+
+        @property
+        def control(self) -> SessionSidebar:
+            """The sidebar whose filter changed."""
+            return self.sidebar
+
+    @dataclass
     class MenuWanted(Message):
         """The user asked for a row's menu (``m``): open it, continue it in another agent."""
 
@@ -116,6 +129,10 @@ class SessionSidebar(RowList, can_focus=True):
         self.badge_of: Callable[[str], str | None] = tool_badge
         """The badge before a row's title: another tool's (``CC``), a teammate's (``@bob``), or none."""
         self._shown: tuple[object, ...] | None = None
+        self.filter = SidebarFilter()
+        """The filter line (``/``): the sidebar lists what the search finds for it."""
+        self.found: list[SessionHeader] | None = None
+        """The sessions the filter found, in the search's order (``None``: no filter)."""
 
     def show(
         self,
@@ -130,7 +147,17 @@ class SessionSidebar(RowList, can_focus=True):
         self.title_of = title_of
         self.current_id = current_id
         self.now = now
-        state = (id(records), len(records), tuple(p.message for p in problems), current_id, target_cwd)
+        state: tuple[object, ...] = (
+            id(records),
+            len(records),
+            tuple(p.message for p in problems),
+            current_id,
+            target_cwd,
+        )
+        if self.found is not None:
+            records = [SessionRecord(header=header, live=False, persisted=True) for header in self.found]
+            state = (id(self.found), current_id, target_cwd)
+            problems = []
         if state != self._shown:
             self._shown = state
             highlighted = self.highlighted_id
@@ -150,6 +177,8 @@ class SessionSidebar(RowList, can_focus=True):
                 self.highlight_id(highlighted)
             if self.highlighted is None:
                 self.highlight_id(current_id)
+            if self.highlighted is None and self.found:
+                self.highlight_id(self.found[0].id)  # a filter's best match
         self.refresh()
 
     # -- rows -------------------------------------------------------------------------------------
@@ -231,6 +260,24 @@ class SessionSidebar(RowList, can_focus=True):
         session_id = self.highlighted_id
         if session_id is not None:
             self.post_message(self.MenuWanted(self, session_id))
+
+    # -- filtering ------------------------------------------------------------------------------------
+
+    def on_key(self, event: events.Key) -> None:
+        taken = self.filter.key(event.key, event.character)
+        if taken is None:
+            return
+        event.stop()
+        event.prevent_default()
+        self.border_title = self.filter.title()
+        if taken:
+            self.post_message(self.FilterChanged(self, self.filter.text))
+
+    def show_found(self, headers: list[SessionHeader] | None) -> None:
+        """List only ``headers`` (what the filter found, best first) or, with ``None``, every session
+        again; the next ``show`` orders them."""
+        self.found = headers
+        self._shown = None
 
     def on_click(self, event: events.Click) -> None:
         index = self.row_at(event)
