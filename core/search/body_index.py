@@ -64,7 +64,7 @@ RARE_SHARE = 0.1
 the chunks holding its rare words first."""
 EXPANSIONS = 8
 """Indexed words a word being typed is taken to mean at most (the most widespread)."""
-EXPAND_SCAN = 20_000
+EXPAND_SCAN = 5_000
 """Postings read (in word order) to choose them."""
 
 

@@ -13,6 +13,7 @@ matched and carries its best-matching messages (position, role, a snippet with t
 from __future__ import annotations
 
 import contextlib
+import heapq
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -139,6 +140,7 @@ class SessionSearch:
         self._meta: tuple[Sequence[SessionRecord], Mapping[str, str | None], MetaIndex] | None = None
         self._titles: tuple[Sequence[SessionRecord], Mapping[str, str | None], TitleIndex] | None = None
         self._positions: tuple[Sequence[SessionRecord], dict[str, int]] | None = None
+        self._groups: tuple[Sequence[SessionRecord], str | None, list[int]] | None = None
 
     def search(
         self,
@@ -227,6 +229,14 @@ class SessionSearch:
         if cached is None or cached[0] is not records or cached[1] is not titles:
             labels = [titles.get(record.header.id) for record in records]
             cached = self._titles = (records, titles, TitleIndex(labels))
+        return cached[2]
+
+    def groups(self, records: Sequence[SessionRecord], target_cwd: str | None) -> list[int]:
+        """Each listed session's group (0 this folder, 1 no folder, 2 elsewhere), by position."""
+        cached = self._groups
+        if cached is None or cached[0] is not records or cached[1] != target_cwd:
+            groups = [group_of(record.header.cwd, target_cwd) for record in records]
+            cached = self._groups = (records, target_cwd, groups)
         return cached[2]
 
     def position_map(self, records: Sequence[SessionRecord]) -> dict[str, int]:
@@ -369,30 +379,28 @@ class _Run:
 
     def hits(self, passages: int) -> list[SearchHit]:
         """The best ``limit`` sessions in the contract's groups, each with what matched."""
-        target_cwd = self.target.cwd
-        ordered = sorted(
+        groups = self.search.groups(self.records, self.target.cwd)
+        meta, every_word = self.meta, self.every_word
+        all_words = ranking.ALL_WORDS_FIRST and bool(every_word)
+        required = self.required
+        # Inside a group: the query found whole in a title, id or folder first, then the sessions
+        # holding every word, then the rest; best first, newest first among equals.
+        keys = (
             (
-                (3 * group_of(self.records[position].header.cwd, target_cwd) + self._tier(position), -score, position)
-                for position, score in self.scores.items()
-                if position != self.own
-                and self.records[position].header.id != self.target.id
-                and (self.required is None or position in self.required)
+                3 * groups[position]
+                + (0 if position in meta else 2 if all_words and position not in every_word else 1),
+                -score,
+                position,
             )
+            for position, score in self.scores.items()
+            if position != self.own and (required is None or position in required)
         )
+        ordered = heapq.nsmallest(max(self.limit, ranking.RERANKED), keys)
         ordered = self._reranked(ordered)
         hits: list[SearchHit] = []
         for _group, negative, position in ordered[: self.limit]:
             hits.append(self._hit(position, -negative, passages))
         return hits
-
-    def _tier(self, position: int) -> int:
-        """Inside a group: the query found whole in a title, id or folder first, then the sessions
-        holding every word, then the rest."""
-        if position in self.meta:
-            return 0
-        if ranking.ALL_WORDS_FIRST and (position in self.every_word or not self.every_word):
-            return 1
-        return 2
 
     def _reranked(self, ordered: list[tuple[int, float, int]]) -> list[tuple[int, float, int]]:
         """The first ``RERANKED`` sessions scored again with their best message's own score."""
