@@ -114,6 +114,7 @@ def main() -> None:
             "store",
             "search",
             "retrieval",
+            "meaning",
             "tools",
             "mcp",
             "external",
@@ -149,6 +150,10 @@ def main() -> None:
         from bench.retrieval import main as bench_retrieval
 
         bench_retrieval()
+    if args.only in (None, "meaning"):
+        from bench.meaning import main as bench_meaning
+
+        bench_meaning()
     if args.only in (None, "tools"):
         from bench.tools import main as bench_tools
 
