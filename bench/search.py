@@ -318,7 +318,7 @@ def bench_picker(root: Path, repeats: int) -> None:
     print_latencies(latencies, "    ")
     shutil.rmtree(index_path_beside(root), ignore_errors=True)
     seconds = asyncio.run(_idle_build(root))
-    print(f"  the app's first build while nobody types: {seconds:.1f} s (target <= 60 s)")
+    print(f"  the app's first build while nobody types: {seconds:.1f} s (target <= 300 s with the word postings)")
 
 
 def main(repeats: int = 5) -> None:

@@ -381,7 +381,11 @@ class BodyIndex:
     def _postings(self, term: str, df: int, total: int, scores: dict[str, float]) -> list[tuple[str, int, int]]:
         # A word most sessions hold adds little: once rarer words have chosen the sessions, read it
         # only for those (what makes "how do we avoid ... logs" cost the rare words' lookups).
-        restrict = df > max(COMMON_TERM, total // 4) and 0 < len(scores) <= COMMON_TERM
+        # When it is the rarest word there is (every word of the query is common), the newest
+        # sessions holding it are read: its weight is next to nothing, recency breaks such ties.
+        common = df > max(COMMON_TERM, total // 4)
+        restrict = common and 0 < len(scores) <= COMMON_TERM
+        newest = COMMON_TERM // len(self.shards) if common and not restrict else None
         found: list[tuple[str, int, int]] = []
         for shard in self.shards:
             if restrict:
@@ -389,7 +393,7 @@ class BodyIndex:
                 if keys:
                     found += shard.reads.postings(term, keys)
             else:
-                found += shard.reads.postings(term)
+                found += shard.reads.postings(term, newest=newest)
         return found
 
     def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Passage]:

@@ -398,29 +398,37 @@ class _Run:
         ordered = heapq.nsmallest(max(self.limit, ranking.RERANKED), keys)
         ordered = self._reranked(ordered)
         hits: list[SearchHit] = []
-        for _group, negative, position in ordered[: self.limit]:
-            hits.append(self._hit(position, -negative, passages))
+        for rank, (_group, negative, position) in enumerate(ordered[: self.limit]):
+            if self.signal is not None:
+                self.signal.throw_if_aborted()
+            # The best messages are read for the sessions re-ranked by them; below, what was found
+            # as typed (a phrase, an identifier) or nothing: a page of results never reads 50 sessions.
+            hits.append(self._hit(position, -negative, passages, read=rank < ranking.RERANKED))
         return hits
 
     def _reranked(self, ordered: list[tuple[int, float, int]]) -> list[tuple[int, float, int]]:
         """The first ``RERANKED`` sessions scored again with their best message's own score."""
         if self.ranked is None or self.search.index is None:
             return ordered
-        head = ordered[: max(ranking.RERANKED, self.limit)]
+        head = ordered[: ranking.RERANKED]
         again: list[tuple[int, float, int]] = []
         for group, negative, position in head:
+            if self.signal is not None:
+                self.signal.throw_if_aborted()  # a newer keystroke: stop between sessions
             best = self._passages(self.records[position].header.id, position)
             bonus = ranking.PASSAGE_WEIGHT * best[0].score if best else 0.0
             again.append((group, negative - bonus, position))
         return sorted(again) + ordered[len(head) :]
 
-    def _hit(self, position: int, score: float, passages: int) -> SearchHit:
+    def _hit(self, position: int, score: float, passages: int, *, read: bool) -> SearchHit:
         header = self.records[position].header
         title = self.titles.get(header.id)
         candidate = candidate_of(header, title)
         snippets: tuple[Snippet, ...] = ()
-        if passages and (position in self.said or position in self.found):
+        if passages and read and (position in self.said or position in self.found):
             snippets = self._snippets(header.id, position, passages)
+        elif passages and position in self.found:
+            snippets = (self.found[position],)
         marks: tuple[tuple[int, int], ...] = ()
         if position in self.titled or position in self.meta:
             marks = tuple(word_spans(candidate.label, self.query.words, self.query.prefix))

@@ -198,7 +198,12 @@ def best_messages(
         held = len(present) + (1 if typed_here else 0)
         if not held and not needles:
             continue
-        bound = (K1 + 1.0) * sum(weights[term] for term in present) + (typed_weight if typed_here else 0.0)
+        # A word occurs at most as often as its first letters do: its score with that count is a
+        # bound on its real one (the same length measure as the exact count's).
+        length = folded.count(" ") + 1
+        bound = sum(
+            term_score(weights[term], folded.count(quick[term]), length, MESSAGE_WORDS, MESSAGE_B) for term in present
+        ) + (typed_weight if typed_here else 0.0)
         if asked and MESSAGE_COVERAGE_POWER:
             bound *= (held / asked) ** MESSAGE_COVERAGE_POWER
         promising.append((bound + needle_score * needles, position, role, text, folded))

@@ -230,14 +230,20 @@ class ShardReader:
         )
         return dict(rows)
 
-    def postings(self, word: str, keys: Sequence[int] | None = None) -> list[tuple[str, int, int]]:
+    def postings(
+        self, word: str, keys: Sequence[int] | None = None, *, newest: int | None = None
+    ) -> list[tuple[str, int, int]]:
         """(session id, count, session length) of every session of this shard holding ``word``
-        (only those of ``keys`` when given).
+        (only those of ``keys`` when given; only the ``newest`` most recently indexed when given).
 
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        if keys is None:
+        if keys is None and newest is not None:
+            rows = self.query(
+                "SELECT key, count FROM postings WHERE word = ? ORDER BY key DESC LIMIT ?", (word, newest)
+            )
+        elif keys is None:
             rows = self.query("SELECT key, count FROM postings WHERE word = ?", (word,))
         else:
             rows = []

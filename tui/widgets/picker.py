@@ -236,7 +236,11 @@ class MentionPicker(RowList, can_focus=False):
         in_cwd = hit.field == "cwd" and candidate.cwd is not None and _contains(cwd, query)
         muted, match = self.part("muted"), self.part("match")
         segments = [Segment(badge, self.part("badge")), Segment(" ")] if badge else []
-        segments += marked_segments(label, query if in_label else "", None, match)
+        if not in_label and hit.title_marks:  # the title's words matched, not the query as typed
+            words = [candidate.label[start:end] for start, end in hit.title_marks]
+            segments += words_marked(label, words, None, match)
+        else:
+            segments += marked_segments(label, query if in_label else "", None, match)
         when = age(candidate.created_at, now).rjust(4)
         segments += [Segment(" "), *marked_segments(cwd, query if in_cwd else "", muted, match)]
         segments += [Segment(" "), Segment(when, muted)]
