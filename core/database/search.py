@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 
+from core.abort import AbortSignal
 from core.database.connect import connect
 from core.database.errors import server_words
 from core.reference.projection import project_conversation
@@ -205,7 +206,7 @@ class PgMessageIndex:
             return None
         return make_snippet(rows[0][2], needle, rows[0][1], rows[0][0])
 
-    def rank(self, query: SearchQuery) -> RankedWords:
+    def rank(self, query: SearchQuery, *, quick: bool = False, signal: AbortSignal | None = None) -> RankedWords:
         """Every session the role may see holding a word of ``query``, scored with PostgreSQL's own
         full text (``ts_rank_cd`` of each message's ``tsvector``, English Snowball stems, the same
         stems the folder store's index keeps), and its best messages kept for ``passages``.

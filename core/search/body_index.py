@@ -30,6 +30,7 @@ from pathlib import Path
 
 import zstandard
 
+from core.abort import AbortSignal
 from core.search.index_chunks import (
     READ_AHEAD,
     Prepared,
@@ -62,6 +63,10 @@ its best messages; a longer one chunk by chunk, as the FTS table narrows it."""
 RARE_SHARE = 0.1
 """A word held by at most this share of sessions is rare: a session's best message is looked for in
 the chunks holding its rare words first."""
+QUICK_EXPANSIONS = 3
+"""What the word being typed may become, in a keystroke's first answer (the full answer follows)."""
+QUICK_POSTINGS = 1000
+"""Sessions a word is read for at most in a keystroke's first answer, the newest first."""
 EXPANSIONS = 8
 """Indexed words a word being typed is taken to mean at most (the most widespread)."""
 EXPAND_SCAN = 5_000
@@ -331,7 +336,7 @@ class BodyIndex:
 
     # -- ranked words ---------------------------------------------------------------------------------------
 
-    def rank(self, query: SearchQuery) -> RankedWords:
+    def rank(self, query: SearchQuery, *, quick: bool = False, signal: AbortSignal | None = None) -> RankedWords:
         """Every indexed session holding a word of ``query``, with its BM25 score (see ``ranking``).
 
         Raises:
@@ -340,7 +345,7 @@ class BodyIndex:
         sizes = [shard.reads.sizes() for shard in self.shards]
         total = sum(count for count, _ in sizes)
         average = sum(length for _, length in sizes) / total if total else 0.0
-        prefix_terms = self._expand(query.prefix) if query.prefix else []
+        prefix_terms = self._expand(query.prefix, QUICK_EXPANSIONS if quick else EXPANSIONS) if query.prefix else []
         wanted = list(dict.fromkeys((*query.terms, *prefix_terms)))
         df: dict[str, int] = {}
         for shard in self.shards:
@@ -350,14 +355,18 @@ class BodyIndex:
         scores: dict[str, float] = {}
         covered: dict[str, int] = {}
         for term in sorted((term for term in query.terms if df.get(term)), key=lambda term: df[term]):
+            if signal is not None:
+                signal.throw_if_aborted()  # a newer keystroke: stop between words
             weight = stats.weight(term)
-            for session_id, count, length in self._postings(term, df[term], total, scores):
+            for session_id, count, length in self._postings(term, df[term], total, scores, quick):
                 scores[session_id] = scores.get(session_id, 0.0) + term_score(weight, count, length, average)
                 covered[session_id] = covered.get(session_id, 0) + 1
         best: dict[str, float] = {}
         for term in prefix_terms:
+            if signal is not None:
+                signal.throw_if_aborted()
             weight = stats.weight(term)
-            for session_id, count, length in self._postings(term, df.get(term, 0), total, scores):
+            for session_id, count, length in self._postings(term, df.get(term, 0), total, scores, quick):
                 score = term_score(weight, count, length, average)
                 if score > best.get(session_id, 0.0):
                     best[session_id] = score
@@ -366,19 +375,21 @@ class BodyIndex:
             covered[session_id] = covered.get(session_id, 0) + 1
         return RankedWords(scores, stats, tuple(prefix_terms), covered)
 
-    def _expand(self, prefix: str) -> list[str]:
+    def _expand(self, prefix: str, expansions: int) -> list[str]:
         """The indexed words the word being typed may become: the most widespread first."""
         found: dict[str, int] = {}
         for shard in self.shards:
             for word, count in shard.reads.words_from(prefix, EXPAND_SCAN).items():
                 found[word] = found.get(word, 0) + count
-        chosen = sorted(found, key=lambda word: -found[word])[:EXPANSIONS]
+        chosen = sorted(found, key=lambda word: -found[word])[:expansions]
         stemmed = typed_stem(prefix)
         if stemmed is not None and stemmed not in chosen:
             chosen.append(stemmed)  # the word may be complete ("corrupting" -> "corrupt")
         return chosen
 
-    def _postings(self, term: str, df: int, total: int, scores: dict[str, float]) -> list[tuple[str, int, int]]:
+    def _postings(
+        self, term: str, df: int, total: int, scores: dict[str, float], quick: bool = False
+    ) -> list[tuple[str, int, int]]:
         # A word most sessions hold adds little: once rarer words have chosen the sessions, read it
         # only for those (what makes "how do we avoid ... logs" cost the rare words' lookups).
         # When it is the rarest word there is (every word of the query is common), the newest
@@ -386,6 +397,8 @@ class BodyIndex:
         common = df > max(COMMON_TERM, total // 4)
         restrict = common and 0 < len(scores) <= COMMON_TERM
         newest = COMMON_TERM // len(self.shards) if common and not restrict else None
+        if quick and not restrict and df > QUICK_POSTINGS:
+            newest = QUICK_POSTINGS // len(self.shards)  # a keystroke's first answer: the newest
         found: list[tuple[str, int, int]] = []
         for shard in self.shards:
             if restrict:

@@ -43,6 +43,8 @@ FULL_BUDGET = 0.5
 """Seconds a follow-up search may spend verifying body matches."""
 HOLDERS_CHECKED = 3
 """A phrase or identifier most sessions may hold is checked in this many times a page's best scored."""
+QUICK_BUDGET = 0.05
+"""A budget below this is a keystroke's first answer: the index may read less for it."""
 SUBSTRING_SCORE = 0.5
 """The score of a session that holds a one-word query only inside a longer word."""
 
@@ -263,6 +265,7 @@ class _Run:
         self.search, self.target, self.query = search, target, query
         self.records, self.titles, self.limit = records, titles, limit
         self.signal, self.deadline = signal, deadline
+        self.budget = max(0.0, deadline - time.perf_counter())
         self.position_of = search.position_map(records)
         self.own = self.position_of.get(target.id)
         self.scores: dict[int, float] = {}
@@ -283,9 +286,15 @@ class _Run:
         """Titles, ids and folders, from memory: the whole query as typed, then the title's words."""
         query = self.query
         if query.text.strip():
+            groups = self.search.groups(self.records, self.target.cwd)
+            first_group = 0
             for position in self.search.meta_index(self.records, self.titles).matching(self.records, query.text):
                 self.meta.add(position)
                 self.add(position, ranking.META_BONUS)
+                if groups[position] == 0 and position != self.own:
+                    first_group += 1
+                    if first_group > self.limit:
+                        break  # a page of this folder's title/id/folder matches, the newest: none later shows
         if query.terms or query.prefix:
             title_index = self.search.title_index(self.records, self.titles)
             expanded = title_index.expand(query.prefix) if query.prefix else []
@@ -302,7 +311,10 @@ class _Run:
         assert index is not None
         query = self.query
         if query.terms or query.prefix:
-            self.ranked = index.rank(query)
+            quick = self.budget < QUICK_BUDGET
+            self.ranked = index.rank(query, quick=quick, signal=self.signal)
+            if quick:
+                self.complete = False  # the full answer reads every session holding the words
             if self.signal is not None:
                 self.signal.throw_if_aborted()
             wanted = max(self.ranked.wanted(query), 1)
@@ -403,13 +415,15 @@ class _Run:
                 self.signal.throw_if_aborted()
             # The best messages are read for the sessions re-ranked by them; below, what was found
             # as typed (a phrase, an identifier) or nothing: a page of results never reads 50 sessions.
-            hits.append(self._hit(position, -negative, passages, read=rank < ranking.RERANKED))
+            hits.append(self._hit(position, -negative, passages, read=rank < self._reads()))
         return hits
 
     def _reranked(self, ordered: list[tuple[int, float, int]]) -> list[tuple[int, float, int]]:
         """The first ``RERANKED`` sessions scored again with their best message's own score."""
         if self.ranked is None or self.search.index is None:
             return ordered
+        if self._words() < 2:
+            return ordered  # one word: its best message cannot hold it any better than the session does
         head = ordered[: ranking.RERANKED]
         again: list[tuple[int, float, int]] = []
         for group, negative, position in head:
@@ -419,6 +433,14 @@ class _Run:
             bonus = ranking.PASSAGE_WEIGHT * best[0].score if best else 0.0
             again.append((group, negative - bonus, position))
         return sorted(again) + ordered[len(head) :]
+
+    def _words(self) -> int:
+        """How many words the query asks for (the word being typed counts once)."""
+        return len(self.query.terms) + (1 if self.query.prefix else 0) + len(self.query.needles)
+
+    def _reads(self) -> int:
+        """How many of the best sessions have their best messages read for their snippets."""
+        return ranking.RERANKED if self._words() >= 2 else ranking.SNIPPETS_OF_ONE_WORD
 
     def _hit(self, position: int, score: float, passages: int, *, read: bool) -> SearchHit:
         header = self.records[position].header

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from core.abort import AbortSignal
 from core.search.index_values import IndexStatus
 from core.search.matching import Snippet
 from core.search.ranking import Passage, RankedWords
@@ -43,9 +44,11 @@ class MessageIndex(Protocol):
         """The snippet of the newest message of one session containing ``needle``, or ``None``."""
         ...
 
-    def rank(self, query: SearchQuery) -> RankedWords:
+    def rank(self, query: SearchQuery, *, quick: bool = False, signal: AbortSignal | None = None) -> RankedWords:
         """Every session holding a word of ``query`` (its terms, and the word being typed as a
-        prefix) with its BM25 score over its projected conversation, and the statistics used."""
+        prefix) with its BM25 score over its projected conversation, and the statistics used.
+        ``quick``: a keystroke's first answer, which may read less (the full answer follows);
+        ``signal``: checked between the words (``CANCELLED`` when a newer keystroke aborted it)."""
         ...
 
     def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Passage]:

@@ -53,6 +53,9 @@ ALL_WORDS_FIRST = True
 """Whether sessions holding every word of the query come before all others (in each group)."""
 MESSAGE_COVERAGE_POWER = 2.0
 """A message's score is scaled by the share of the query's words it holds, to this power."""
+SNIPPETS_OF_ONE_WORD = 10
+"""For a query of one word (a picker's keystroke, mostly), the sessions whose best message is read
+for its snippet: no re-ranking, and a page of rows, not twenty."""
 RERANKED = 20
 """Sessions, best first, whose best message is read to re-rank them."""
 
