@@ -6,6 +6,7 @@ the mention, Escape dismisses it until the token is edited. The search itself is
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from functools import partial
 
@@ -24,6 +25,8 @@ from tui.services.workspace import Workspace
 from tui.widgets.picker import MentionPicker
 from tui.widgets.prompt import PromptArea
 
+FULL_AFTER = 0.12
+"""Seconds of no typing before a keystroke's quick answer is followed by the full search."""
 VISIBLE_HITS = 24
 """Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""
 
@@ -145,7 +148,11 @@ class PickerControl:
                 self._key_unanswered = False
             if result.complete or budget == FULL_BUDGET:
                 return
-            # The keystroke's answer is on screen; finish the message search behind it.
+            # The keystroke's answer is on screen; finish the message search behind it once typing
+            # pauses (a next key cancels this worker first, so it never waits for a full search).
+            await asyncio.sleep(FULL_AFTER)
+            if generation != self._lookup_generation or controller.signal.aborted:
+                return
             budget = FULL_BUDGET
 
     def painted(self, painted_at: float) -> None:
