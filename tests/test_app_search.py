@@ -380,3 +380,7 @@ async def test_the_sidebar_filter_lists_what_the_search_finds(app: SessionRefApp
         await pilot.press("escape")  # every session again
         await until(pilot, lambda: sidebar_ids(app) == everyone)
         assert sidebar.border_title == "Sessions"
+        await pilot.press("slash")
+        await type_text(pilot, "[b]x")  # what is typed is text, never markup
+        assert sidebar.border_title == "Sessions / \\[b]x▏"
+        await pilot.press("escape")

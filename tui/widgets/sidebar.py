@@ -22,7 +22,7 @@ from textual.message import Message
 
 from core import SessionHeader, SessionRecord, StoreProblem
 from core.collector import collector_paused
-from tui.services.text import age, fit_cells, tool_badge, visible
+from tui.services.text import age, fit_cells, markup_escape, tool_badge, visible
 from tui.widgets.picker import GROUP_TITLES
 from tui.widgets.rows import RowList
 from tui.widgets.sidebar_filter import SidebarFilter
@@ -269,7 +269,7 @@ class SessionSidebar(RowList, can_focus=True):
             return
         event.stop()
         event.prevent_default()
-        self.border_title = self.filter.title()
+        self.border_title = markup_escape(visible(self.filter.title()))  # a border title is markup
         if taken:
             self.post_message(self.FilterChanged(self, self.filter.text))
 
