@@ -22,6 +22,7 @@ from core.abort import AbortSignal
 from core.database.connect import connect
 from core.database.errors import server_words
 from core.reference.projection import project_conversation
+from core.search.finder import QUICK_BUDGET
 from core.search.index_values import INDEX_FAILED, IndexStatus
 from core.search.matching import Snippet, fold, make_snippet
 from core.search.ranking import MESSAGE_COVERAGE_POWER, PASSAGES, Passage, RankedWords, TermStats
@@ -45,8 +46,6 @@ _BODY = (
 RANKED_MESSAGES = 5000
 """The best matching messages a ranked search reads at most (a word most messages hold must not
 pull the whole table)."""
-QUICK_BUDGET = 0.05
-"""A search budget below this (seconds) is a keystroke's first answer."""
 
 Message = tuple[str, str]
 """One searchable message: its role (``user``, ``assistant``, ``summary``) and its text."""

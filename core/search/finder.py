@@ -44,7 +44,7 @@ FULL_BUDGET = 0.5
 HOLDERS_CHECKED = 3
 """A phrase or identifier most sessions may hold is checked in this many times a page's best scored."""
 QUICK_BUDGET = 0.05
-"""A budget below this is a keystroke's first answer: the index may read less for it."""
+"""A budget below this (seconds) is a keystroke's first answer: an index may read less for it."""
 SUBSTRING_SCORE = 0.5
 """The score of a session that holds a one-word query only inside a longer word."""
 

@@ -165,25 +165,22 @@ def unindex(connection: sqlite3.Connection, rowid: int, body: bytes) -> Counter[
     return term_counts(text)
 
 
-def write_counts(
-    connection: sqlite3.Connection, key: int, current: dict[str, int] | None, change: Mapping[str, int]
-) -> int:
-    """Apply ``change`` (word -> count added or, negative, taken away) to a session's postings;
-    ``current`` is what the session holds now (``{}`` for a new session; ``None``: read it).
-    Returns how many words the session's length changed by."""
+def write_counts(connection: sqlite3.Connection, key: int, change: Mapping[str, int]) -> int:
+    """Apply ``change`` (word -> count added or, negative, taken away) to the postings of a session
+    already indexed (a new one's are written in a batch, ``ShardWriter``). Returns how many words the
+    session's length changed by."""
     changed = {sqlite_text(word): delta for word, delta in change.items() if delta}
     if not changed:
         return 0
-    if current is None:
-        current = {}
-        words = list(changed)
-        for start in range(0, len(words), 500):
-            part = words[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = connection.execute(
-                f"SELECT word, count FROM postings WHERE key = ? AND word IN ({marks})", (key, *part)
-            ).fetchall()
-            current.update(rows)
+    current: dict[str, int] = {}
+    words = list(changed)
+    for start in range(0, len(words), 500):
+        part = words[start : start + 500]
+        marks = ",".join("?" * len(part))
+        rows = connection.execute(
+            f"SELECT word, count FROM postings WHERE key = ? AND word IN ({marks})", (key, *part)
+        ).fetchall()
+        current.update(rows)
     inserted: list[tuple[str, int, int]] = []
     updated: list[tuple[int, str, int]] = []
     deleted: list[tuple[str, int]] = []
@@ -197,7 +194,7 @@ def write_counts(
         elif after > 0:
             updated.append((after, word, key))
     if inserted:
-        inserted.sort()  # in key order: the B-tree's pages are visited once each, in order
+        inserted.sort()  # in word order: the B-tree's pages are visited once each, in order
         connection.executemany("INSERT OR REPLACE INTO postings(word, key, count) VALUES (?, ?, ?)", inserted)
     if updated:
         connection.executemany("UPDATE postings SET count = ? WHERE word = ? AND key = ?", updated)

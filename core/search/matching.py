@@ -66,6 +66,17 @@ def find_folded(text: str, needle: str, *, last: bool = False) -> tuple[int, int
 _SPACES = re.compile(r"\s+")
 
 
+def _head_cut(line: str, start: int) -> int:
+    """Where a snippet of ``line`` showing a match at ``start`` begins: the head is cut only when
+    the match would sit far into the line (a picker row shows ~50 cells), at a word start if near."""
+    cut = max(0, start - SNIPPET_CONTEXT) if start > 2 * SNIPPET_CONTEXT else 0
+    if cut > 0:
+        space = line.find(" ", cut, start)
+        if space >= 0 and start - space > 8:
+            cut = space + 1
+    return cut
+
+
 def make_snippet(text: str, needle: str, role: str, message: int) -> Snippet | None:
     """A one-line snippet of ``text`` around the last match of folded ``needle``, or ``None``."""
     line = _SPACES.sub(" ", text).strip()
@@ -73,12 +84,7 @@ def make_snippet(text: str, needle: str, role: str, message: int) -> Snippet | N
     if span is None:
         return None
     start, end = span
-    # Cut the head only when the match would sit far into the line: a picker row shows ~50 cells.
-    cut = max(0, start - SNIPPET_CONTEXT) if start > 2 * SNIPPET_CONTEXT else 0
-    if cut > 0:
-        space = line.find(" ", cut, start)
-        if space >= 0 and start - space > 8:
-            cut = space + 1
+    cut = _head_cut(line, start)
     prefix = "…" if cut > 0 else ""
     stop = max(end, cut + SNIPPET_LENGTH - len(prefix))
     suffix = "…" if stop < len(line) else ""
@@ -100,11 +106,7 @@ def marked_snippet(
         count = len({line[a:b].lower() for a, b in moved if a >= start and b <= window_end})
         if count > best_count:
             best, best_count = start, count
-    cut = max(0, best - SNIPPET_CONTEXT) if best > 2 * SNIPPET_CONTEXT else 0
-    if cut > 0:
-        space = line.find(" ", cut, best)
-        if space >= 0 and best - space > 8:
-            cut = space + 1
+    cut = _head_cut(line, best)
     prefix = "…" if cut > 0 else ""
     stop = cut + SNIPPET_LENGTH - len(prefix)
     suffix = "…" if stop < len(line) else ""

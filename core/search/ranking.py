@@ -19,12 +19,13 @@ import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.search.matching import Snippet, marked_snippet
 from core.search.search_query import SearchQuery
-from core.search.words import MAX_WORD, fold_text, merged_spans, stem, term_counts, word_spans
+from core.search.words import MAX_WORD, fold_text, stem, term_counts, word_spans
+from core.spans import merged_spans
 
 K1 = 1.2
 """How fast repeated mentions of a term saturate."""
@@ -127,26 +128,25 @@ class TitleIndex:
         found.sort(key=lambda term: -len(self.postings[term]))
         return found[:limit]
 
+    def _scored(self, term: str) -> Iterator[tuple[int, float]]:
+        """(listing position, BM25 of ``term`` in its title) of every title holding it."""
+        postings = self.postings.get(term)
+        if postings:
+            weight = idf(len(postings), max(len(self.lengths), 1))
+            for position, count in postings.items():
+                yield position, term_score(weight, count, self.lengths[position], self.average)
+
     def scores(self, terms: Iterable[str], prefix_terms: Sequence[str] = ()) -> dict[int, float]:
         """Listing position -> BM25 of its title for ``terms`` (and the best of ``prefix_terms``)."""
-        total = max(len(self.lengths), 1)
         found: dict[int, float] = {}
         for term in terms:
-            postings = self.postings.get(term)
-            if postings:
-                weight = idf(len(postings), total)
-                for position, count in postings.items():
-                    score = term_score(weight, count, self.lengths[position], self.average)
-                    found[position] = found.get(position, 0.0) + score
+            for position, score in self._scored(term):
+                found[position] = found.get(position, 0.0) + score
         best: dict[int, float] = {}
         for term in prefix_terms:
-            postings = self.postings.get(term)
-            if postings:
-                weight = idf(len(postings), total)
-                for position, count in postings.items():
-                    score = term_score(weight, count, self.lengths[position], self.average)
-                    if score > best.get(position, 0.0):
-                        best[position] = score
+            for position, score in self._scored(term):
+                if score > best.get(position, 0.0):
+                    best[position] = score
         for position, score in best.items():
             found[position] = found.get(position, 0.0) + score
         return found
@@ -168,8 +168,7 @@ class Passage:
 
     def snippet(self, query: SearchQuery, prefix_terms: Sequence[str] = ()) -> Snippet | None:
         """The message as a one-line snippet with every matching word marked."""
-        spans = _spans(self.text, set(query.terms), set(prefix_terms), query)
-        return marked_snippet(self.text, spans, self.role, self.message, self.score)
+        return snippet_of(self.text, query, self.role, self.message, prefix_terms, self.score)
 
 
 def best_messages(
@@ -294,7 +293,13 @@ def _spans(text: str, terms: set[str], prefixed: set[str], query: SearchQuery) -
 
 
 def snippet_of(
-    text: str, query: SearchQuery, role: str, position: int, prefix_terms: Sequence[str] = ()
+    text: str,
+    query: SearchQuery,
+    role: str,
+    position: int,
+    prefix_terms: Sequence[str] = (),
+    score: float = 0.0,
 ) -> Snippet | None:
     """A marked snippet of one message for ``query`` (``None`` when nothing of it is in ``text``)."""
-    return marked_snippet(text, _spans(text, set(query.terms), set(prefix_terms), query), role, position)
+    spans = _spans(text, set(query.terms), set(prefix_terms), query)
+    return marked_snippet(text, spans, role, position, score)

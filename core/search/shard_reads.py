@@ -185,22 +185,7 @@ class ShardReader:
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        known = self._files.known.get(session_id)
-        if known is None:
-            return []
-        low = known[0] << CHUNK_BITS
-        rows = self.query(
-            "SELECT roles, starts, body FROM chunks WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
-            (low, low | CHUNK_MASK),
-        )
-        messages: list[tuple[str, str]] = []
-        for roles, starts, body in rows:
-            text = self._decode(body)
-            offsets = starts_of(starts)
-            for position, start in enumerate(offsets):
-                end = offsets[position + 1] - 1 if position + 1 < len(offsets) else len(text)
-                messages.append((ROLES.get(roles[position : position + 1], "user"), text[start:end]))
-        return messages
+        return [(role, text) for _position, role, text in reversed(self.session_messages(session_id, None))]
 
     # -- words ------------------------------------------------------------------------------------------
 

@@ -276,7 +276,7 @@ class ShardWriter:
                     self._new_postings.append((sqlite_text(word), key, count))
                     length += count
         else:
-            length = self._files.lengths.get(key, 0) + write_counts(connection, key, None, change)
+            length = self._files.lengths.get(key, 0) + write_counts(connection, key, change)
         connection.execute("UPDATE sessions SET words = ? WHERE key = ?", (length, key))
         self._files.lengths[key] = length
         self._files.known[session_id] = (key, session.revision)

@@ -25,6 +25,8 @@ from collections.abc import Iterable
 
 import Stemmer
 
+from core.spans import merged_spans
+
 MAX_WORD = 40
 """Longer runs of letters and digits (hashes, base64) are not words: the substring index finds them."""
 
@@ -156,14 +158,3 @@ def word_spans(text: str, terms: Iterable[str], prefix: str | None = None) -> li
         if stem(word) in wanted or (prefix is not None and word.startswith(prefix)):
             spans.append(match.span())
     return merged_spans(spans)
-
-
-def merged_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``spans`` in order, overlapping ones joined."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged

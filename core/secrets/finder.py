@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import ahocorasick_rs
 
 from core.secrets.rules import RULES, Rule
+from core.spans import merged_spans
 
 MASK = "[redacted: {kind}]"
 """What a secret becomes."""
@@ -93,7 +94,7 @@ def find_secrets(text: str) -> list[Secret]:
     found: list[Secret] = []
     for number, spans in windows.items():
         rule = RULES[number]
-        for start, end in _merged(spans):
+        for start, end in merged_spans(spans):
             for match in rule.pattern.finditer(text, start, end):
                 groups = 0 if rule.whole else match.re.groups
                 group = next((index for index in range(1, groups + 1) if match.group(index)), 0)
@@ -106,16 +107,6 @@ def find_secrets(text: str) -> list[Secret]:
                         end += 1
                 found.append(Secret(start, end, rule.kind))
     return _without_overlaps(found)
-
-
-def _merged(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(windows):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
 
 
 GENERIC = frozenset(

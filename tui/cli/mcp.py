@@ -31,25 +31,36 @@ def add_commands(commands: CommandTaker) -> None:
     parser.set_defaults(run=mcp_command, parser=parser, demo=False)
 
 
-def mcp_command(args: argparse.Namespace) -> int:
-    """Run ``sessionref mcp``."""
+def open_tool_server(command: str, args: argparse.Namespace) -> SessionToolServer | int:
+    """The session tools over the store and other agents' sessions a subcommand's options and settings
+    name, for the folder it runs in (``sessionref mcp``, ``sessionref search``); the exit code when
+    the store cannot be used. The caller closes the server and its catalog's store."""
     from core.settings import external_sources
-    from tui.cli.options import command_settings, open_command_store, sessionref_version
+    from tui.cli.options import command_settings, open_command_store
 
-    effective, config = command_settings("mcp", args)
+    effective, config = command_settings(command, args)
     settings = effective.settings
-    opened = open_command_store("mcp", root=args.root, url=settings.store if args.root is None else None)
+    opened = open_command_store(command, root=args.root, url=settings.store if args.root is None else None)
     if isinstance(opened, int):
         return opened
-    store = opened
-    server = SessionToolServer(
-        SessionCatalog(store, external_sources(effective)),
+    return SessionToolServer(
+        SessionCatalog(opened, external_sources(effective)),
         os.getcwd(),
         config=config,
         read_bytes=settings.tool_read_bytes,
         body_search=settings.body_search,
         redact=settings.redaction,
     )
+
+
+def mcp_command(args: argparse.Namespace) -> int:
+    """Run ``sessionref mcp``."""
+    from tui.cli.options import sessionref_version
+
+    server = open_tool_server("mcp", args)
+    if isinstance(server, int):
+        return server
+    store = server.catalog.store
     try:
         server.start()
         asyncio.run(serve(server, sessionref_version()))

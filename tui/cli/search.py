@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from typing import Any
 
@@ -50,27 +49,16 @@ def add_commands(commands: CommandTaker) -> None:
 
 def search_command(args: argparse.Namespace) -> int:
     """Run ``sessionref search``."""
-    from core.catalog import SessionCatalog
     from core.errors import SessionrefError
-    from core.mcp.server import SessionToolServer
-    from core.settings import external_sources
-    from tui.cli.options import EXIT_USAGE, command_settings, open_command_store
+    from tui.cli.mcp import open_tool_server
+    from tui.cli.options import EXIT_USAGE
 
     if not 1 <= args.limit <= MAX_LIMIT:
         args.parser.exit(EXIT_USAGE, f"sessionref search: --limit must be from 1 to {MAX_LIMIT}\n")
-    effective, config = command_settings("search", args)
-    settings = effective.settings
-    opened = open_command_store("search", root=args.root, url=settings.store if args.root is None else None)
-    if isinstance(opened, int):
-        return opened
-    store = opened
-    server = SessionToolServer(
-        SessionCatalog(store, external_sources(effective)),
-        os.getcwd(),
-        config=config,
-        body_search=settings.body_search,
-        redact=settings.redaction,
-    )
+    server = open_tool_server("search", args)
+    if isinstance(server, int):
+        return server
+    store = server.catalog.store
     progress = _Progress(sys.stderr.isatty())
     try:
         server.wait_for_index(progress)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -261,8 +261,9 @@ class ChatScreen(Screen[None]):
             self._transcript.sync(self.workspace.session, self.workspace.model.name)
 
     @on(SessionSidebar.FilterChanged, "#sidebar")
-    def _filter_changed(self, event: SessionSidebar.FilterChanged) -> None:
-        self.run_worker(self.sessions_view.filter(event.text), "sidebar-filter", group="sidebar-filter", exclusive=True)
+    @work(exclusive=True, group="sidebar-filter")
+    async def _filter_changed(self, event: SessionSidebar.FilterChanged) -> None:
+        await self.sessions_view.filter(event.text)
 
     @on(SessionSidebar.Chosen, "#sidebar")
     def _chosen(self, event: SessionSidebar.Chosen) -> None:
