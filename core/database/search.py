@@ -120,6 +120,9 @@ class PgMessageIndex:
     since every append keeps it current. One connection of its own, so a newer keystroke can
     cancel the query of an older one (``interrupt``)."""
 
+    meaning = None
+    """Search by meaning in the team store: not yet (words, ranked by the database)."""
+
     def __init__(self, conninfo: str) -> None:
         self._conninfo = conninfo
         self._connection: psycopg.Connection[Any] | None = None

@@ -29,8 +29,12 @@ from core.search.body_index import BodyIndex, index_path_beside
 from core.search.finder import SearchConfig, SessionSearch
 from core.search.index_keeper import BuilderTarget, IndexKeeper
 from core.search.index_values import IndexStatus
+from core.search.meaning import Embedder
+from core.search.meaning_index import MeaningProgress
 from core.sessions.models import ReferenceConfig
 
+STILL_POLLS = 25
+"""Looks at the vectors' progress without a change after which ``wait_for_index`` stops waiting."""
 CALL_SECONDS = 20.0
 """The longest one tool call may take before it answers ``TOOL_TIMEOUT`` (a store that hangs
 must not hang the agent)."""
@@ -106,6 +110,7 @@ class SessionToolServer:
         catalog: the store and other agents' sources, as the app lists them.
         cwd: the folder the calling agent works in (its sessions come first).
         index_path: where a folder store's index lives (default: beside the store).
+        embedder: embeds a folder store's messages and the queries, for search by meaning.
     """
 
     def __init__(
@@ -118,6 +123,7 @@ class SessionToolServer:
         body_search: bool = True,
         index_path: str | os.PathLike[str] | None = None,
         redact: bool = True,
+        embedder: Embedder | None = None,
     ) -> None:
         self.catalog = catalog
         self.cwd = cwd
@@ -128,7 +134,9 @@ class SessionToolServer:
         self.body_index: BodyIndex | None = None
         self.keeper: IndexKeeper | None = None
         if body_search and self.own_index is None and isinstance(store, JsonlSessionStore):
-            self.body_index = BodyIndex(index_path if index_path is not None else index_path_beside(store.root))
+            self.body_index = BodyIndex(
+                index_path if index_path is not None else index_path_beside(store.root), embedder=embedder
+            )
             self.keeper = IndexKeeper(
                 self.body_index,
                 catalog,
@@ -137,7 +145,7 @@ class SessionToolServer:
                 builder_store=BuilderTarget(str(store.root), store.compression),
             )
         searched = self.own_index if self.own_index is not None else self.body_index
-        self.search = SessionSearch(searched, SearchConfig(body_search=body_search))
+        self.search = SessionSearch(searched, SearchConfig(body_search=body_search, embedder=embedder))
         self._refreshing = threading.Lock()
 
     def start(self) -> None:
@@ -188,9 +196,15 @@ class SessionToolServer:
         tools = SessionTools(self.service, self.search, caller, listing=self._listing, read_bytes=self.read_bytes)
         return await tools.find(query, limit)
 
-    def wait_for_index(self, progress: Callable[[IndexStatus], None] | None = None, poll: float = 0.2) -> IndexStatus:
-        """List the store and index it, returning once every listed session is searchable or the
-        index cannot go on (its status says why); ``progress`` hears each step."""
+    def wait_for_index(
+        self,
+        progress: Callable[[IndexStatus], None] | None = None,
+        poll: float = 0.2,
+        meaning: Callable[[MeaningProgress], None] | None = None,
+    ) -> IndexStatus:
+        """List the store and index it, returning once every listed session is searchable by its
+        words and (with an embedder) by its meaning, or the index cannot go on (its status says
+        why); ``progress`` hears each step of the words, ``meaning`` each step of the vectors."""
         self.refresh()
         index = self.body_index if self.body_index is not None else self.own_index
         if index is None or self.keeper is None:
@@ -199,9 +213,32 @@ class SessionToolServer:
             status = index.status
             if progress is not None:
                 progress(status)
-            if status.complete or status.state in ("failed", "closed"):
+            if status.state in ("failed", "closed"):
+                return status
+            if status.complete:
+                self._wait_for_meaning(meaning, poll)
                 return status
             self.keeper.start()  # (nothing while a run goes on)
+            time.sleep(poll)
+
+    def _wait_for_meaning(self, progress: Callable[[MeaningProgress], None] | None, poll: float) -> None:
+        """Wait until every indexed message has its vector, the embedder fails, or embedding stops
+        moving (another process keeps the index without embedding: ``STILL_POLLS`` looks)."""
+        meaning = self.body_index.meaning if self.body_index is not None else None
+        if meaning is None or self.keeper is None:
+            return
+        still, last = 0, -1
+        while True:
+            done = meaning.progress()
+            if progress is not None:
+                progress(done)
+            if done.complete or meaning.failure is not None:
+                return
+            still = still + 1 if done.embedded <= last else 0
+            last = done.embedded
+            if still >= STILL_POLLS:
+                return
+            self.keeper.start()
             time.sleep(poll)
 
     def close(self) -> None:

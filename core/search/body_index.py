@@ -5,7 +5,7 @@ so tool output and baked snapshots are never indexed) and answers "which session
 text, and where". ``sync`` brings it in line with the store's per-file revisions; a missing,
 replaced, outdated or damaged file is rebuilt from the store.
 
-One SQLite file (WAL journal), three tables:
+One SQLite file (WAL journal), five tables:
 
 - ``sessions``: one row per session: key, id, the revision it was indexed at, its title.
 - ``chunks``: a session's projected messages in runs of at most ``CHUNK_BYTES`` of text. Each row
@@ -15,6 +15,8 @@ One SQLite file (WAL journal), three tables:
 - ``terms``: a contentless FTS5 table (``detail=none``: no positions, so the index stays well under
   the size of the text) over the case-folded chunk text. A match is a *candidate*: every hit is
   verified against the stored text, which also gives the snippet.
+- ``postings``: each word's (its stem's) count in each session, for ranking (``rank``).
+- ``vectors``: each chunk's messages' vectors, for search by meaning (``meaning_index``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from core.search.index_values import (
     SyncReport,
 )
 from core.search.matching import Snippet
+from core.search.meaning import Embedder
+from core.search.meaning_index import MeaningIndex
 from core.search.ranking import Passage, RankedWords, TermStats, best_messages, term_score
 from core.search.search_query import SearchQuery, typed_stem
 from core.search.shard import Shard
@@ -89,6 +93,7 @@ class BodyIndex:
         shards: how many SQLite files the sessions are spread over (by a hash of the id). A first
             build writes the shards in parallel, one thread each (SQLite works without the
             interpreter lock), so it uses every core the machine has.
+        embedder: what makes the messages' vectors for search by meaning (``None``: words only).
 
     Every failure is contained: a search raises ``IndexUnavailable`` and the next ``sync`` recovers
     (a damaged, deleted, replaced or outdated file is rebuilt from the store). Another process
@@ -96,11 +101,15 @@ class BodyIndex:
     reader of its files until it exits.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None, shards: int = SHARDS) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] | None, shards: int = SHARDS, embedder: Embedder | None = None
+    ) -> None:
         self.path = Path(path) if path is not None else None
         self.shards = [
             Shard(self.path / f"shard-{number}.sqlite3" if self.path is not None else None) for number in range(shards)
         ]
+        self.meaning = MeaningIndex(self.shards, self.shard_of, embedder) if embedder is not None else None
+        """The messages' vectors (``None``: search by meaning is off)."""
 
     def shard_of(self, session_id: str) -> Shard:
         """The shard that holds ``session_id``."""

@@ -22,15 +22,23 @@ from core.errors import SessionQueryError
 from core.folder.jsonl_store import JsonlSessionStore
 from core.search.body_index import BodyIndex, index_path_beside
 from core.search.index_values import INDEX_READ_ONLY, IndexUnavailable, indexed_session, revision_key
+from core.search.meaning import Embedder, MeaningUnavailable, embedder_for
 from core.sessions.models import SessionHeader
 
 EXIT_STORE = 3
 EXIT_INDEX = 4
 
 
-def build(root: str, compression: str = "zstd", first_cwd: str | None = None, index_path: str | None = None) -> int:
-    """Bring the index of the store at ``root`` up to date; returns the exit code."""
-    index = BodyIndex(index_path if index_path is not None else index_path_beside(root))
+def build(
+    root: str,
+    compression: str = "zstd",
+    first_cwd: str | None = None,
+    index_path: str | None = None,
+    embedder: Embedder | None = None,
+) -> int:
+    """Bring the index of the store at ``root`` up to date (its words, then with ``embedder`` its
+    messages' vectors); returns the exit code."""
+    index = BodyIndex(index_path if index_path is not None else index_path_beside(root), embedder=embedder)
     try:
         index.open()
     except IndexUnavailable as problem:
@@ -63,6 +71,11 @@ def build(root: str, compression: str = "zstd", first_cwd: str | None = None, in
         report = index.sync(first + rest, read, processes=True)  # type: ignore[arg-type]
         if report.indexed > 1000:
             index.checkpoint()
+        if index.meaning is not None:
+            try:
+                index.meaning.embed_pending()
+            except MeaningUnavailable as problem:  # words are searchable; the host embeds later
+                print(f"sessionref-index: {problem.message} ({problem.code})", file=sys.stderr)
     except IndexUnavailable as problem:
         print(f"sessionref-index: {problem.message} ({problem.code})", file=sys.stderr)
         return EXIT_INDEX
@@ -78,10 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--first-cwd", metavar="DIR", help="index the sessions of this folder first")
     parser.add_argument("--index", metavar="FILE", help="the index file (default: beside the store)")
     parser.add_argument("--nice", type=int, default=5, help="lower this process's priority by N (default 5)")
+    parser.add_argument("--meaning", action="store_true", help="embed the messages with the shipped model")
+    parser.add_argument("--embeddings-url", metavar="URL", help="embed with this OpenAI-compatible endpoint")
+    parser.add_argument("--embeddings-model", metavar="NAME", help="the endpoint's embedding model")
+    parser.add_argument("--embeddings-key-env", metavar="VAR", help="the variable holding the endpoint's key")
     args = parser.parse_args(argv)
     if args.nice:
         os.nice(args.nice)
-    return build(args.root, args.compression, args.first_cwd, args.index)
+    enabled = args.meaning or args.embeddings_url is not None
+    embedder = embedder_for(enabled, args.embeddings_url, args.embeddings_model, args.embeddings_key_env)
+    return build(args.root, args.compression, args.first_cwd, args.index, embedder)
 
 
 if __name__ == "__main__":

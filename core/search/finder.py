@@ -24,9 +24,11 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from core.abort import AbortSignal
 from core.errors import INVALID_CONFIG, INVALID_REFERENCE, SessionReferenceError
 from core.search import ranking
+from core.search.fusion import MeaningStep
 from core.search.index_values import INDEX_DISK_FULL, IndexStatus, IndexUnavailable
 from core.search.listing_match import MatchField, MetaIndex, candidate_of, field_match, group_of
 from core.search.matching import MIN_BODY_QUERY, Snippet
+from core.search.meaning import MEANING_POOL
 from core.search.message_index import MessageIndex
 from core.search.ranking import PASSAGES, Passage, RankedWords, TitleIndex, idf
 from core.search.search_query import SearchQuery, parse_query, typed_stem
@@ -50,15 +52,19 @@ SUBSTRING_SCORE = 0.5
 
 
 class SearchConfig(BaseModel):
-    """Settings of ``SessionSearch``: ``bodySearch`` (``body_search``) turns message search on or off.
+    """Settings of ``SessionSearch``: ``bodySearch`` (``body_search``) turns message search on or off;
+    ``embedder`` adds search by meaning to a folder or memory store's index.
 
     Raises:
         SessionReferenceError: ``SESSION_REFERENCE_INVALID_CONFIG`` naming the offending key.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     body_search: bool = True
+    embedder: Any = None
+    """What embeds messages and queries for search by meaning (an ``Embedder``, e.g.
+    ``embedder_for(...)``; ``None``: words only). Set from Python, never from a config file."""
 
     @model_validator(mode="before")
     @classmethod
@@ -67,6 +73,11 @@ class SearchConfig(BaseModel):
             raise SessionReferenceError("search: config must be a mapping", INVALID_CONFIG)
         values: dict[str, Any] = {}
         for key, value in raw.items():
+            if key == "embedder":
+                if value is not None and not (hasattr(value, "embed") and hasattr(value, "name")):
+                    raise SessionReferenceError("search: embedder must be an Embedder", INVALID_CONFIG)
+                values["embedder"] = value
+                continue
             if key not in ("body_search", "bodySearch"):
                 raise SessionReferenceError(f"search: unknown config key {key!r}", INVALID_CONFIG)
             if value is None:
@@ -185,6 +196,8 @@ class SessionSearch:
         if body in ("indexing", "ready"):
             try:
                 run.match_messages()
+                if not typing:
+                    run.match_meaning()
             except IndexUnavailable as problem:
                 if signal is not None:
                     signal.throw_if_aborted()  # interrupted by a newer search, not broken
@@ -277,6 +290,7 @@ class _Run:
         self.required: set[int] | None = None
         self.read: dict[int, tuple[Passage, ...]] = {}  # best messages already read (re-ranking)
         self.ranked: RankedWords | None = None
+        self.meaning: MeaningStep | None = None  # what search by meaning adds, when it is on
         self.complete = True
 
     def add(self, position: int, score: float) -> None:
@@ -350,6 +364,16 @@ class _Run:
                 self.found.setdefault(position, snippet)
                 self.add(position, SUBSTRING_SCORE)
 
+    def match_meaning(self) -> None:
+        """The query's vector, when the index keeps vectors (a failing embedder: words alone)."""
+        index = self.search.index
+        meaning = index.meaning if index is not None else None
+        text = self.query.text.strip()
+        if meaning is not None and text and not self.query.phrases:
+            question = meaning.ask(text)
+            if question is not None:
+                self.meaning = MeaningStep(meaning, question, lambda position: self.records[position].header.id)
+
     def _holders(self, needle: str, among: set[int] | None) -> dict[int, Snippet]:
         """The sessions holding ``needle`` as typed, best scored first: every one when the substring
         index narrows it down, else as many as a page of results needs (the best scored checked)."""
@@ -407,8 +431,18 @@ class _Run:
             for position, score in self.scores.items()
             if position != self.own and (required is None or position in required)
         )
-        ordered = heapq.nsmallest(max(self.limit, ranking.RERANKED), keys)
+        meaning = self.meaning
+        ordered = heapq.nsmallest(max(self.limit, ranking.RERANKED, MEANING_POOL if meaning else 0), keys)
         ordered = self._reranked(ordered)
+        if meaning is not None:
+            ordered = meaning.fused(ordered)
+            if len(ordered) < self.limit and required is None:
+                taken = {position for _key, _negative, position in ordered}
+                among = {r.header.id for p, r in enumerate(self.records) if p not in taken and p != self.own}
+                ordered, complete = meaning.filled(
+                    ordered, self.limit - len(ordered), among, self.position_of.get, groups, self.deadline
+                )
+                self.complete = self.complete and complete
         hits: list[SearchHit] = []
         for rank, (_group, negative, position) in enumerate(ordered[: self.limit]):
             if self.signal is not None:
@@ -451,6 +485,8 @@ class _Run:
             snippets = self._snippets(header.id, position, passages)
         elif passages and position in self.found:
             snippets = (self.found[position],)
+        elif passages and self.meaning is not None and position in self.meaning.found:
+            snippets = self.meaning.snippet(header.id, position)
         marks: tuple[tuple[int, int], ...] = ()
         if position in self.titled or position in self.meta:
             marks = tuple(word_spans(candidate.label, self.query.words, self.query.prefix))

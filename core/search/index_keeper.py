@@ -24,6 +24,7 @@ from typing import Protocol
 
 from core.search.body_index import BodyIndex
 from core.search.index_values import IndexedSession, IndexStatus, IndexUnavailable
+from core.search.meaning import MeaningUnavailable, builder_arguments
 
 BUILDER_THRESHOLD = 200
 """Sessions to (re)index above which a builder process does it instead of the keeper's thread."""
@@ -182,12 +183,23 @@ class IndexKeeper:
             if report.indexed > CHECKPOINT_AFTER:
                 index.checkpoint()  # a big build: merge the segments, fold the logs into the files
             self.changed(bool(report.titles or report.removed))
+            self._embed()
             after = index.pending(sources)
             if index.writable or after == 0:
                 return
             still = still + 1 if after >= before else 0
             if still >= FOLLOW_STILL or self.stop.wait(BUILDER_POLL):
                 return
+
+    def _embed(self) -> None:
+        """Give the newly indexed messages their vectors (search by meaning), after their words: a
+        failing embedder leaves word search as it is and is tried again on the next run."""
+        meaning = self.index.meaning
+        if meaning is None or not self.index.writable:
+            return
+        with contextlib.suppress(MeaningUnavailable):
+            if meaning.embed_pending(self.stop, progress=lambda _done: self.pause() if self.pause else None):
+                self.changed(False)
 
     def _retry_later(self) -> None:
         """Try again in ``INDEX_RETRY`` seconds (the keeper's own timer; none once stopping)."""
@@ -229,6 +241,7 @@ class IndexKeeper:
         if first_cwd is not None:
             command += ["--first-cwd", first_cwd]
         command += ["--index", str(index.path)]
+        command += builder_arguments(index.meaning.embedder if index.meaning is not None else None)
         index.release()  # the builder takes the writer locks
         self.builder = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE

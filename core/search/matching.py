@@ -117,6 +117,13 @@ def marked_snippet(
     return Snippet(prefix + line[cut:stop] + suffix, marks[0][0], marks[0][1], role, message, marks, score)
 
 
+def plain_snippet(text: str, role: str, message: int) -> Snippet:
+    """The head of a message as a one-line snippet with nothing marked (found by meaning)."""
+    line = " ".join(text.split())
+    cut = line[:SNIPPET_LENGTH]
+    return Snippet(cut + ("…" if len(line) > SNIPPET_LENGTH else ""), 0, 0, role, message)
+
+
 def _collapsed(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
     """``text`` with runs of whitespace as single spaces, and ``spans`` moved to match."""
     pieces: list[str] = []

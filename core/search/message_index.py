@@ -14,12 +14,18 @@ from typing import Protocol
 from core.abort import AbortSignal
 from core.search.index_values import IndexStatus
 from core.search.matching import Snippet
+from core.search.meaning_index import MeaningIndex
 from core.search.ranking import Passage, RankedWords
 from core.search.search_query import SearchQuery
 
 
 class MessageIndex(Protocol):
     """What the picker's search reads of a message index."""
+
+    @property
+    def meaning(self) -> MeaningIndex | None:
+        """The messages' vectors, for search by meaning (``None``: words only)."""
+        ...
 
     @property
     def status(self) -> IndexStatus:

@@ -3,7 +3,7 @@
 One process writes a shard at a time (an advisory lock on ``<file>.lock``); another process
 searches it read-only and takes over writing once the first one exits. The file, its connections
 and what both sides share are ``ShardFiles``; searching is ``ShardReader``'s, keeping it current
-``ShardWriter``'s.
+``ShardWriter``'s, its messages' vectors ``ShardVectors``'.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from core.search.shard_files import ShardFiles
 from core.search.shard_reads import ShardReader
+from core.search.shard_vectors import ShardVectors
 from core.search.shard_writes import ShardWriter
 
 
@@ -30,6 +31,8 @@ class Shard:
         """Titles, candidates, verified snippets, a session's messages."""
         self.writes = ShardWriter(self.files)
         """Which sessions to (re)index, and writing them."""
+        self.vectors = ShardVectors(self.files, self.reads)
+        """Its messages' vectors (search by meaning)."""
 
     @property
     def path(self) -> Path | None:

@@ -67,6 +67,7 @@ INSERT INTO terms(terms, rank) VALUES ('automerge', 8);
 CREATE TABLE IF NOT EXISTS postings(
     word TEXT NOT NULL, key INTEGER NOT NULL, count INTEGER NOT NULL, PRIMARY KEY(word, key)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, digest BLOB NOT NULL, data BLOB NOT NULL);
 """
 
 

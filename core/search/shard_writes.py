@@ -220,6 +220,7 @@ class ShardWriter:
             "DELETE FROM postings WHERE word = ? AND key = ?", [(sqlite_text(word), key) for word in gone]
         )
         connection.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (low, high))
+        connection.execute("DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", (low, high))
         connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
 
     def _write_session(self, connection: sqlite3.Connection, prepared: Prepared) -> None:
@@ -269,6 +270,7 @@ class ShardWriter:
         for rowid, _digest, body in old[len(chunks) :]:
             change.subtract(unindex(connection, rowid, body))
             connection.execute("DELETE FROM chunks WHERE rowid = ?", (rowid,))
+            connection.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
         if known is None:
             length = 0
             for word, count in change.items():

@@ -14,7 +14,7 @@ from core.settings.config_file import (
     window_memory_path,
 )
 from core.settings.declared import Settings
-from core.settings.effective import Effective, effective_settings, format_effective, reference_config
+from core.settings.effective import Effective, effective_settings, embedder_of, format_effective, reference_config
 from core.settings.flags import (
     CommandTaker,
     add_database_options,
@@ -36,6 +36,7 @@ __all__ = [
     "add_setting_flags",
     "default_config_path",
     "effective_settings",
+    "embedder_of",
     "external_sources",
     "format_effective",
     "given",

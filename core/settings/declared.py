@@ -232,6 +232,37 @@ class Settings:
         file=("search", "body_search"),
         env=BODY_SEARCH_ENV,
     )
+    meaning: bool = setting(
+        True,
+        "search by words only: no message is embedded for search by meaning (the shipped offline "
+        "model, or the profile's embeddings_url)",
+        flag="--no-meaning",
+        file=("search", "meaning"),
+    )
+    embeddings_url: str | None = setting(
+        None,
+        "an OpenAI-compatible embeddings API for search by meaning, e.g. http://localhost:8080/v1",
+        profile="embeddings_url",
+        pattern=r"^https?://",
+        must="an http:// or https:// URL",
+        unset="the shipped offline model",
+    )
+    embeddings_model: str | None = setting(
+        None,
+        "the embedding model embeddings_url serves",
+        profile="embeddings_model",
+        min_length=1,
+        must="a model's name",
+        unset="text-embedding-3-small",
+    )
+    embeddings_key_env: str | None = setting(
+        None,
+        "the environment variable that holds embeddings_url's API key",
+        profile="embeddings_key_env",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        must="an environment variable's name",
+        unset="no key sent",
+    )
     tools: bool = setting(
         True,
         "do not offer the model the session tools (search_sessions, reference_session, read_session)",

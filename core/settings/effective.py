@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from core.agent.tokens import WindowMemory, reference_bytes_for, resolve_window
 from core.display import visible
+from core.search.meaning import Embedder, embedder_for
 from core.sessions.models import ReferenceConfig
 from core.settings.config_file import (
     CONFIG_INVALID,
@@ -170,3 +171,10 @@ def format_effective(config: LoadedConfig, effective: Effective) -> str:
         lines.append(f"  {key.ljust(width)}  {shown:<40}  {effective.origins[key]}")
     lines.append(f"learned windows: {window_memory_path()}")
     return "\n".join(map(visible, lines))
+
+
+def embedder_of(settings: Settings) -> Embedder | None:
+    """What embeds messages for search by meaning: nothing with ``--no-meaning``, the profile's
+    ``embeddings_url`` when set, else the shipped offline model."""
+    url, model, key_env = settings.embeddings_url, settings.embeddings_model, settings.embeddings_key_env
+    return embedder_for(settings.meaning, url, model, key_env)

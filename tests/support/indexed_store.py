@@ -21,11 +21,14 @@ class Target:
 class Indexed:
     """A store on disk, its listing, its titles and a body index kept in line with it."""
 
-    def __init__(self, root: Path, *, index_path: Path | None = None, shards: int = 2) -> None:
+    def __init__(
+        self, root: Path, *, index_path: Path | None = None, shards: int = 2, embedder: Any = None
+    ) -> None:
         self.root = root
         self.writer = JsonlSessionStore(root)
         self.reader = JsonlSessionStore(root)
-        self.index = BodyIndex(index_path if index_path is not None else index_path_beside(root), shards=shards)
+        path = index_path if index_path is not None else index_path_beside(root)
+        self.index = BodyIndex(path, shards=shards, embedder=embedder)
         self.search = SessionSearch(self.index)
         self.records: list[Any] = []
         self.titles: dict[str, str | None] = {}
@@ -42,6 +45,8 @@ class Indexed:
     def sync(self) -> Any:
         self.writer.close()
         report = self.index.sync(self.sources(), self.read)
+        if self.index.meaning is not None:
+            self.index.meaning.embed_pending()  # as the keeper does after the words
         self.titles = {session_id: title for session_id, (_rev, title) in self.index.titles().items()}
         return report
 

@@ -42,6 +42,7 @@ from core.settings import (
     add_setting_flags,
     default_config_path,
     effective_settings,
+    embedder_of,
     external_sources,
     format_effective,
     given,
@@ -290,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = reference_config(settings)
     except SessionReferenceError as error:
         parser.error(f"{error.message} ({error.code})")
-    search_config = SearchConfig(body_search=settings.body_search)
+    search_config = SearchConfig(body_search=settings.body_search, embedder=embedder_of(settings))
 
     root = args.root
     if settings.store is not None:

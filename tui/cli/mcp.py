@@ -35,7 +35,7 @@ def open_tool_server(command: str, args: argparse.Namespace) -> SessionToolServe
     """The session tools over the store and other agents' sessions a subcommand's options and settings
     name, for the folder it runs in (``sessionref mcp``, ``sessionref search``); the exit code when
     the store cannot be used. The caller closes the server and its catalog's store."""
-    from core.settings import external_sources
+    from core.settings import embedder_of, external_sources
     from tui.cli.options import command_settings, open_command_store
 
     effective, config = command_settings(command, args)
@@ -50,6 +50,7 @@ def open_tool_server(command: str, args: argparse.Namespace) -> SessionToolServe
         read_bytes=settings.tool_read_bytes,
         body_search=settings.body_search,
         redact=settings.redaction,
+        embedder=embedder_of(settings),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from core.display import visible
 from core.search.index_values import IndexStatus
+from core.search.meaning_index import MeaningProgress
 from core.settings import CommandTaker
 
 ROLE_WORDS = {"user": "you", "assistant": "ai", "summary": "summary"}
@@ -61,7 +62,7 @@ def search_command(args: argparse.Namespace) -> int:
     store = server.catalog.store
     progress = _Progress(sys.stderr.isatty())
     try:
-        server.wait_for_index(progress)
+        server.wait_for_index(progress, meaning=progress.meaning)
         progress.done()
         body = asyncio.run(server.find(args.query, args.limit))
     except KeyboardInterrupt:
@@ -91,6 +92,14 @@ class _Progress:
     def __call__(self, status: IndexStatus) -> None:
         if self.shown and not status.complete and status.total:
             sys.stderr.write(f"\rindexing messages: {status.indexed:,} of {status.total:,} sessions")
+            sys.stderr.flush()
+            self.written = True
+
+    def meaning(self, done: MeaningProgress) -> None:
+        if self.shown and not done.complete and done.total:
+            sys.stderr.write(
+                f"\r\x1b[Kembedding messages for search by meaning: {done.embedded:,} of {done.total:,} chunks"
+            )
             sys.stderr.flush()
             self.written = True
 

@@ -89,7 +89,9 @@ class Workspace:
             self.catalog.hosted.message_index() if self.search_config.body_search else None
         )
         self.body_index: BodyIndex | None = (
-            BodyIndex(index_path if isinstance(store, JsonlSessionStore) else None)
+            BodyIndex(
+                index_path if isinstance(store, JsonlSessionStore) else None, embedder=self.search_config.embedder
+            )
             if self.search_config.body_search and self._own_index is None
             else None
         )

@@ -1,0 +1,230 @@
+"""The message vectors of a ``BodyIndex``, all shards together: embedding what the words index
+holds and the vectors do not, and answering a search by meaning (see ``meaning``).
+
+The keeper (or the builder process) calls ``embed_pending`` after indexing the words, so a session
+is searchable by its words first and by its meaning moments later; a search uses the vectors there
+are (a session without them yet is ranked by its words alone).
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from core.search.index_values import IndexUnavailable
+from core.search.meaning import Embedder, MeaningUnavailable, pack, packed_size, unpack
+from core.search.shard import Shard
+from core.search.shard_vectors import chunk_rows
+
+if TYPE_CHECKING:
+    from core.search.meaning import Vectors
+
+SCAN_ROWS = 2048
+"""Chunks read at a time when every session is scored by meaning."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeaningMatch:
+    """How near a session is to a question in meaning: its best message's cosine and position."""
+
+    session_id: str
+    cosine: float
+    message: int
+
+
+@dataclass(frozen=True, slots=True)
+class MeaningProgress:
+    """How many of the index's chunks have current vectors."""
+
+    embedded: int
+    total: int
+
+    @property
+    def complete(self) -> bool:
+        return self.embedded >= self.total
+
+
+class MeaningIndex:
+    """The vectors of an index's shards (see the module docstring).
+
+    Args:
+        shards: the index's shards.
+        shard_of: the shard holding a session.
+        embedder: what makes the vectors (and the question's).
+    """
+
+    def __init__(self, shards: Sequence[Shard], shard_of: Callable[[str], Shard], embedder: Embedder) -> None:
+        self.shards = shards
+        self.shard_of = shard_of
+        self.embedder = embedder
+        self.failure: MeaningUnavailable | None = None
+        """Why the embedder failed last (``None``: it works, or was not tried yet)."""
+        self._asked: tuple[str, Vectors] | None = None
+        self._lock = threading.Lock()
+
+    # -- embedding -------------------------------------------------------------------------------------
+
+    def embed_pending(
+        self, stop: threading.Event | None = None, progress: Callable[[int], object] | None = None
+    ) -> int:
+        """Embed every chunk whose vectors are missing or stale, in the shards this process writes;
+        how many chunks were embedded. Stops between batches when ``stop`` is set.
+
+        Raises:
+            IndexUnavailable: the index cannot be written.
+            MeaningUnavailable: the embedder failed (what was stored stays).
+        """
+        done = 0
+        for shard in self.shards:
+            vectors = shard.vectors
+            if not vectors.adopt(self.embedder.name):
+                continue  # another process writes this shard (and embeds it)
+            after = -1
+            while stop is None or not stop.is_set():
+                pending = vectors.pending(after)
+                if not pending:
+                    break
+                texts = [text for chunk in pending for text in chunk.texts]
+                try:
+                    made = self.embedder.embed(texts)
+                except MeaningUnavailable as problem:
+                    self.failure = problem
+                    raise
+                self.failure = None
+                rows, start = [], 0
+                for chunk in pending:
+                    rows.append((chunk.rowid, chunk.digest, pack(made[start : start + len(chunk.texts)])))
+                    start += len(chunk.texts)
+                vectors.store(rows, int(made.shape[1]) if len(made) else 0)
+                after = pending[-1].rowid
+                done += len(pending)
+                if progress is not None:
+                    progress(done)
+        return done
+
+    def progress(self) -> MeaningProgress:
+        """How far embedding has come (all shards)."""
+        embedded = total = 0
+        for shard in self.shards:
+            try:
+                done, chunks = shard.vectors.counts()
+            except IndexUnavailable:
+                continue
+            embedded, total = embedded + done, total + chunks
+        return MeaningProgress(embedded, total)
+
+    # -- searching -------------------------------------------------------------------------------------
+
+    def ask(self, question: str) -> Vectors | None:
+        """The question's vector (``None`` when the embedder fails: words answer alone)."""
+        with self._lock:
+            if self._asked is not None and self._asked[0] == question:
+                return self._asked[1]
+        try:
+            vector: Vectors = self.embedder.embed([question])[0]
+        except MeaningUnavailable as problem:
+            self.failure = problem
+            return None
+        with self._lock:
+            self._asked = (question, vector)
+        return vector
+
+    def _dims(self, shard: Shard) -> int | None:
+        """The dimensions of the shard's vectors when this embedder made them, else ``None``."""
+        try:
+            made = shard.vectors.made_by()
+        except IndexUnavailable:
+            return None  # an index of an older layout, kept by an older process: no vectors
+        if made is None or made[0] != self.embedder.name:
+            return None
+        return made[1]
+
+    def scores(self, question: Vectors, session_ids: Iterable[str]) -> dict[str, MeaningMatch]:
+        """Each session's best message by meaning (sessions without vectors are left out)."""
+        found: dict[str, MeaningMatch] = {}
+        dims_of: dict[int, int | None] = {}
+        for session_id in session_ids:
+            shard = self.shard_of(session_id)
+            key = id(shard)
+            if key not in dims_of:
+                dims_of[key] = self._dims(shard)
+            dims = dims_of[key]
+            if dims is None or dims != len(question):
+                continue
+            try:
+                rows = shard.vectors.of_session(session_id)
+            except IndexUnavailable:
+                continue
+            best: MeaningMatch | None = None
+            for first_message, data in rows:
+                if not data:
+                    continue
+                cosines = unpack(data, dims) @ question
+                at = int(cosines.argmax())
+                if best is None or float(cosines[at]) > best.cosine:
+                    best = MeaningMatch(session_id, float(cosines[at]), first_message + at)
+            if best is not None:
+                found[session_id] = best
+        return found
+
+    @staticmethod
+    def _fold(
+        shard: Shard,
+        rows: list[tuple[int, bytes]],
+        dims: int,
+        question: Vectors,
+        among: Collection[str],
+        best: dict[str, float],
+    ) -> None:
+        """Fold a batch of chunks' best cosines into ``best`` (session id -> cosine)."""
+        import numpy as np
+
+        kept = [(shard.vectors.session_of(rowid), data) for rowid, data in rows if data]
+        kept = [(session_id, data) for session_id, data in kept if session_id is not None and session_id in among]
+        if not kept:
+            return
+        width = packed_size(dims)
+        sizes = np.fromiter((len(data) // width for _sid, data in kept), np.int64, len(kept))
+        offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        cosines = unpack(b"".join(data for _sid, data in kept), dims) @ question
+        for (session_id, _data), cosine in zip(kept, np.maximum.reduceat(cosines, offsets).tolist(), strict=True):
+            if session_id is not None and cosine > best.get(session_id, -2.0):
+                best[session_id] = cosine
+
+    def message(self, session_id: str, position: int) -> tuple[str, str] | None:
+        """(role, text) of one message of a session, as indexed."""
+        try:
+            messages = self.shard_of(session_id).reads.session_messages(session_id, None)
+        except IndexUnavailable:
+            return None
+        for at, role, text in messages:
+            if at == position:
+                return role, text
+        return None
+
+    def nearest(
+        self, question: Vectors, count: int, among: Collection[str], deadline: float
+    ) -> tuple[list[MeaningMatch], bool]:
+        """The ``count`` sessions of ``among`` nearest the question, nearest first (their best
+        message's cosine); whether every vector was read before ``deadline``."""
+        best: dict[str, float] = {}
+        complete = True
+        for shard in self.shards:
+            dims = self._dims(shard)
+            if dims is None or dims != len(question):
+                continue
+            try:
+                for rows in chunk_rows(shard.vectors, SCAN_ROWS):
+                    self._fold(shard, rows, dims, question, among, best)
+                    if time.perf_counter() > deadline:
+                        complete = False
+                        break
+            except IndexUnavailable:
+                continue
+        top = heapq.nlargest(count, best.items(), key=lambda item: item[1])
+        exact = self.scores(question, [session_id for session_id, _cosine in top])
+        return sorted(exact.values(), key=lambda match: -match.cosine), complete

@@ -1,0 +1,373 @@
+"""Search by meaning: the shipped offline model, a user's own embeddings endpoint, the vectors kept
+in the index beside the words (incrementally, per chunk), and what they add to a search: the words'
+best sessions ranked again, and sessions said in other words found at all.
+
+Every test indexes a real ``JsonlSessionStore`` on disk; the endpoint is a real HTTP server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from core.search.meaning import (
+    MEANING_FLOOR,
+    MEANING_UNAVAILABLE,
+    EndpointEmbedder,
+    LocalEmbedder,
+    MeaningUnavailable,
+    embedder_for,
+    pack,
+    packed_size,
+    unpack,
+)
+from core.search.words import raw_words
+from tests.conftest import say_assistant, say_user
+from tests.support.indexed_store import Indexed, title
+
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+def shard_rows(indexed: Indexed, sql: str) -> list[Any]:
+    """The rows of ``sql`` in every shard (a row id is a shard's own: ``keyed`` adds the shard)."""
+    rows: list[Any] = []
+    for shard in indexed.index.shards:
+        assert shard.path is not None
+        with sqlite3.connect(shard.path) as connection:
+            rows += connection.execute(sql).fetchall()
+    return rows
+
+
+def vector_rows(indexed: Indexed) -> dict[tuple[str, int], bytes]:
+    """(shard file, chunk row id) -> packed vectors."""
+    found: dict[tuple[str, int], bytes] = {}
+    for shard in indexed.index.shards:
+        assert shard.path is not None
+        with sqlite3.connect(shard.path) as connection:
+            for rowid, data in connection.execute("SELECT rowid, data FROM vectors"):
+                found[(shard.path.name, rowid)] = data
+    return found
+
+
+# -- vectors ------------------------------------------------------------------------------------------
+
+
+def test_four_bit_vectors_keep_the_cosines() -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((200, 257)).astype(np.float32)  # an odd width is padded
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[3] = 0.0  # an empty text's vector stays zero, never NaN
+    blob = pack(vectors)
+    assert len(blob) == 200 * packed_size(257) == 200 * 129
+    back = unpack(blob, 257)
+    assert back.shape == (200, 258) and not np.isnan(back).any() and not back[3].any()
+    query = vectors[10]
+    exact = vectors @ query
+    kept = back[:, :257] @ query
+    assert float(np.abs(exact - kept).max()) < 0.12
+    assert int(np.argmax(kept)) == 10  # the nearest stays the nearest
+
+
+def test_the_shipped_model_loads_offline_and_knows_meaning(local: LocalEmbedder) -> None:
+    vectors = local.embed(
+        [
+            "The car broke down on the highway and we called a tow truck.",
+            "Rotate the TLS certificates before they expire next month.",
+            "automobile trouble roadside",
+        ]
+    )
+    assert vectors.shape == (3, 256) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    assert vectors[2] @ vectors[0] > MEANING_FLOOR > vectors[2] @ vectors[1]
+    assert local.embed([]).shape == (0, 256)
+
+
+def test_the_settings_choose_the_embedder() -> None:
+    assert embedder_for(False, "http://x/v1", None, None) is None
+    assert isinstance(embedder_for(True, None, None, None), LocalEmbedder)
+    endpoint = embedder_for(True, "http://localhost:9/v1/", "nomic", "EMB_KEY")
+    assert isinstance(endpoint, EndpointEmbedder)
+    assert endpoint.name == "endpoint:http://localhost:9/v1#nomic"
+
+
+# -- in a search ----------------------------------------------------------------------------------------
+
+
+def seed_other_words(indexed: Indexed) -> None:
+    car = indexed.session("car", created_at=1)
+    title(car, "Weekend trip")
+    say_user(car, "Any plans for the weekend?")
+    say_assistant(car, "The car broke down on the highway and we had to call a tow truck.")
+    cat = indexed.session("cat", created_at=2)
+    say_user(cat, "Our cat refuses to eat the new food we bought yesterday.")
+    tls = indexed.session("tls", created_at=3)
+    say_user(tls, "We should rotate the TLS certificates before they expire next month.")
+    deploy = indexed.session("deploy", created_at=4)
+    say_user(deploy, "Deploy the frontend to production on Friday.")
+
+
+def test_a_question_in_other_words_finds_the_session_and_where(tmp_path: Path, local: LocalEmbedder) -> None:
+    indexed = Indexed(tmp_path / "store", embedder=local)
+    seed_other_words(indexed)
+    indexed.sync()
+    query = "automobile trouble roadside"
+    assert not set(raw_words(query)) & {word for text in ("car broke down highway tow truck",) for word in text.split()}
+    words_only = Indexed(tmp_path / "store", index_path=tmp_path / "words-only")
+    words_only.sync()
+    assert words_only.ids(query) == []  # no word in common: words alone find nothing
+    result = indexed.find(query, passages=3)
+    assert [hit.candidate.session_id for hit in result.hits] == ["car"]
+    hit = result.hits[0]
+    assert hit.field == "body" and hit.snippet is not None
+    assert hit.snippet.message == 1 and hit.snippet.role == "assistant"
+    assert hit.snippet.text.startswith("The car broke down") and hit.snippet.marks == ()
+    # In the picker, a word being typed is never taken for its meaning: words (and prefixes) only.
+    assert indexed.ids("automobile trouble roadsi", typing=True) == []
+    # Nonsense is near nothing: no session is offered for it.
+    assert indexed.ids("qwxz plorb") == []
+
+
+def test_meaning_ranks_the_words_best_sessions_again(tmp_path: Path, local: LocalEmbedder) -> None:
+    indexed = Indexed(tmp_path / "store", embedder=local)
+    # Every session holds "server" (and no other word of the question); only one is about an outage,
+    # and it is the longest.
+    outage = indexed.session("outage", created_at=0)
+    say_user(outage, "The server went down overnight and every customer request failed until the morning shift.")
+    for number in range(14):
+        moving = indexed.session(f"moving-{number:02}", created_at=number + 1)
+        say_user(moving, f"We carried server {number} down the stairs.")
+    indexed.sync()
+    words_only = Indexed(tmp_path / "store", index_path=tmp_path / "words-only")
+    words_only.sync()
+    question = "server crash last night"
+    by_words = words_only.ids(question)
+    assert by_words[-1] == "outage"  # the same words in a longer message: last
+    by_both = indexed.ids(question)
+    assert sorted(by_both) == sorted(by_words)  # the same sessions, in another order
+    assert by_both.index("outage") < len(by_words) - 3  # meaning moves it up past sessions it only shares words with
+    assert by_both[0] == by_words[0]  # a light weight: meaning alone never overturns the words' best
+
+
+def test_a_failing_embedder_leaves_word_search(tmp_path: Path) -> None:
+    class Broken:
+        name = "broken"
+
+        def embed(self, texts: Any) -> Any:
+            raise MeaningUnavailable("the meaning model cannot be loaded: gone")
+
+    indexed = Indexed(tmp_path / "store", embedder=Broken())
+    seed_other_words(indexed)
+    with pytest.raises(MeaningUnavailable) as raised:
+        indexed.sync()
+    assert raised.value.code == MEANING_UNAVAILABLE
+    assert indexed.ids("tow truck") == ["car"]  # the words were indexed before the vectors
+    assert indexed.index.meaning is not None and indexed.index.meaning.failure is not None
+
+
+# -- the index keeps up ---------------------------------------------------------------------------------
+
+
+def test_vectors_follow_appends_rewrites_and_removals(tmp_path: Path, local: LocalEmbedder) -> None:
+    indexed = Indexed(tmp_path / "store", embedder=local)
+    seed_other_words(indexed)
+    indexed.sync()
+    meaning = indexed.index.meaning
+    assert meaning is not None and meaning.progress().complete
+    before = vector_rows(indexed)
+    assert sum(len(data) for data in before.values()) == 5 * packed_size(256)  # one vector a message
+    # An append re-embeds only the session's last chunk.
+    say_assistant(indexed.writer.get("cat"), "Try mixing the new food with the old one for a week.")
+    indexed.sync()
+    after = vector_rows(indexed)
+    changed = {key for key in after if before.get(key) != after[key]}
+    assert len(changed) == 1 and len(after[changed.pop()]) == 2 * packed_size(256)
+    question = meaning.ask("blend old and fresh meals over seven days")
+    assert question is not None
+    assert meaning.scores(question, ["cat"])["cat"].message == 1  # the appended message, by meaning
+    # A removed session's vectors go with it.
+    indexed.writer.close()
+    (folder,) = [path for path in indexed.root.rglob("*") if path.is_dir() and "tls" in path.name]
+    shutil.rmtree(folder)
+    indexed.sync()
+    assert len(shard_rows(indexed, "SELECT rowid FROM vectors")) == 3
+    assert meaning.progress().complete
+
+
+def test_vectors_another_embedder_made_are_made_again(tmp_path: Path, local: LocalEmbedder) -> None:
+    with Endpoint() as endpoint:
+        indexed = Indexed(tmp_path / "store", embedder=EndpointEmbedder(endpoint.url, "hashing"))
+        seed_other_words(indexed)
+        indexed.sync()
+        assert len(shard_rows(indexed, "SELECT rowid FROM vectors")) == 4
+        assert {len(data) for (data,) in shard_rows(indexed, "SELECT data FROM vectors")} <= {
+            packed_size(64),
+            2 * packed_size(64),
+        }
+        # While that process keeps the index, another embedder reads its vectors as not its own.
+        other = Indexed(tmp_path / "store", embedder=local)
+        other.sync()
+        assert other.ids("automobile trouble roadside") == []
+        other.index.close()
+        indexed.index.close()
+    again = Indexed(tmp_path / "store", embedder=local)
+    again.sync()
+    assert {value for (value,) in shard_rows(again, "SELECT value FROM meta WHERE key = 'meaning'")} == {
+        local.name
+    }
+    assert {len(data) % packed_size(256) for (data,) in shard_rows(again, "SELECT data FROM vectors")} == {0}
+    assert again.ids("automobile trouble roadside") == ["car"]
+
+
+def test_an_index_of_the_older_layout_gains_its_vectors(tmp_path: Path, local: LocalEmbedder) -> None:
+    words = Indexed(tmp_path / "store")
+    seed_other_words(words)
+    words.sync()
+    for shard in words.index.shards:
+        assert shard.path is not None
+        with sqlite3.connect(shard.path) as connection:
+            connection.execute("DROP TABLE vectors")  # as an index written before vectors were
+    words.index.close()
+    indexed = Indexed(tmp_path / "store", embedder=local)
+    report = indexed.sync()
+    assert report.indexed == 0  # the words were kept; only the vectors were made
+    assert indexed.ids("automobile trouble roadside") == ["car"]
+
+
+def test_the_builder_process_embeds_after_the_words(tmp_path: Path) -> None:
+    indexed = Indexed(tmp_path / "store")
+    seed_other_words(indexed)
+    indexed.writer.close()
+    done = subprocess.run(
+        [sys.executable, "-m", "core.search.builder", str(tmp_path / "store"), "--meaning", "--nice", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(shard_rows(indexed, "SELECT rowid FROM vectors")) == 4
+    assert {value for (value,) in shard_rows(indexed, "SELECT value FROM meta WHERE key = 'meaning'")} == {
+        LocalEmbedder.name
+    }
+
+
+# -- a user's own endpoint ------------------------------------------------------------------------------
+
+
+class Endpoint:
+    """A real OpenAI-compatible ``/v1/embeddings`` server on localhost: 64 dimensions, each word
+    hashed into one (so texts sharing words are near), with the requests it got."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.status = status
+        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                endpoint.requests.append(({key.lower(): value for key, value in self.headers.items()}, body))
+                if self.path != "/v1/embeddings" or endpoint.status != 200:
+                    self.send_response(endpoint.status if endpoint.status != 200 else 404)
+                    self.end_headers()
+                    return
+                data = [
+                    {"object": "embedding", "index": index, "embedding": hashed(text)}
+                    for index, text in reversed(list(enumerate(body["input"])))  # any order: "index" says
+                ]
+                answer = json.dumps({"object": "list", "data": data, "model": body["model"]}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> Endpoint:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def hashed(text: str) -> list[float]:
+    vector = [0.0] * 64
+    for word in raw_words(text):
+        vector[hashlib.blake2b(word.encode(), digest_size=2).digest()[0] % 64] += 1.0
+    return vector
+
+
+def test_a_users_endpoint_embeds_with_its_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMB_KEY", "sk-test-123")
+    with Endpoint() as endpoint:
+        embedder = EndpointEmbedder(endpoint.url, "hashing", "EMB_KEY")
+        indexed = Indexed(tmp_path / "store", embedder=embedder)
+        seed_other_words(indexed)
+        indexed.sync()
+        headers, body = endpoint.requests[0]
+        assert headers["authorization"] == "Bearer sk-test-123" and body["model"] == "hashing"
+        assert sum(len(body["input"]) for _headers, body in endpoint.requests) == 5  # each message once
+        assert all(headers["authorization"] == "Bearer sk-test-123" for headers, _body in endpoint.requests)
+        vectors = embedder.embed(["tow truck", "truck tow"])
+        assert vectors.shape == (2, 64) and float(vectors[0] @ vectors[1]) == pytest.approx(1.0)
+        assert indexed.ids("tow truck")[0] == "car"
+
+
+def test_a_failing_endpoint_says_why_and_words_still_answer(tmp_path: Path) -> None:
+    with Endpoint(status=500) as endpoint:
+        embedder = EndpointEmbedder(endpoint.url, "hashing")
+        with pytest.raises(MeaningUnavailable, match="HTTP 500"):
+            embedder.embed(["x"])
+        indexed = Indexed(tmp_path / "store", embedder=embedder)
+        seed_other_words(indexed)
+        with pytest.raises(MeaningUnavailable):
+            indexed.sync()
+        assert indexed.ids("tow truck") == ["car"]
+    gone = EndpointEmbedder(endpoint.url, "hashing")  # the server is shut: nothing listens
+    with pytest.raises(MeaningUnavailable, match="cannot be reached"):
+        gone.embed(["x"])
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"data": "nope"},
+        {"data": [{"index": 0, "embedding": [1.0, "x"]}]},
+        {"data": [{"index": 5, "embedding": [1.0]}]},
+        [1, 2],
+    ],
+)
+def test_a_bad_endpoint_answer_is_a_clear_error(answer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    def post(_self: Any, _url: str, **_options: Any) -> httpx.Response:
+        return httpx.Response(200, json=answer)
+
+    monkeypatch.setattr(httpx.Client, "post", post)
+    with pytest.raises(MeaningUnavailable, match="answered badly"):
+        EndpointEmbedder("http://127.0.0.1:9/v1", "m").embed(["one"])
+
+
