@@ -8,7 +8,9 @@ once as its keywords, from a folder no session is in (so the contract's groups d
 anything and the ranking alone is measured).
 
 Prints hit@1 (the right session first), hit@5 (in the first five) and MRR (mean reciprocal rank,
-over the first 10) per half (tuning / held back), per kind of question, and the query times.
+over the first 10) per half (tuning / held back), per kind of question, and the query times. What
+is measured is what ships: words and meaning (the shipped offline model); words alone are printed
+beside it for the question as asked.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bench.retrieval_set import Question, held_back, real, synthetic
 from core import JsonlSessionStore
 from core.catalog import SessionCatalog
 from core.mcp.server import SessionToolServer
+from core.search.meaning import LocalEmbedder
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
 from tests.support.shared_fixtures import fixtures_root
@@ -96,14 +100,27 @@ def main() -> None:
         else:
             print(f"  (no shared fixtures at {fixtures}: the real-transcript questions are left out)")
         store = JsonlSessionStore(root)
-        server = SessionToolServer(SessionCatalog(store, sources), _Nowhere.cwd)
+        # What ships: words and meaning (the shipped offline model); words alone beside it.
+        server = SessionToolServer(SessionCatalog(store, sources), _Nowhere.cwd, embedder=LocalEmbedder())
         status = server.wait_for_index()
         seeded = time.perf_counter() - began
+        words = SessionToolServer(
+            SessionCatalog(store, sources), _Nowhere.cwd, index_path=Path(root) / ".words-only-index"
+        )
+        words.wait_for_index()
         records, titles = server.catalog.records, server.catalog.titles.title_map()
+        meaning = server.body_index.meaning if server.body_index is not None else None
+        embedded = meaning.progress() if meaning is not None else None
         print(
             f"## Retrieval: {len(questions)} questions over {len(records)} sessions "
-            f"({status.indexed} indexed; seeded and indexed in {seeded:.1f} s)"
+            f"({status.indexed} indexed, {embedded.embedded if embedded else 0} chunks embedded; "
+            f"seeded and indexed in {seeded:.1f} s)"
         )
+        compared: dict[tuple[str, str], list[int | None]] = defaultdict(list)
+        for question in questions:
+            half = "held back" if held_back(question.id) else "tuning"
+            result = words.search.search(_Nowhere(), question.question, records=records, titles=titles, limit=DEPTH)
+            compared[(half, "words")].append(rank_of(result.hits, question.session))
         results: dict[tuple[str, str, str], list[int | None]] = defaultdict(list)
         times: list[float] = []
         tool_times: list[float] = []
@@ -116,6 +133,8 @@ def main() -> None:
                 rank = rank_of(result.hits, question.session)
                 results[(half, form, "all")].append(rank)
                 results[(half, form, question.kind)].append(rank)
+                if form == "as asked":
+                    compared[(half, "words and meaning")].append(rank)
             started = time.perf_counter()
             asyncio.run(server.find(question.question, DEPTH))
             tool_times.append(time.perf_counter() - started)
@@ -131,6 +150,10 @@ def main() -> None:
                     hit1, hit5 = _rates(results[(half, form, "all")])
                     ok = hit1 >= TARGET_HIT1 and hit5 >= TARGET_HIT5
                     verdicts.append(f"{half}: hit@1 {hit1:.3f}, hit@5 {hit5:.3f} {'meets' if ok else 'MISSES'}")
+        print("\n### What meaning adds, the question as asked")
+        for half in ("tuning", "held back"):
+            for ranking in ("words", "words and meaning"):
+                print(_line(f"{half}: {ranking}", compared[(half, ranking)]))
         print(f"\n### Targets for the question as asked: hit@1 >= {TARGET_HIT1}, hit@5 >= {TARGET_HIT5}")
         for verdict in verdicts:
             print(f"  {verdict}")
@@ -144,6 +167,7 @@ def main() -> None:
             f"  search_sessions as the tool answers (3 messages each, masked): "
             f"p50 {statistics.median(tool_times) * 1000:.1f} ms"
         )
+        words.close()
         server.close()
         store.close()
 

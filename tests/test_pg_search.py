@@ -246,3 +246,93 @@ async def test_a_version_4_database_gets_the_words_of_the_messages_it_holds(data
     )
     assert [hit.candidate.session_id for hit in result.hits] == ["old"]
     store.close()
+
+
+# -- search by meaning in the team store -----------------------------------------------------------------
+
+
+async def test_search_by_meaning_in_the_team_store_under_row_level_security(team: Team) -> None:
+    """Each owner's sessionref embeds its own sessions; a teammate finds a shared session by what it
+    means, never a private one, and the vectors go with a rewritten message."""
+    from core.search.meaning import LocalEmbedder
+
+    embedder = LocalEmbedder()
+    alice = PostgresSessionStore(team.alice)
+    trip = alice.create("trip", cwd="/w", created_at=10)
+    say_user(trip, "Any plans for the weekend?")
+    say_assistant(trip, "The car broke down on the highway and we had to call a tow truck.")
+    say_user(alice.create("private-car", cwd="/w", created_at=20), "My car broke down again, tow truck number two.")
+    say_user(alice.create("certs", cwd="/w", created_at=30), "Rotate the TLS certificates before they expire.")
+    for session_id in ("trip", "certs"):
+        alice.share(session_id, team.team)
+    index = alice.message_index()
+    index.use_meaning(embedder)
+    assert index.meaning is not None
+    assert index.meaning.embed_pending() == 4  # every message alice owns
+    assert index.meaning.embed_pending() == 0  # once
+    assert index.meaning.progress().complete
+    index.close()
+    alice.close()
+
+    bob = PostgresSessionStore(team.bob)
+    records = await bob.list_sessions()
+    own = bob.message_index()
+    own.use_meaning(embedder)
+    assert own.meaning is not None
+    assert own.meaning.embed_pending() == 0  # bob owns nothing: he may not add alice's vectors
+    with psycopg.connect(team.bob, autocommit=True) as connection:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            connection.execute(
+                "INSERT INTO sessionref.sessionref_vectors (session_id, position, model, dims, vector) "
+                "VALUES ('trip', 0, 'x', 1, '\\x00')"
+            )
+        assert connection.execute("SELECT count(*) FROM sessionref.sessionref_vectors").fetchone() == (3,)
+    search = SessionSearch(own)
+    result = search.search(_Target(), "automobile trouble roadside", records=records, titles={}, limit=5, passages=3)
+    assert [hit.candidate.session_id for hit in result.hits] == ["trip"]  # not alice's private one
+    snippet = result.hits[0].snippet
+    assert snippet is not None and (snippet.message, snippet.role) == (1, "assistant")
+    assert snippet.text.startswith("The car broke down")
+    own.close()
+    bob.close()
+
+    # A rewritten message takes its vector with it; the owner's next run embeds the new text.
+    alice = PostgresSessionStore(team.alice)
+    compact(alice.get("trip"), "summary: a breakdown on the road, towed to a garage")
+    alice.release("trip")
+    index = alice.message_index()
+    index.use_meaning(embedder)
+    assert index.meaning is not None
+    with psycopg.connect(team.alice, autocommit=True) as connection:
+        kept = connection.execute(
+            "SELECT count(*) FROM sessionref.sessionref_vectors WHERE session_id = 'trip'"
+        ).fetchone()
+    assert kept == (0,)  # the compaction replaced its messages: their vectors went with them
+    assert index.meaning.embed_pending() == 1
+    index.close()
+    alice.close()
+
+
+async def test_a_version_5_database_gets_its_vectors_table(database: str) -> None:
+    from core.database.setup import initialize_database
+    from core.search.meaning import LocalEmbedder
+
+    store = PostgresSessionStore(database)
+    say_user(store.create("old", cwd="/w"), "The car broke down on the highway.")
+    store.close()
+    with psycopg.connect(database, autocommit=True) as admin:  # as version 5 left it
+        admin.execute("DROP TABLE sessionref.sessionref_vectors")
+        admin.execute("UPDATE sessionref.sessionref_schema SET version = 5")
+    with pytest.raises(SessionQueryError) as outdated:
+        PostgresSessionStore(database)
+    assert outdated.value.code == "SESSION_QUERY_SCHEMA_OUTDATED"
+    initialize_database(database)
+    store = PostgresSessionStore(database)
+    index = store.message_index()
+    index.use_meaning(LocalEmbedder())
+    assert index.meaning is not None and index.meaning.embed_pending() == 1
+    records = await store.list_sessions()
+    result = SessionSearch(index).search(_Target(), "automobile trouble roadside", records=records, titles={}, limit=5)
+    assert [hit.candidate.session_id for hit in result.hits] == ["old"]
+    index.close()
+    store.close()

@@ -36,7 +36,7 @@ from core.database.connect import OWNER_ROLE, SCHEMA
 from core.database.legacy_schema import LEGACY_STEPS, LEGACY_VERSION
 from core.errors import SessionQueryError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SESSION_QUERY_SCHEMA_TOO_NEW = "SESSION_QUERY_SCHEMA_TOO_NEW"
 SESSION_QUERY_SCHEMA_MISSING = "SESSION_QUERY_SCHEMA_MISSING"
 """The database has no sessionref schema: an administrator runs ``sessionref db init`` once."""
@@ -92,10 +92,24 @@ ALTER TABLE sessionref.sessionref_messages ADD COLUMN IF NOT EXISTS words tsvect
     GENERATED ALWAYS AS (pg_catalog.to_tsvector('pg_catalog.english'::regconfig, folded)) STORED;
 CREATE INDEX IF NOT EXISTS sessionref_messages_words ON sessionref.sessionref_messages USING gin (words);
 """,
+    6: """
+CREATE TABLE IF NOT EXISTS sessionref.sessionref_vectors (
+    session_id text NOT NULL,
+    position integer NOT NULL,
+    model text NOT NULL,
+    dims integer NOT NULL,
+    vector bytea NOT NULL,
+    PRIMARY KEY (session_id, position, model),
+    FOREIGN KEY (session_id, position) REFERENCES sessionref.sessionref_messages (session_id, position)
+        ON DELETE CASCADE
+);
+""",
 }
 """Each version's change to the tables of the one before (5: every message's words, for ranked
 search with PostgreSQL's own full text: ``to_tsvector`` with the English Snowball stemmer, the
-algorithm the folder store's index stems with, ranked by ``ts_rank_cd``)."""
+algorithm the folder store's index stems with, ranked by ``ts_rank_cd``; 6: every message's vector
+for search by meaning, per embedder, four bits a dimension as the folder store keeps them, ranked by
+the client; a message rewritten or removed takes its vectors with it)."""
 
 _LOGIC = f"""
 -- Seqs only increase, checked once per statement over all its rows (a batch is one multi-row
@@ -195,6 +209,17 @@ CREATE POLICY messages_add ON sessionref.sessionref_messages FOR INSERT WITH CHE
 DROP POLICY IF EXISTS messages_remove ON sessionref.sessionref_messages;
 CREATE POLICY messages_remove ON sessionref.sessionref_messages FOR DELETE USING (
     EXISTS (SELECT 1 FROM sessionref.sessionref_sessions s WHERE s.id = session_id AND s.owner = current_user));
+ALTER TABLE sessionref.sessionref_vectors ENABLE ROW LEVEL SECURITY;
+ALTER TABLE sessionref.sessionref_vectors FORCE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS vectors_read ON sessionref.sessionref_vectors;
+CREATE POLICY vectors_read ON sessionref.sessionref_vectors FOR SELECT
+    USING (EXISTS (SELECT 1 FROM sessionref.sessionref_sessions s WHERE s.id = session_id));
+DROP POLICY IF EXISTS vectors_add ON sessionref.sessionref_vectors;
+CREATE POLICY vectors_add ON sessionref.sessionref_vectors FOR INSERT WITH CHECK (
+    EXISTS (SELECT 1 FROM sessionref.sessionref_sessions s WHERE s.id = session_id AND s.owner = current_user));
+DROP POLICY IF EXISTS vectors_remove ON sessionref.sessionref_vectors;
+CREATE POLICY vectors_remove ON sessionref.sessionref_vectors FOR DELETE USING (
+    EXISTS (SELECT 1 FROM sessionref.sessionref_sessions s WHERE s.id = session_id AND s.owner = current_user));
 
 -- Every role of the database may use the store (row-level security decides what it sees); only
 -- the owner role may create anything in the schema.
@@ -203,13 +228,13 @@ GRANT USAGE ON SCHEMA sessionref TO PUBLIC;
 REVOKE ALL ON ALL TABLES IN SCHEMA sessionref FROM PUBLIC;
 GRANT SELECT, INSERT, UPDATE, DELETE ON sessionref.sessionref_sessions, sessionref.sessionref_rows,
     sessionref.sessionref_shares TO PUBLIC;
-GRANT SELECT, INSERT, DELETE ON sessionref.sessionref_messages TO PUBLIC;
+GRANT SELECT, INSERT, DELETE ON sessionref.sessionref_messages, sessionref.sessionref_vectors TO PUBLIC;
 GRANT SELECT ON sessionref.sessionref_schema TO PUBLIC;
 GRANT USAGE ON SEQUENCE sessionref.sessionref_revisions TO PUBLIC;
 """
 """Functions, triggers, row-level security and grants: the same for a new and a migrated database."""
 
-TABLES = ("sessionref_sessions", "sessionref_rows", "sessionref_shares", "sessionref_messages")
+TABLES = ("sessionref_sessions", "sessionref_rows", "sessionref_shares", "sessionref_messages", "sessionref_vectors")
 """The tables row-level security guards (``sessionref_schema`` holds only the version)."""
 _LEGACY_FUNCTIONS = (
     "sessionref_seqs_only_increase",

@@ -21,10 +21,12 @@ import psycopg
 from core.abort import AbortSignal
 from core.database.connect import connect
 from core.database.errors import server_words
+from core.database.meaning import PgMeaning
 from core.reference.projection import project_conversation
 from core.search.finder import QUICK_BUDGET
 from core.search.index_values import INDEX_FAILED, IndexStatus
 from core.search.matching import Snippet, fold, make_snippet
+from core.search.meaning import Embedder
 from core.search.ranking import MESSAGE_COVERAGE_POWER, PASSAGES, Passage, RankedWords, TermStats
 from core.search.search_query import SearchQuery
 from core.sessions.models import SurfaceSnapshot
@@ -120,11 +122,10 @@ class PgMessageIndex:
     since every append keeps it current. One connection of its own, so a newer keystroke can
     cancel the query of an older one (``interrupt``)."""
 
-    meaning = None
-    """Search by meaning in the team store: not yet (words, ranked by the database)."""
-
     def __init__(self, conninfo: str) -> None:
         self._conninfo = conninfo
+        self.meaning: PgMeaning | None = None
+        """The messages' vectors, for search by meaning (``use_meaning``; ``None``: words only)."""
         self._connection: psycopg.Connection[Any] | None = None
         self._lock = threading.Lock()
         self._first: dict[str, tuple[int, str, str]] = {}
@@ -271,7 +272,16 @@ class PgMessageIndex:
         if connection is not None and not connection.closed:
             connection.cancel_safe(timeout=1.0)
 
+    def use_meaning(self, embedder: Embedder | None) -> None:
+        """Search by meaning too, with ``embedder`` (``None``: words only); the host calls
+        ``meaning.start()`` when sessions may have changed, to embed what this role owns."""
+        if self.meaning is not None:
+            self.meaning.close()
+        self.meaning = PgMeaning(self._conninfo, embedder) if embedder is not None else None
+
     def close(self) -> None:
+        if self.meaning is not None:
+            self.meaning.close()
         with self._lock:
             if self._connection is not None:
                 self._connection.close()

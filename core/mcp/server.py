@@ -131,6 +131,8 @@ class SessionToolServer:
         self.service = SessionReferenceService(catalog, config, redact=redact)
         store = catalog.store
         self.own_index = catalog.hosted.message_index() if body_search else None
+        if self.own_index is not None:
+            self.own_index.use_meaning(embedder)
         self.body_index: BodyIndex | None = None
         self.keeper: IndexKeeper | None = None
         if body_search and self.own_index is None and isinstance(store, JsonlSessionStore):
@@ -159,13 +161,16 @@ class SessionToolServer:
             catalog = self.catalog
             catalog.refresh()
             keeper = self.keeper
+            own_meaning = self.own_index.meaning if self.own_index is not None else None
+            if own_meaning is not None:
+                own_meaning.start()  # a team store: embed what this role owns, in the background
             if keeper is not None:
                 if not keeper.opened.is_set():
                     keeper.start()  # its first step hands over the titles the index holds: none read twice
                     keeper.opened.wait(CATCH_UP_SECONDS)
                 pending = keeper.index.pending(catalog.index_sources(self.cwd))
-                if 0 < pending <= CATCH_UP_SESSIONS and not keeper.running:
-                    keeper.catch_up(CATCH_UP_SECONDS)
+                if 0 < pending <= CATCH_UP_SESSIONS:
+                    keeper.catch_up(CATCH_UP_SECONDS, catalog.index_sources(self.cwd))
                 else:
                     keeper.start()
             catalog.titles.request_titles([record.header.id for record in catalog.records[:TITLED_WITHOUT_INDEX]])

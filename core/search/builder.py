@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 from core.errors import SessionQueryError
@@ -35,9 +36,10 @@ def build(
     first_cwd: str | None = None,
     index_path: str | None = None,
     embedder: Embedder | None = None,
+    timings: bool = False,
 ) -> int:
     """Bring the index of the store at ``root`` up to date (its words, then with ``embedder`` its
-    messages' vectors); returns the exit code."""
+    messages' vectors); returns the exit code. ``timings`` prints how long each took on stderr."""
     index = BodyIndex(index_path if index_path is not None else index_path_beside(root), embedder=embedder)
     try:
         index.open()
@@ -68,14 +70,19 @@ def build(
         return indexed_session(stored.revision, stored.surface, stored.title)
 
     try:
+        began = time.perf_counter()
         report = index.sync(first + rest, read, processes=True)  # type: ignore[arg-type]
         if report.indexed > 1000:
             index.checkpoint()
+        words = time.perf_counter() - began
         if index.meaning is not None:
             try:
                 index.meaning.embed_pending()
             except MeaningUnavailable as problem:  # words are searchable; the host embeds later
                 print(f"sessionref-index: {problem.message} ({problem.code})", file=sys.stderr)
+        if timings:
+            vectors = time.perf_counter() - began - words
+            print(f"sessionref-index: words {words:.1f} s, vectors {vectors:.1f} s", file=sys.stderr)
     except IndexUnavailable as problem:
         print(f"sessionref-index: {problem.message} ({problem.code})", file=sys.stderr)
         return EXIT_INDEX
@@ -95,12 +102,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embeddings-url", metavar="URL", help="embed with this OpenAI-compatible endpoint")
     parser.add_argument("--embeddings-model", metavar="NAME", help="the endpoint's embedding model")
     parser.add_argument("--embeddings-key-env", metavar="VAR", help="the variable holding the endpoint's key")
+    parser.add_argument("--timings", action="store_true", help="print how long the words and vectors took")
     args = parser.parse_args(argv)
     if args.nice:
         os.nice(args.nice)
     enabled = args.meaning or args.embeddings_url is not None
     embedder = embedder_for(enabled, args.embeddings_url, args.embeddings_model, args.embeddings_key_env)
-    return build(args.root, args.compression, args.first_cwd, args.index, embedder)
+    return build(args.root, args.compression, args.first_cwd, args.index, embedder, args.timings)
 
 
 if __name__ == "__main__":

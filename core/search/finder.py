@@ -28,7 +28,7 @@ from core.search.fusion import MeaningStep
 from core.search.index_values import INDEX_DISK_FULL, IndexStatus, IndexUnavailable
 from core.search.listing_match import MatchField, MetaIndex, candidate_of, field_match, group_of
 from core.search.matching import MIN_BODY_QUERY, Snippet
-from core.search.meaning import MEANING_POOL
+from core.search.meaning import MEANING_POOL, MEANING_WORDS
 from core.search.message_index import MessageIndex
 from core.search.ranking import PASSAGES, Passage, RankedWords, TitleIndex, idf
 from core.search.search_query import SearchQuery, parse_query, typed_stem
@@ -365,11 +365,12 @@ class _Run:
                 self.add(position, SUBSTRING_SCORE)
 
     def match_meaning(self) -> None:
-        """The query's vector, when the index keeps vectors (a failing embedder: words alone)."""
+        """The query's vector, when the index keeps vectors and the query is words enough to mean
+        something (``MEANING_WORDS``; one word or an identifier is looked up as typed)."""
         index = self.search.index
         meaning = index.meaning if index is not None else None
         text = self.query.text.strip()
-        if meaning is not None and text and not self.query.phrases:
+        if meaning is not None and len(self.query.terms) >= MEANING_WORDS and not self.query.phrases:
             question = meaning.ask(text)
             if question is not None:
                 self.meaning = MeaningStep(meaning, question, lambda position: self.records[position].header.id)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from core.search.matching import Snippet, plain_snippet
 from core.search.meaning import FUSION_K, MEANING_FLOOR, MEANING_POOL, MEANING_WEIGHT
-from core.search.meaning_index import MeaningIndex, MeaningMatch
+from core.search.meaning_index import MeaningMatch, MeaningSource
 
 if TYPE_CHECKING:
     from core.search.meaning import Vectors
@@ -29,7 +29,7 @@ class MeaningStep:
         session_of: the session id at a listing position.
     """
 
-    def __init__(self, meaning: MeaningIndex, question: Vectors, session_of: Callable[[int], str]) -> None:
+    def __init__(self, meaning: MeaningSource, question: Vectors, session_of: Callable[[int], str]) -> None:
         self.meaning = meaning
         self.question = question
         self.session_of = session_of

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -36,6 +36,12 @@ CHECKPOINT_AFTER = 1000
 """Sessions indexed in one run after which the index is compacted."""
 INDEX_RETRY = 30.0
 """Seconds before indexing is tried again after it failed (a full disk, say)."""
+WORDS_CHECK = 0.25
+"""Seconds between two looks, while embedding, for sessions whose words wait to be indexed."""
+MEANING_TOLD = 2.0
+"""Seconds between two ``changed`` calls while embedding (a host shows the progress)."""
+CATCH_UP_POLL = 0.02
+"""Seconds between two looks at the sessions ``catch_up`` waits for."""
 FOLLOW_STILL = 20
 """Looks (``BUILDER_POLL`` apart) at another process's indexing without progress before the keeper
 stops following it (a listing change or a search starts it again)."""
@@ -124,10 +130,21 @@ class IndexKeeper:
             self.idle.clear()
         threading.Thread(target=self._sync, name="index", daemon=True).start()
 
-    def catch_up(self, seconds: float) -> bool:
-        """Start a run and wait up to ``seconds`` for it to end; whether it did."""
+    def catch_up(self, seconds: float, sources: Sequence[tuple[str, str]] | None = None) -> bool:
+        """Start a run and wait up to ``seconds`` for it to end, or with ``sources`` only until
+        their words are indexed (a run busy embedding turns to them first); whether it did."""
         self.start()
-        return self.idle.wait(seconds)
+        if sources is None:
+            return self.idle.wait(seconds)
+        deadline = time.monotonic() + seconds
+        while self.index.pending(sources) > 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if self.idle.is_set():
+                self.start()  # the run ended before these were listed
+            time.sleep(min(CATCH_UP_POLL, remaining))
+        return True
 
     def shutdown(self) -> None:
         """Stop indexing (the host is closing): a running builder is stopped, a search interrupted."""
@@ -183,7 +200,9 @@ class IndexKeeper:
             if report.indexed > CHECKPOINT_AFTER:
                 index.checkpoint()  # a big build: merge the segments, fold the logs into the files
             self.changed(bool(report.titles or report.removed))
-            self._embed()
+            if self._embed():
+                sources = self.listing.index_sources(self.first_cwd())
+                continue  # sessions came in while embedding: their words first, then the rest
             after = index.pending(sources)
             if index.writable or after == 0:
                 return
@@ -191,15 +210,35 @@ class IndexKeeper:
             if still >= FOLLOW_STILL or self.stop.wait(BUILDER_POLL):
                 return
 
-    def _embed(self) -> None:
+    def _embed(self) -> bool:
         """Give the newly indexed messages their vectors (search by meaning), after their words: a
-        failing embedder leaves word search as it is and is tried again on the next run."""
+        failing embedder leaves word search as it is and is tried again on the next run. Stops
+        for sessions whose words wait (looked at every ``WORDS_CHECK`` seconds); whether it did."""
         meaning = self.index.meaning
         if meaning is None or not self.index.writable:
-            return
+            return False
+        looked = told = time.monotonic()
+        words_wait = False
+
+        def interrupted() -> bool:
+            nonlocal looked, told, words_wait
+            if self.pause is not None:
+                self.pause()
+            if self.stop.is_set():
+                return True
+            now = time.monotonic()
+            if now - told >= MEANING_TOLD:
+                told = now
+                self.changed(False)  # the host shows how far embedding is
+            if now - looked >= WORDS_CHECK:
+                looked = now
+                words_wait = self.index.pending(self.listing.index_sources(self.first_cwd())) > 0
+            return words_wait
+
         with contextlib.suppress(MeaningUnavailable):
-            if meaning.embed_pending(self.stop, progress=lambda _done: self.pause() if self.pause else None):
+            if meaning.embed_pending(interrupted):
                 self.changed(False)
+        return words_wait and not self.stop.is_set()
 
     def _retry_later(self) -> None:
         """Try again in ``INDEX_RETRY`` seconds (the keeper's own timer; none once stopping)."""

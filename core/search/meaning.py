@@ -40,6 +40,9 @@ MEANING_WEIGHT = 0.25
 """Meaning's weight in the reciprocal rank fusion (the words weigh 1; an equal weight measured worse)."""
 FUSION_K = 60
 """The usual constant of reciprocal rank fusion: 1 / (FUSION_K + rank)."""
+MEANING_WORDS = 2
+"""Words (beyond the common ones) a query needs for its meaning to count: one word's vector is
+near too much (a made-up token is as near its look-alikes as a question to its answer)."""
 MEANING_FLOOR = 0.45
 """The cosine below which a session the words did not find is not offered for its meaning alone."""
 LEVELS = 7
@@ -227,8 +230,9 @@ def unpack(blob: bytes, dims: int) -> Vectors:
     levels[:, 0::2] = packed >> 4
     levels[:, 1::2] = packed & 15
     levels -= 8
+    levels = levels[:, :dims]
     norms = np.linalg.norm(levels, axis=1, keepdims=True)
-    return (levels / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    return (levels / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
 
 
 def packed_size(dims: int) -> int:

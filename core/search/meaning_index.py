@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from core.search.index_values import IndexUnavailable
 from core.search.meaning import Embedder, MeaningUnavailable, pack, packed_size, unpack
@@ -48,6 +48,41 @@ class MeaningProgress:
         return self.embedded >= self.total
 
 
+class MeaningSource(Protocol):
+    """What a search asks of the vectors of a store's messages: a folder store's ``MeaningIndex``,
+    or the team store's own (``core.database.meaning``)."""
+
+    failure: MeaningUnavailable | None
+    seen: MeaningProgress
+
+    def ask(self, question: str) -> Vectors | None:
+        """The question's vector (``None`` when the embedder fails: words answer alone)."""
+        ...
+
+    def scores(self, question: Vectors, session_ids: Iterable[str]) -> dict[str, MeaningMatch]:
+        """Each session's best message by meaning (sessions without vectors are left out)."""
+        ...
+
+    def nearest(
+        self, question: Vectors, count: int, among: Collection[str], deadline: float
+    ) -> tuple[list[MeaningMatch], bool]:
+        """The ``count`` sessions of ``among`` nearest the question, and whether all were read."""
+        ...
+
+    def message(self, session_id: str, position: int) -> tuple[str, str] | None:
+        """(role, text) of one message."""
+        ...
+
+    def progress(self) -> MeaningProgress:
+        """How far embedding has come (counted: not for a UI thread)."""
+        ...
+
+    def start(self) -> None:
+        """Embed what is missing in the background, where the source does so itself (a team store);
+        a folder store's vectors are embedded by its ``IndexKeeper``."""
+        ...
+
+
 class MeaningIndex:
     """The vectors of an index's shards (see the module docstring).
 
@@ -63,28 +98,32 @@ class MeaningIndex:
         self.embedder = embedder
         self.failure: MeaningUnavailable | None = None
         """Why the embedder failed last (``None``: it works, or was not tried yet)."""
+        self.seen = MeaningProgress(0, 0)
+        """Where embedding stood when last looked at (kept by ``embed_pending``; cheap to read)."""
         self._asked: tuple[str, Vectors] | None = None
         self._lock = threading.Lock()
 
     # -- embedding -------------------------------------------------------------------------------------
 
-    def embed_pending(
-        self, stop: threading.Event | None = None, progress: Callable[[int], object] | None = None
-    ) -> int:
+    def start(self) -> None:
+        """Nothing: the ``IndexKeeper`` embeds after indexing the words (``embed_pending``)."""
+
+    def embed_pending(self, stop: Callable[[], bool] | None = None) -> int:
         """Embed every chunk whose vectors are missing or stale, in the shards this process writes;
-        how many chunks were embedded. Stops between batches when ``stop`` is set.
+        how many chunks were embedded. Stops between batches once ``stop`` says so.
 
         Raises:
             IndexUnavailable: the index cannot be written.
             MeaningUnavailable: the embedder failed (what was stored stays).
         """
         done = 0
+        self.seen = self.progress()
         for shard in self.shards:
             vectors = shard.vectors
             if not vectors.adopt(self.embedder.name):
                 continue  # another process writes this shard (and embeds it)
             after = -1
-            while stop is None or not stop.is_set():
+            while stop is None or not stop():
                 pending = vectors.pending(after)
                 if not pending:
                     break
@@ -102,12 +141,12 @@ class MeaningIndex:
                 vectors.store(rows, int(made.shape[1]) if len(made) else 0)
                 after = pending[-1].rowid
                 done += len(pending)
-                if progress is not None:
-                    progress(done)
+                self.seen = MeaningProgress(min(self.seen.embedded + len(pending), self.seen.total), self.seen.total)
         return done
 
     def progress(self) -> MeaningProgress:
-        """How far embedding has come (all shards)."""
+        """How far embedding has come (all shards; counted in the files: not for a UI thread,
+        which reads ``seen``)."""
         embedded = total = 0
         for shard in self.shards:
             try:
@@ -115,7 +154,8 @@ class MeaningIndex:
             except IndexUnavailable:
                 continue
             embedded, total = embedded + done, total + chunks
-        return MeaningProgress(embedded, total)
+        self.seen = MeaningProgress(embedded, total)
+        return self.seen
 
     # -- searching -------------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import Protocol
 from core.abort import AbortSignal
 from core.search.index_values import IndexStatus
 from core.search.matching import Snippet
-from core.search.meaning_index import MeaningIndex
+from core.search.meaning_index import MeaningSource
 from core.search.ranking import Passage, RankedWords
 from core.search.search_query import SearchQuery
 
@@ -23,7 +23,7 @@ class MessageIndex(Protocol):
     """What the picker's search reads of a message index."""
 
     @property
-    def meaning(self) -> MeaningIndex | None:
+    def meaning(self) -> MeaningSource | None:
         """The messages' vectors, for search by meaning (``None``: words only)."""
         ...
 

@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from core.folder.jsonl_store import JsonlSessionStore
 from core.listeners import Listeners
+from core.search.meaning import Embedder
 from core.search.message_index import MessageIndex
 from core.sessions.models import StoreProblem
 from core.stores.session_store import SessionStore
@@ -22,6 +23,10 @@ class OwnIndex(MessageIndex, Protocol):
 
     def close(self) -> None:
         """Stop using the index."""
+        ...
+
+    def use_meaning(self, embedder: Embedder | None) -> None:
+        """Search by meaning too, with ``embedder`` (``None``: words only)."""
         ...
 
 

@@ -21,9 +21,7 @@ class Target:
 class Indexed:
     """A store on disk, its listing, its titles and a body index kept in line with it."""
 
-    def __init__(
-        self, root: Path, *, index_path: Path | None = None, shards: int = 2, embedder: Any = None
-    ) -> None:
+    def __init__(self, root: Path, *, index_path: Path | None = None, shards: int = 2, embedder: Any = None) -> None:
         self.root = root
         self.writer = JsonlSessionStore(root)
         self.reader = JsonlSessionStore(root)

@@ -101,9 +101,13 @@ class MessageIndexer:
         return self.keeper.builder if self.keeper is not None else None
 
     def start(self) -> None:
-        """Bring the body index up to date with the catalog, off the UI thread (one run at a time)."""
+        """Bring the body index up to date with the catalog, off the UI thread (one run at a time);
+        on a team store, embed the messages of this user's sessions for search by meaning."""
         if self.keeper is not None:
             self.keeper.start()
+        meaning = self.workspace.message_index.meaning if self.workspace.message_index is not None else None
+        if meaning is not None:
+            meaning.start()
 
     def shutdown(self) -> None:
         """Stop indexing (the app is closing): a running builder is stopped, a search interrupted."""
@@ -121,6 +125,11 @@ class MessageIndexer:
             return f"indexing {100 * status.indexed // status.total}%"
         if status.state == "failed":
             return "message search off"
+        meaning = self.index.meaning
+        if meaning is not None and meaning.failure is None and self.running:
+            seen = meaning.seen
+            if seen.total and not seen.complete:
+                return f"meaning {100 * seen.embedded // seen.total}%"
         return ""
 
     def note(self, result: SearchResult) -> str | None:

@@ -88,6 +88,8 @@ class Workspace:
         self._own_index: OwnIndex | None = (
             self.catalog.hosted.message_index() if self.search_config.body_search else None
         )
+        if self._own_index is not None:
+            self._own_index.use_meaning(self.search_config.embedder)
         self.body_index: BodyIndex | None = (
             BodyIndex(
                 index_path if isinstance(store, JsonlSessionStore) else None, embedder=self.search_config.embedder
