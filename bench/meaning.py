@@ -1,33 +1,32 @@
-"""Would search by meaning earn its place? The retrieval benchmark's questions, ranked by words alone
-(what ships), by meaning alone, and fused, with the fusion chosen on the tuning half only.
+"""How search by meaning was tuned: the retrieval benchmark's questions ranked by words alone, by
+meaning alone, and by the shipped fusion at other weights and pool sizes, each chosen on the tuning
+half only (the held-back half printed for the choice).
 
-``python -m bench --only meaning``; needs ``wordllama`` (not a dependency: ``pip install
-wordllama``), whose wheel ships its 256-dimension model, loaded offline. Meaning: each session's best
-cosine between the question and its messages (and title). Fusions: reciprocal rank fusion over every
-session (``1/(60 + word rank) + w/(60 + meaning rank)``), and re-ranking the words' top 20 by position
-plus ``w`` times the cosine.
+``python -m bench --only meaning``. Everything runs through the shipped code (``SessionSearch`` over
+a real folder store's index, the shipped offline model, 4-bit vectors); the weight and the pool are
+the constants of ``core.search.fusion`` set for each run.
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from bench.retrieval import DEPTH, _Nowhere, _seed
 from bench.retrieval_set import Question, held_back, real, synthetic
-from core import JsonlSessionStore, project_conversation
+from core import JsonlSessionStore
 from core.catalog import SessionCatalog
 from core.mcp.server import SessionToolServer
+from core.search import finder, fusion
+from core.search.meaning import MEANING_POOL, MEANING_WEIGHT, LocalEmbedder
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
 from tests.support.shared_fixtures import fixtures_root
 
-WEIGHTS = (0.25, 0.5, 1.0, 2.0)
+CHOICES = [(weight, pool) for pool in (20, 50) for weight in (0.1, 0.25, 0.5, 1.0)]
+"""(meaning's weight, the words' best sessions ranked again) tried on the tuning half."""
 
 
 def _rates(questions: Sequence[Question], order_of: Callable[[Question], list[str]]) -> tuple[float, float]:
@@ -41,12 +40,6 @@ def _rates(questions: Sequence[Question], order_of: Callable[[Question], list[st
 
 
 def main() -> None:
-    try:  # (not dependencies: imported by name, so a checkout without them type-checks)
-        numpy = importlib.import_module("numpy")
-        wordllama = importlib.import_module("wordllama")
-    except ImportError:
-        print("\n## Meaning: wordllama is not installed (pip install wordllama); skipped")
-        return
     with tempfile.TemporaryDirectory(prefix="sessionref-meaning-") as root:
         _seed(root)
         fixtures = fixtures_root() / "external-real"
@@ -55,68 +48,58 @@ def main() -> None:
             [ClaudeCodeSource(fixtures / "claude"), CodexSource(fixtures / "codex")] if fixtures.is_dir() else []
         )
         store = JsonlSessionStore(root)
-        server = SessionToolServer(SessionCatalog(store, sources), _Nowhere.cwd)
-        server.wait_for_index()
-        records, titles = server.catalog.records, server.catalog.titles.title_map()
         began = time.perf_counter()
-        model = wordllama.WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
-        loaded = time.perf_counter() - began
-        vectors: dict[str, Any] = {}
-        began, count = time.perf_counter(), 0
-        for record in records:
-            session_id = record.header.id
-            surface = asyncio.run(server.catalog.read_surface(session_id))
-            texts = [item.text[:2000] for item in project_conversation(surface)] + [titles.get(session_id) or ""]
-            vectors[session_id] = numpy.asarray(model.embed(texts, norm=True))
-            count += len(texts)
-        embedded = time.perf_counter() - began
-        ids = [record.header.id for record in records]
-        words: dict[str, list[str]] = {}
-        meaning: dict[str, dict[str, float]] = {}
-        for question in questions:
-            result = server.search.search(
-                _Nowhere(), question.question, records=records, titles=titles, limit=DEPTH * 2
-            )
-            words[question.id] = [hit.candidate.session_id for hit in result.hits]
-            asked = numpy.asarray(model.embed([question.question], norm=True))[0]
-            meaning[question.id] = {sid: float((vectors[sid] @ asked).max()) for sid in ids}
+        server = SessionToolServer(SessionCatalog(store, sources), _Nowhere.cwd, embedder=LocalEmbedder())
+        server.wait_for_index()
+        built = time.perf_counter() - began
+        meaning = server.body_index.meaning if server.body_index is not None else None
+        assert meaning is not None
+        records, titles = server.catalog.records, server.catalog.titles.title_map()
+        ids = {record.header.id for record in records}
+        print(f"\n## Meaning: {len(questions)} questions, {len(records)} sessions, {meaning.progress()}")
+        print(f"  words and vectors indexed in {built:.1f} s (the shipped model, 4-bit vectors)")
 
-        def fused(kind: str, weight: float) -> Callable[[Question], list[str]]:
-            def order(question: Question) -> list[str]:
-                lexical, cosine = words[question.id], meaning[question.id]
-                if kind == "words":
-                    return lexical
-                if kind == "meaning":
-                    return sorted(ids, key=lambda sid: -cosine[sid])
-                if kind == "rrf":
-                    by_meaning = {sid: i for i, sid in enumerate(sorted(ids, key=lambda sid: -cosine[sid]))}
-                    by_words = {sid: i for i, sid in enumerate(lexical)}
-                    score = {sid: 1 / (60 + by_words.get(sid, 1000)) + weight / (60 + by_meaning[sid]) for sid in ids}
-                    return sorted(ids, key=lambda sid: -score[sid])
-                top = lexical[: DEPTH * 2]
-                return sorted(top, key=lambda sid: top.index(sid) / len(top) - weight * cosine[sid])
+        def order(question: Question) -> list[str]:
+            result = server.search.search(_Nowhere(), question.question, records=records, titles=titles, limit=DEPTH)
+            return [hit.candidate.session_id for hit in result.hits]
 
-            return order
+        def meaning_alone(question: Question) -> list[str]:
+            vector = meaning.ask(question.question)
+            assert vector is not None
+            found, _complete = meaning.nearest(vector, DEPTH, ids, time.perf_counter() + 60)
+            return [match.session_id for match in found]
+
+        def words_alone(question: Question) -> list[str]:
+            kept, finder.MEANING_WORDS = finder.MEANING_WORDS, 1_000_000  # no query is words enough
+            try:
+                return order(question)
+            finally:
+                finder.MEANING_WORDS = kept
 
         tuning = [question for question in questions if not held_back(question.id)]
         held = [question for question in questions if held_back(question.id)]
-        print(f"\n## Meaning (wordllama 256-d, offline): {len(questions)} questions, {len(ids)} sessions")
-        print(f"  model loaded in {loaded:.2f} s; {count:,} messages embedded in {embedded:.1f} s")
         print("  as asked, hit@1 / hit@5:")
-        best: tuple[tuple[float, float], str, float] | None = None
-        for kind, weight in [("words", 0.0), ("meaning", 0.0)] + [
-            (kind, weight) for kind in ("rrf", "rerank") for weight in WEIGHTS
-        ]:
-            rates = _rates(tuning, fused(kind, weight))
-            label = kind if kind in ("words", "meaning") else f"{kind}, w={weight}"
-            print(f"    tuning    {label:18} {rates[0]:.3f} / {rates[1]:.3f}")
-            if kind in ("rrf", "rerank") and (best is None or rates > best[0]):
-                best = (rates, kind, weight)
+        rows: list[tuple[str, Callable[[Question], list[str]]]] = [
+            ("words alone", words_alone),
+            ("meaning alone", meaning_alone),
+        ]
+        for label, ranking in rows:
+            tuned, kept_back = _rates(tuning, ranking), _rates(held, ranking)
+            held_rates = f"held back {kept_back[0]:.3f} / {kept_back[1]:.3f}"
+            print(f"    {label:34} tuning {tuned[0]:.3f} / {tuned[1]:.3f}   {held_rates}")
+        best: tuple[tuple[float, float], float, int] | None = None
+        for weight, pool in CHOICES:
+            fusion.MEANING_WEIGHT, fusion.MEANING_POOL, finder.MEANING_POOL = weight, pool, pool
+            rates = _rates(tuning, order)
+            shipped = " (ships)" if (weight, pool) == (MEANING_WEIGHT, MEANING_POOL) else ""
+            print(f"    fused, weight {weight}, best {pool}{shipped:10} tuning {rates[0]:.3f} / {rates[1]:.3f}")
+            if best is None or rates > best[0]:
+                best = (rates, weight, pool)
         assert best is not None
-        for kind, weight in (("words", 0.0), ("meaning", 0.0), (best[1], best[2])):
-            rates = _rates(held, fused(kind, weight))
-            label = kind if kind in ("words", "meaning") else f"{kind}, w={weight} (chosen on tuning)"
-            print(f"    held back {label:18} {rates[0]:.3f} / {rates[1]:.3f}")
+        fusion.MEANING_WEIGHT, fusion.MEANING_POOL, finder.MEANING_POOL = best[1], best[2], best[2]
+        rates = _rates(held, order)
+        print(f"    chosen on tuning: weight {best[1]}, best {best[2]}: held back {rates[0]:.3f} / {rates[1]:.3f}")
+        fusion.MEANING_WEIGHT, fusion.MEANING_POOL, finder.MEANING_POOL = MEANING_WEIGHT, MEANING_POOL, MEANING_POOL
         server.close()
         store.close()
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from core.search.finder import FIRST_BUDGET
 from core.search.meaning import (
     MEANING_FLOOR,
     MEANING_UNAVAILABLE,
@@ -136,9 +137,11 @@ def test_a_question_in_other_words_finds_the_session_and_where(tmp_path: Path, l
     hit = result.hits[0]
     assert hit.field == "body" and hit.snippet is not None
     assert hit.snippet.message == 1 and hit.snippet.role == "assistant"
-    assert hit.snippet.text.startswith("The car broke down") and hit.snippet.marks == ()
-    # In the picker, a word being typed is never taken for its meaning: words (and prefixes) only.
-    assert indexed.ids("automobile trouble roadsi", typing=True) == []
+    assert hit.snippet.text.startswith("The car broke down") and hit.snippet.marks == () and hit.snippet.by_meaning
+    # In the picker, a keystroke's first answer is words (and prefixes) only; the full answer that
+    # follows once typing pauses adds meaning, as everywhere.
+    assert indexed.ids("automobile trouble roadside", typing=True, budget=FIRST_BUDGET) == []
+    assert indexed.ids("automobile trouble roadside", typing=True) == ["car"]
     # Nonsense is near nothing: no session is offered for it.
     assert indexed.ids("qwxz plorb") == []
 
@@ -367,3 +370,62 @@ def test_a_bad_endpoint_answer_is_a_clear_error(answer: Any, monkeypatch: pytest
     monkeypatch.setattr(httpx.Client, "post", post)
     with pytest.raises(MeaningUnavailable, match="answered badly"):
         EndpointEmbedder("http://127.0.0.1:9/v1", "m").embed(["one"])
+
+
+# -- settings -------------------------------------------------------------------------------------------
+
+
+def test_the_config_profile_names_the_endpoint(tmp_path: Path) -> None:
+    from core.settings import ConfigError, effective_settings, embedder_of, load_config
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        'default_profile = "local"\n'
+        "[profiles.local]\n"
+        'embeddings_url = "http://127.0.0.1:8080/v1"\n'
+        'embeddings_model = "nomic-embed-text"\n'
+        'embeddings_key_env = "EMB_KEY"\n'
+        "[search]\n"
+        "meaning = true\n"
+    )
+    embedder = embedder_of(effective_settings(load_config(str(path)), {}, {}).settings)
+    assert isinstance(embedder, EndpointEmbedder)
+    assert (embedder.base_url, embedder.model, embedder.key_env) == (
+        "http://127.0.0.1:8080/v1",
+        "nomic-embed-text",
+        "EMB_KEY",
+    )
+    assert embedder_of(effective_settings(load_config(str(path)), {"meaning": False}, {}).settings) is None
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    assert isinstance(embedder_of(effective_settings(load_config(str(empty)), {}, {}).settings), LocalEmbedder)
+    path.write_text('[profiles.local]\nembeddings_url = "ftp://x"\n')
+    with pytest.raises(ConfigError) as bad:
+        effective_settings(load_config(str(path)), {"profile": "local"}, {})
+    assert "embeddings_url" in str(bad.value) and "http" in str(bad.value)
+
+
+def test_sessionref_search_with_and_without_meaning(tmp_path: Path) -> None:
+    indexed = Indexed(tmp_path / "store")
+    seed_other_words(indexed)
+    indexed.writer.close()
+
+    def run(*options: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "tui.cli", "search", "automobile trouble roadside", "--json"]
+        return subprocess.run(
+            [*command, "--root", str(tmp_path / "store"), "--no-external", *options],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    words_only = run("--no-meaning")
+    assert words_only.returncode == 1 and json.loads(words_only.stdout)["sessions"] == []
+    found = run()
+    assert found.returncode == 0, found.stderr
+    (session,) = json.loads(found.stdout)["sessions"]
+    assert session["session"] == "car"
+    assert session["messages"] == [
+        {"message": 1, "role": "assistant", "text": "The car broke down on the highway and we had to call a tow truck."}
+    ]

@@ -51,7 +51,7 @@ from core.reference.retention import truncate_with_notice
 from core.reference.service import SessionReferenceService, build_context
 from core.reference.uri import ReferenceInput, decode_session_reference_uri, encode_session_reference_uri
 from core.search.finder import SessionSearch
-from core.search.matching import Snippet, marked_text
+from core.search.matching import Snippet, marked_text, plain_snippet
 from core.search.ranking import PASSAGES, snippet_of
 from core.search.search_query import parse_query
 from core.secrets.finder import mask_secrets
@@ -265,7 +265,11 @@ class SessionTools:
         said: list[Snippet] = []
         for snippet in snippets:
             if 0 <= snippet.message < len(items):
-                again = snippet_of(items[snippet.message].text, parsed, snippet.role, snippet.message)
+                text = items[snippet.message].text
+                if snippet.by_meaning:  # the message's head, nothing marked
+                    again: Snippet | None = plain_snippet(text, snippet.role, snippet.message)
+                else:
+                    again = snippet_of(text, parsed, snippet.role, snippet.message)
                 if again is not None:
                     said.append(again)
         return said

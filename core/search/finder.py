@@ -28,7 +28,7 @@ from core.search.fusion import MeaningStep
 from core.search.index_values import INDEX_DISK_FULL, IndexStatus, IndexUnavailable
 from core.search.listing_match import MatchField, MetaIndex, candidate_of, field_match, group_of
 from core.search.matching import MIN_BODY_QUERY, Snippet
-from core.search.meaning import MEANING_POOL, MEANING_WORDS
+from core.search.meaning import MEANING_BUDGET, MEANING_POOL, MEANING_WORDS
 from core.search.message_index import MessageIndex
 from core.search.ranking import PASSAGES, Passage, RankedWords, TitleIndex, idf
 from core.search.search_query import SearchQuery, parse_query, typed_stem
@@ -196,7 +196,7 @@ class SessionSearch:
         if body in ("indexing", "ready"):
             try:
                 run.match_messages()
-                if not typing:
+                if budget >= QUICK_BUDGET:  # (a keystroke's first answer is words; its full answer follows)
                     run.match_meaning()
             except IndexUnavailable as problem:
                 if signal is not None:
@@ -371,7 +371,9 @@ class _Run:
         meaning = index.meaning if index is not None else None
         text = self.query.text.strip()
         if meaning is not None and len(self.query.terms) >= MEANING_WORDS and not self.query.phrases:
+            began = time.perf_counter()
             question = meaning.ask(text)
+            self.deadline += time.perf_counter() - began  # (the budget is for reading messages)
             if question is not None:
                 self.meaning = MeaningStep(meaning, question, lambda position: self.records[position].header.id)
 
@@ -436,14 +438,16 @@ class _Run:
         ordered = heapq.nsmallest(max(self.limit, ranking.RERANKED, MEANING_POOL if meaning else 0), keys)
         ordered = self._reranked(ordered)
         if meaning is not None:
+            began = time.perf_counter()
             ordered = meaning.fused(ordered)
             if len(ordered) < self.limit and required is None:
                 taken = {position for _key, _negative, position in ordered}
                 among = {r.header.id for p, r in enumerate(self.records) if p not in taken and p != self.own}
                 ordered, complete = meaning.filled(
-                    ordered, self.limit - len(ordered), among, self.position_of.get, groups, self.deadline
+                    ordered, self.limit - len(ordered), among, self.position_of.get, groups, began + MEANING_BUDGET
                 )
                 self.complete = self.complete and complete
+            self.deadline += time.perf_counter() - began  # meaning has its own budget; snippets keep theirs
         hits: list[SearchHit] = []
         for rank, (_group, negative, position) in enumerate(ordered[: self.limit]):
             if self.signal is not None:

@@ -34,6 +34,8 @@ class Snippet:
     """Every span of ``text`` that matched (the words of a ranked search); ``(start, end)`` is the first."""
     score: float = 0.0
     """How well the message matched a ranked search (BM25 of its words; 0 otherwise)."""
+    by_meaning: bool = False
+    """Found by meaning alone: the message's head, nothing marked."""
 
 
 def fold(text: str) -> str:
@@ -121,7 +123,7 @@ def plain_snippet(text: str, role: str, message: int) -> Snippet:
     """The head of a message as a one-line snippet with nothing marked (found by meaning)."""
     line = " ".join(text.split())
     cut = line[:SNIPPET_LENGTH]
-    return Snippet(cut + ("…" if len(line) > SNIPPET_LENGTH else ""), 0, 0, role, message)
+    return Snippet(cut + ("…" if len(line) > SNIPPET_LENGTH else ""), 0, 0, role, message, by_meaning=True)
 
 
 def _collapsed(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:

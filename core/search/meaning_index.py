@@ -118,6 +118,11 @@ class MeaningIndex:
         """
         done = 0
         self.seen = self.progress()
+        try:
+            self.embedder.embed([])  # loads a local model now, off the thread of the first search
+        except MeaningUnavailable as problem:
+            self.failure = problem
+            raise
         for shard in self.shards:
             vectors = shard.vectors
             if not vectors.adopt(self.embedder.name):

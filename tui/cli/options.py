@@ -154,12 +154,12 @@ def open_command_store(
 
 
 def add_store_options(parser: argparse.ArgumentParser, config_help: str) -> None:
-    """A subcommand's store (``--root`` or ``--store``), other agents' folders, ``--no-redaction`` and
-    ``--config`` (``config_help``: what it says)."""
+    """A subcommand's store (``--root`` or ``--store``), other agents' folders, ``--no-redaction``,
+    ``--no-meaning`` and ``--config`` (``config_help``: what it says)."""
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
     add_setting_flags(where, ["store"])
-    add_setting_flags(parser, [*source_settings(), "redaction"])
+    add_setting_flags(parser, [*source_settings(), "redaction", "meaning"])
     parser.add_argument("--config", metavar="PATH", help=config_help)
 
 
