@@ -429,3 +429,26 @@ def test_sessionref_search_with_and_without_meaning(tmp_path: Path) -> None:
     assert session["messages"] == [
         {"message": 1, "role": "assistant", "text": "The car broke down on the highway and we had to call a tow truck."}
     ]
+
+
+def test_a_chunks_vectors_in_parts_keep_each_messages_position(tmp_path: Path, local: LocalEmbedder) -> None:
+    indexed = Indexed(tmp_path / "store", embedder=local)
+    long = indexed.session("long")
+    for number in range(20):  # one chunk, its vectors in three rows (7 + 7 + 6)
+        say_user(long, f"status update {number}: nothing new on the build")
+    say_user(long, "The car broke down on the highway and we had to call a tow truck.")  # message 20
+    indexed.sync()
+    assert shard_rows(indexed, "SELECT count(*) FROM vectors") in ([(3,), (0,)], [(0,), (3,)])
+    assert shard_rows(indexed, "SELECT count(*) FROM embed_queue") == [(0,), (0,)]
+    meaning = indexed.index.meaning
+    assert meaning is not None
+    question = meaning.ask("automobile trouble roadside")
+    assert question is not None
+    assert meaning.scores(question, ["long"])["long"].message == 20
+    # An append queues the session's last chunk alone, and embedding takes it off the queue.
+    say_user(indexed.writer.get("long"), "one more")
+    indexed.writer.close()
+    assert indexed.index.sync(indexed.sources(), indexed.read).indexed == 1
+    assert sorted(shard_rows(indexed, "SELECT count(*) FROM embed_queue")) == [(0,), (1,)]
+    assert meaning.progress().pending == 1
+    assert meaning.embed_pending() == 1 and meaning.progress().complete

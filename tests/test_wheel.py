@@ -113,3 +113,36 @@ def test_the_app_starts_headless_on_a_demo_store(installed: tuple[Path, Path, Pa
     checked = _run([str(bin_ / "sessionref"), "doctor", "--root", str(root)], outside)
     assert checked.returncode == 0, checked.stdout
     assert checked.stdout.startswith(f"store {root}: 6 sessions in "), checked.stdout
+
+
+def test_the_installed_search_finds_by_meaning_offline(installed: tuple[Path, Path, Path]) -> None:
+    """The shipped model comes with the wheel's dependencies and loads without a download (no
+    network is asked: Hugging Face's offline switches are on), words alone never finding this."""
+    bin_, _, outside = installed
+    root = outside / "meaning-store"
+    seed = (
+        "import sys\n"
+        "from core import JsonlSessionStore\n"
+        "store = JsonlSessionStore(sys.argv[1])\n"
+        "session = store.create('trip', cwd='/w')\n"
+        "content = [{'type': 'text', 'text': 'The car broke down on the highway and we had to call a tow truck.'}]\n"
+        "session.append('user/message', {'content': content, 'source': {'kind': 'user'}}, surface_op='append')\n"
+        "store.close()\n"
+    )
+    seeded = _run([str(bin_ / "python"), "-c", seed, str(root)], outside)
+    assert seeded.returncode == 0, seeded.stderr
+    command = [str(bin_ / "sessionref"), "search", "automobile trouble roadside", "--root", str(root), "--no-external"]
+    offline = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    os.environ.update(offline)
+    try:
+        found = _run(command, outside, timeout=120)
+        words_only = _run([*command, "--no-meaning"], outside, timeout=120)
+    finally:
+        for key in offline:
+            os.environ.pop(key, None)
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert found.stdout.splitlines()[:2] == [
+        "1. trip  /w",
+        "   #0 you: The car broke down on the highway and we had to call a tow truck.",
+    ]
+    assert words_only.returncode == 1 and words_only.stdout.startswith('no session matches "automobile')

@@ -169,7 +169,9 @@ def tool_definitions(read_bytes: int) -> list[ToolDefinition]:
                     "them, their title, id and folder. The query is words in any order, or a question as the user "
                     "would ask it: sessions holding more of its rarer words rank first, a word in the title counts "
                     'more, case and word forms are folded (crash finds crashed); "quoted words" must occur as '
-                    "written; an identifier (retry_budget.py, --max-references) is found as typed. Returns the best "
+                    "written; an identifier (retry_budget.py, --max-references) is found as typed; a query of two "
+                    "words or more is also matched by its meaning, so other words than the session used can find it "
+                    "(a message found by meaning alone shows its start, nothing in bold). Returns the best "
                     "matches first, each with its id (session), its dsh-session: URI (uri), its title (label), its "
                     "folder (cwd) when it has one, and the messages that match best (messages: each with its "
                     "position as read_session counts it (message), the speaker's role, and a short snippet with the "

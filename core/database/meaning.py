@@ -47,7 +47,7 @@ class PgMeaning:
         self.embedder = embedder
         self.failure: MeaningUnavailable | None = None
         """Why the embedder (or the database) failed last."""
-        self.seen = MeaningProgress(0, 0)
+        self.seen = MeaningProgress(0)
         """Where embedding stood when last looked at."""
         self._connection: psycopg.Connection[Any] | None = None
         self._lock = threading.Lock()
@@ -140,17 +140,20 @@ class PgMeaning:
                 },
             )
             done += len(rows)
-            self.seen = MeaningProgress(self.seen.embedded + len(rows), max(self.seen.total, self.seen.embedded))
+            self.seen = MeaningProgress(max(self.seen.pending - len(rows), 0), self.seen.done + len(rows))
         return done
 
     def progress(self) -> MeaningProgress:
-        """How many of the messages this role may read have a vector of this embedder."""
+        """How many messages of the sessions this role owns wait for a vector of this embedder
+        (teammates' sessions are embedded by their owners)."""
         rows = self._rows(
-            "SELECT (SELECT count(*) FROM sessionref.sessionref_vectors WHERE model = %(model)s), "
-            "(SELECT count(*) FROM sessionref.sessionref_messages)",
+            "SELECT count(*) FROM sessionref.sessionref_messages m "
+            "JOIN sessionref.sessionref_sessions s ON s.id = m.session_id AND s.owner = current_user "
+            "WHERE NOT EXISTS (SELECT 1 FROM sessionref.sessionref_vectors v WHERE v.session_id = m.session_id "
+            "AND v.position = m.position AND v.model = %(model)s)",
             {"model": self.embedder.name},
         )
-        self.seen = MeaningProgress(int(rows[0][0]), int(rows[0][1]))
+        self.seen = MeaningProgress(int(rows[0][0]), self.seen.done)
         return self.seen
 
     # -- searching -------------------------------------------------------------------------------------

@@ -239,8 +239,8 @@ class SessionToolServer:
                 progress(done)
             if done.complete or meaning.failure is not None:
                 return
-            still = still + 1 if done.embedded <= last else 0
-            last = done.embedded
+            still = still + 1 if last != -1 and done.pending >= last else 0
+            last = done.pending
             if still >= STILL_POLLS:
                 return
             self.keeper.start()

@@ -38,14 +38,15 @@ class MeaningMatch:
 
 @dataclass(frozen=True, slots=True)
 class MeaningProgress:
-    """How many of the index's chunks have current vectors."""
+    """How far embedding is: what waits for its vectors, and what was embedded since the run began
+    (chunks of a folder store's index, messages of the team store)."""
 
-    embedded: int
-    total: int
+    pending: int
+    done: int = 0
 
     @property
     def complete(self) -> bool:
-        return self.embedded >= self.total
+        return self.pending == 0
 
 
 class MeaningSource(Protocol):
@@ -98,7 +99,7 @@ class MeaningIndex:
         self.embedder = embedder
         self.failure: MeaningUnavailable | None = None
         """Why the embedder failed last (``None``: it works, or was not tried yet)."""
-        self.seen = MeaningProgress(0, 0)
+        self.seen = MeaningProgress(0)
         """Where embedding stood when last looked at (kept by ``embed_pending``; cheap to read)."""
         self._asked: tuple[str, Vectors] | None = None
         self._lock = threading.Lock()
@@ -109,7 +110,7 @@ class MeaningIndex:
         """Nothing: the ``IndexKeeper`` embeds after indexing the words (``embed_pending``)."""
 
     def embed_pending(self, stop: Callable[[], bool] | None = None) -> int:
-        """Embed every chunk whose vectors are missing or stale, in the shards this process writes;
+        """Embed every queued chunk (missing or stale vectors), in the shards this process writes;
         how many chunks were embedded. Stops between batches once ``stop`` says so.
 
         Raises:
@@ -117,49 +118,45 @@ class MeaningIndex:
             MeaningUnavailable: the embedder failed (what was stored stays).
         """
         done = 0
-        self.seen = self.progress()
         try:
             self.embedder.embed([])  # loads a local model now, off the thread of the first search
         except MeaningUnavailable as problem:
             self.failure = problem
             raise
-        for shard in self.shards:
+        writing = [shard for shard in self.shards if shard.vectors.adopt(self.embedder.name)]
+        self.seen = MeaningProgress(sum(shard.vectors.queued() for shard in writing))
+        for shard in writing:  # (the others are kept, and embedded, by another process)
             vectors = shard.vectors
-            if not vectors.adopt(self.embedder.name):
-                continue  # another process writes this shard (and embeds it)
-            after = -1
             while stop is None or not stop():
-                pending = vectors.pending(after)
+                pending = vectors.pending()
                 if not pending:
                     break
-                texts = [text for chunk in pending for text in chunk.texts]
                 try:
-                    made = self.embedder.embed(texts)
+                    made = self.embedder.embed([text for chunk in pending for text in chunk.texts])
                 except MeaningUnavailable as problem:
                     self.failure = problem
                     raise
                 self.failure = None
+                dims = int(made.shape[1])
                 rows, start = [], 0
                 for chunk in pending:
-                    rows.append((chunk.rowid, chunk.digest, pack(made[start : start + len(chunk.texts)])))
+                    rows.append((chunk, pack(made[start : start + len(chunk.texts)])))
                     start += len(chunk.texts)
-                vectors.store(rows, int(made.shape[1]) if len(made) else 0)
-                after = pending[-1].rowid
+                vectors.store(rows, dims, packed_size(dims))
                 done += len(pending)
-                self.seen = MeaningProgress(min(self.seen.embedded + len(pending), self.seen.total), self.seen.total)
+                self.seen = MeaningProgress(max(self.seen.pending - len(pending), 0), self.seen.done + len(pending))
         return done
 
     def progress(self) -> MeaningProgress:
-        """How far embedding has come (all shards; counted in the files: not for a UI thread,
-        which reads ``seen``)."""
-        embedded = total = 0
+        """How many chunks wait for their vectors (all shards; counted in the files: not for a UI
+        thread, which reads ``seen``)."""
+        pending = 0
         for shard in self.shards:
             try:
-                done, chunks = shard.vectors.counts()
+                pending += shard.vectors.queued()
             except IndexUnavailable:
                 continue
-            embedded, total = embedded + done, total + chunks
-        self.seen = MeaningProgress(embedded, total)
+        self.seen = MeaningProgress(pending, self.seen.done)
         return self.seen
 
     # -- searching -------------------------------------------------------------------------------------
@@ -189,31 +186,36 @@ class MeaningIndex:
         return made[1]
 
     def scores(self, question: Vectors, session_ids: Iterable[str]) -> dict[str, MeaningMatch]:
-        """Each session's best message by meaning (sessions without vectors are left out)."""
-        found: dict[str, MeaningMatch] = {}
-        dims_of: dict[int, int | None] = {}
+        """Each session's best message by meaning (sessions without vectors are left out); one
+        query a shard."""
+        import numpy as np
+
+        by_shard: dict[int, list[str]] = {}
         for session_id in session_ids:
-            shard = self.shard_of(session_id)
-            key = id(shard)
-            if key not in dims_of:
-                dims_of[key] = self._dims(shard)
-            dims = dims_of[key]
-            if dims is None or dims != len(question):
+            by_shard.setdefault(id(self.shard_of(session_id)), []).append(session_id)
+        found: dict[str, MeaningMatch] = {}
+        for shard in self.shards:
+            wanted = by_shard.get(id(shard))
+            dims = self._dims(shard) if wanted else None
+            if not wanted or dims is None or dims != len(question):
                 continue
             try:
-                rows = shard.vectors.of_session(session_id)
+                rows = [row for row in shard.vectors.of_sessions(wanted) if row[2]]
             except IndexUnavailable:
                 continue
-            best: MeaningMatch | None = None
-            for first_message, data in rows:
-                if not data:
-                    continue
-                cosines = unpack(data, dims) @ question
-                at = int(cosines.argmax())
-                if best is None or float(cosines[at]) > best.cosine:
-                    best = MeaningMatch(session_id, float(cosines[at]), first_message + at)
-            if best is not None:
-                found[session_id] = best
+            if not rows:
+                continue
+            width = packed_size(dims)
+            sizes = [len(data) // width for _sid, _first, data in rows]
+            cosines = unpack(b"".join(data for _sid, _first, data in rows), dims) @ question
+            offset = 0
+            for (session_id, first, _data), size in zip(rows, sizes, strict=True):
+                at = int(np.argmax(cosines[offset : offset + size]))
+                cosine = float(cosines[offset + at])
+                offset += size
+                known = found.get(session_id)
+                if known is None or cosine > known.cosine:
+                    found[session_id] = MeaningMatch(session_id, cosine, first + at)
         return found
 
     @staticmethod

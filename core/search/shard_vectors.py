@@ -1,11 +1,15 @@
 """One shard's message vectors (search by meaning): which chunks still want theirs, storing them,
 and reading them back for a search.
 
-A chunk's vectors are one row of ``vectors``, keyed by the chunk's row id, holding the chunk's
-digest when it was embedded and its messages' packed vectors in order (``meaning.pack``). A chunk
-whose text changed (an append rewrites the last one) has another digest and is embedded again; the
-words are indexed first, so word search never waits for this. ``meta`` names the embedder and its
-dimensions: vectors another embedder made are dropped and made again.
+- ``vectors``: a chunk's messages' packed vectors (``meaning.pack``), in parts of at most
+  ``PART_VECTORS`` messages, row id ``chunk row id << PART_BITS | part``. Rows of about 900 bytes
+  fill SQLite's 4 KiB pages (one 2 KiB vector row a page would waste half of it).
+- ``embed_queue``: the chunks whose vectors are missing or stale. The writer queues every chunk it
+  writes (``queue_chunk``, in the same transaction as its words) and drops its old vectors, so an
+  append queues the session's last chunk only; embedding takes from the queue and never scans the
+  index for work.
+- ``meta``: which embedder made the vectors and their dimensions. Another embedder's vectors are
+  dropped and every chunk is queued again; an index written before vectors existed is queued whole.
 """
 
 from __future__ import annotations
@@ -20,6 +24,31 @@ from core.search.shard_reads import ShardReader
 
 PENDING_BATCH = 64
 """Chunks read for embedding at a time."""
+PART_VECTORS = 7
+"""Messages' vectors in one row (the last part of a chunk takes what is left)."""
+PART_BITS = 10
+"""Vector row id = chunk row id << PART_BITS | part."""
+
+PART_MASK = (1 << PART_BITS) - 1
+
+
+def vector_rows(chunk_rowid: int) -> tuple[int, int]:
+    """The row id range of one chunk's vector rows."""
+    return chunk_rowid << PART_BITS, (chunk_rowid << PART_BITS) | PART_MASK
+
+
+def queue_chunk(connection: sqlite3.Connection, chunk_rowid: int) -> None:
+    """The writer wrote ``chunk_rowid``: its old vectors go, and it waits to be embedded."""
+    connection.execute("DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", vector_rows(chunk_rowid))
+    connection.execute("INSERT OR IGNORE INTO embed_queue(rowid) VALUES (?)", (chunk_rowid,))
+
+
+def forget_chunks(connection: sqlite3.Connection, low: int, high: int) -> None:
+    """The writer removed the chunks ``low``..``high``: their vectors and queue entries go too."""
+    connection.execute(
+        "DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", (low << PART_BITS, (high << PART_BITS) | PART_MASK)
+    )
+    connection.execute("DELETE FROM embed_queue WHERE rowid BETWEEN ? AND ?", (low, high))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +75,9 @@ class ShardVectors:
     # -- writing ---------------------------------------------------------------------------------------
 
     def adopt(self, model: str) -> bool:
-        """Make ``model`` the embedder of this shard's vectors (dropping another one's); whether
-        this process writes the shard (else it only reads what the writer embeds)."""
+        """Make ``model`` the embedder of this shard's vectors (another one's are dropped, every
+        chunk queued); whether this process writes the shard (else it only reads what the writer
+        embeds)."""
         with self._files.lock:
             writer = self._files.writer
             if writer is None:
@@ -57,6 +87,7 @@ class ShardVectors:
                 if row is None or row[0] != model:
                     writer.execute("BEGIN IMMEDIATE")
                     writer.execute("DELETE FROM vectors")
+                    writer.execute("INSERT OR IGNORE INTO embed_queue(rowid) SELECT rowid FROM chunks")
                     writer.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('meaning', ?)", (model,))
                     writer.execute("DELETE FROM meta WHERE key = 'meaning_dims'")
                     writer.execute("COMMIT")
@@ -66,17 +97,17 @@ class ShardVectors:
                 raise classify_failure(error) from error
             return True
 
-    def pending(self, after: int, limit: int = PENDING_BATCH) -> list[PendingChunk]:
-        """Chunks past row id ``after`` whose vectors are missing or stale, in row id order."""
+    def pending(self, limit: int = PENDING_BATCH) -> list[PendingChunk]:
+        """The first ``limit`` queued chunks, with their messages' texts."""
         with self._files.lock:
             writer = self._files.writer
             if writer is None:
                 return []
             try:
                 rows = writer.execute(
-                    "SELECT c.rowid, c.digest, c.starts, c.body FROM chunks c LEFT JOIN vectors v ON v.rowid = c.rowid"
-                    " WHERE c.rowid > ? AND v.digest IS NOT c.digest ORDER BY c.rowid LIMIT ?",
-                    (after, limit),
+                    "SELECT c.rowid, c.digest, c.starts, c.body FROM embed_queue q JOIN chunks c ON c.rowid = q.rowid "
+                    "ORDER BY q.rowid LIMIT ?",
+                    (limit,),
                 ).fetchall()
             except sqlite3.Error as error:
                 raise classify_failure(error) from error
@@ -89,8 +120,9 @@ class ShardVectors:
             chunks.append(PendingChunk(rowid, digest, texts))
         return chunks
 
-    def store(self, rows: Sequence[tuple[int, bytes, bytes]], dims: int) -> None:
-        """Write (chunk row id, digest, packed vectors) rows in one transaction."""
+    def store(self, chunks: Sequence[tuple[PendingChunk, bytes]], dims: int, width: int) -> None:
+        """Write each chunk's packed vectors (``width`` bytes each) in parts and take it off the
+        queue, in one transaction; a chunk rewritten since it was read stays queued."""
         with self._files.lock:
             writer = self._files.writer
             if writer is None:
@@ -98,7 +130,15 @@ class ShardVectors:
             try:
                 writer.execute("BEGIN IMMEDIATE")
                 writer.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('meaning_dims', ?)", (str(dims),))
-                writer.executemany("INSERT OR REPLACE INTO vectors(rowid, digest, data) VALUES (?, ?, ?)", rows)
+                for chunk, packed in chunks:
+                    current = writer.execute("SELECT digest FROM chunks WHERE rowid = ?", (chunk.rowid,)).fetchone()
+                    if current is None or current[0] != chunk.digest:
+                        continue
+                    writer.execute("DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", vector_rows(chunk.rowid))
+                    writer.executemany(
+                        "INSERT INTO vectors(rowid, data) VALUES (?, ?)", _parts(chunk.rowid, packed, width)
+                    )
+                    writer.execute("DELETE FROM embed_queue WHERE rowid = ?", (chunk.rowid,))
                 writer.execute("COMMIT")
             except sqlite3.Error as error:
                 if writer.in_transaction:
@@ -115,39 +155,62 @@ class ShardVectors:
             return None
         return model, int(dims)
 
-    def counts(self) -> tuple[int, int]:
-        """(chunks with current vectors, chunks)."""
-        rows = self._reads.query(
-            "SELECT (SELECT count(*) FROM chunks c JOIN vectors v ON v.rowid = c.rowid AND v.digest = c.digest),"
-            " (SELECT count(*) FROM chunks)"
-        )
-        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+    def queued(self) -> int:
+        """Chunks waiting for their vectors (every chunk when no embedder adopted the shard yet)."""
+        if not self._reads.query("SELECT 1 FROM meta WHERE key = 'meaning'"):
+            return int(self._reads.query("SELECT count(*) FROM chunks")[0][0])
+        return int(self._reads.query("SELECT count(*) FROM embed_queue")[0][0])
 
-    def of_session(self, session_id: str) -> list[tuple[int, bytes]]:
-        """(first message, packed vectors) of each embedded chunk of one session, in order."""
-        known = self._files.known.get(session_id)
-        if known is None:
+    def of_sessions(self, session_ids: Sequence[str]) -> list[tuple[str, int, bytes]]:
+        """(session id, first message, packed vectors) of every vector row of these sessions, in
+        message order (one query for all of them)."""
+        ranges: list[tuple[str, int, int]] = []
+        for session_id in session_ids:
+            known = self._files.known.get(session_id)
+            if known is not None:
+                low = known[0] << CHUNK_BITS
+                ranges.append((session_id, low << PART_BITS, ((low | CHUNK_MASK) << PART_BITS) | PART_MASK))
+        if not ranges:
             return []
-        low = known[0] << CHUNK_BITS
-        return self._reads.query(
-            "SELECT c.first_message, v.data FROM vectors v JOIN chunks c ON c.rowid = v.rowid"
-            " WHERE v.rowid BETWEEN ? AND ? ORDER BY v.rowid",
-            (low, low | CHUNK_MASK),
+        where = " OR ".join("v.rowid BETWEEN ? AND ?" for _ in ranges)
+        rows = self._reads.query(
+            f"SELECT v.rowid, c.first_message, v.data FROM vectors v JOIN chunks c ON c.rowid = v.rowid >> {PART_BITS} "
+            f"WHERE {where} ORDER BY v.rowid",
+            [bound for _sid, low, high in ranges for bound in (low, high)],
         )
+        found: list[tuple[str, int, bytes]] = []
+        for rowid, first_message, data in rows:
+            owner = self._files.ids.get(rowid >> (PART_BITS + CHUNK_BITS))
+            if owner is not None:
+                found.append((owner, first_message + (rowid & PART_MASK) * PART_VECTORS, data))
+        return found
 
     def every(self, after: int, limit: int) -> list[tuple[int, bytes]]:
-        """(chunk row id, packed vectors) of the embedded chunks past ``after``, in row id order."""
+        """(vector row id, packed vectors) of the rows past ``after``, in row id order."""
         return self._reads.query(
             "SELECT rowid, data FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?", (after, limit)
         )
 
-    def session_of(self, rowid: int) -> str | None:
-        """The session a chunk row id belongs to."""
-        return self._files.ids.get(rowid >> CHUNK_BITS)
+    def session_of(self, vector_rowid: int) -> str | None:
+        """The session a vector row belongs to."""
+        return self._files.ids.get(vector_rowid >> (PART_BITS + CHUNK_BITS))
+
+
+def _parts(chunk_rowid: int, packed: bytes, width: int) -> list[tuple[int, bytes]]:
+    """A chunk's packed vectors as rows of ``PART_VECTORS`` (the last part takes what is left)."""
+    count = len(packed) // width if width else 0
+    rows: list[tuple[int, bytes]] = []
+    base = chunk_rowid << PART_BITS
+    for part, start in enumerate(range(0, count, PART_VECTORS)):
+        if part == PART_MASK:
+            rows.append((base | part, packed[start * width :]))
+            break
+        rows.append((base | part, packed[start * width : (start + PART_VECTORS) * width]))
+    return rows
 
 
 def chunk_rows(vectors: ShardVectors, limit: int) -> Iterator[list[tuple[int, bytes]]]:
-    """Every embedded chunk of a shard, ``limit`` rows at a time."""
+    """Every vector row of a shard, ``limit`` rows at a time."""
     after = -1
     while True:
         rows = vectors.every(after, limit)

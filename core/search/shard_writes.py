@@ -28,6 +28,7 @@ from core.search.index_values import (
     SyncReport,
 )
 from core.search.shard_files import ShardFiles, classify_failure
+from core.search.shard_vectors import forget_chunks, queue_chunk
 
 COMMIT_INTERVAL = 0.25
 """Seconds of indexing between two commits (what another reader sees, and what a crash can lose)."""
@@ -220,7 +221,7 @@ class ShardWriter:
             "DELETE FROM postings WHERE word = ? AND key = ?", [(sqlite_text(word), key) for word in gone]
         )
         connection.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (low, high))
-        connection.execute("DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", (low, high))
+        forget_chunks(connection, low, high)
         connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
 
     def _write_session(self, connection: sqlite3.Connection, prepared: Prepared) -> None:
@@ -266,11 +267,12 @@ class ShardWriter:
                     row,
                 )
             connection.execute("INSERT INTO terms(rowid, text) VALUES (?, ?)", (rowid, chunk.terms))
+            queue_chunk(connection, rowid)  # its vectors follow its words
             change.update(chunk.counts)
         for rowid, _digest, body in old[len(chunks) :]:
             change.subtract(unindex(connection, rowid, body))
             connection.execute("DELETE FROM chunks WHERE rowid = ?", (rowid,))
-            connection.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
+            forget_chunks(connection, rowid, rowid)
         if known is None:
             length = 0
             for word, count in change.items():

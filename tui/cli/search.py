@@ -96,10 +96,8 @@ class _Progress:
             self.written = True
 
     def meaning(self, done: MeaningProgress) -> None:
-        if self.shown and not done.complete and done.total:
-            sys.stderr.write(
-                f"\r\x1b[Kembedding messages for search by meaning: {done.embedded:,} of {done.total:,} chunks"
-            )
+        if self.shown and not done.complete:
+            sys.stderr.write(f"\r\x1b[Kembedding messages for search by meaning: {done.pending:,} chunks to go")
             sys.stderr.flush()
             self.written = True
 

@@ -128,8 +128,8 @@ class MessageIndexer:
         meaning = self.index.meaning
         if meaning is not None and meaning.failure is None and self.running:
             seen = meaning.seen
-            if seen.total and not seen.complete:
-                return f"meaning {100 * seen.embedded // seen.total}%"
+            if not seen.complete:
+                return f"meaning {100 * seen.done // (seen.done + seen.pending)}%"
         return ""
 
     def note(self, result: SearchResult) -> str | None:
