@@ -34,7 +34,7 @@ from core.search.meaning import (
     unpack,
 )
 from core.search.words import raw_words
-from tests.conftest import say_assistant, say_user
+from tests.conftest import compact, say_assistant, say_user
 from tests.support.indexed_store import Indexed, title
 
 ROOT = Path(__file__).parent.parent
@@ -452,3 +452,29 @@ def test_a_chunks_vectors_in_parts_keep_each_messages_position(tmp_path: Path, l
     assert sorted(shard_rows(indexed, "SELECT count(*) FROM embed_queue")) == [(0,), (1,)]
     assert meaning.progress().pending == 1
     assert meaning.embed_pending() == 1 and meaning.progress().complete
+
+
+def test_meaning_alone_is_narrowed_by_each_sessions_mean(
+    tmp_path: Path, local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.search.meaning_index as meaning_index
+
+    indexed = Indexed(tmp_path / "store", embedder=local)
+    seed_other_words(indexed)
+    for number in range(30):
+        say_user(indexed.session(f"filler-{number:02}"), f"Deploy build {number} to the staging cluster tonight.")
+    indexed.sync()
+    assert sorted(shard_rows(indexed, "SELECT count(*) FROM session_vectors")) != [(0,), (0,)]
+    assert sum(count for (count,) in shard_rows(indexed, "SELECT count(*) FROM session_vectors")) == 34
+    monkeypatch.setattr(meaning_index, "NARROWED", 2)  # only the likeliest few are scored message by message
+    assert indexed.ids("automobile trouble roadside") == ["car"]
+    # A session losing chunks (a compaction) has its mean made again from what stays.
+    compact(indexed.writer.get("car"), "The car broke down on the highway; a tow truck came.")
+    indexed.sync()
+    assert indexed.ids("automobile trouble roadside") == ["car"]
+    meaning = indexed.index.meaning
+    assert meaning is not None
+    question = meaning.ask("automobile trouble roadside")
+    assert question is not None
+    assert meaning.scores(question, ["car"])["car"].message == 0  # the summary, all that stays
+    assert shard_rows(indexed, "SELECT count(*) FROM embed_queue") == [(0,), (0,)]

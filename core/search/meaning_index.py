@@ -8,9 +8,7 @@ are (a session without them yet is ranked by its words alone).
 
 from __future__ import annotations
 
-import heapq
 import threading
-import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -18,13 +16,13 @@ from typing import TYPE_CHECKING, Protocol
 from core.search.index_values import IndexUnavailable
 from core.search.meaning import Embedder, MeaningUnavailable, pack, packed_size, unpack
 from core.search.shard import Shard
-from core.search.shard_vectors import chunk_rows
 
 if TYPE_CHECKING:
     from core.search.meaning import Vectors
 
-SCAN_ROWS = 2048
-"""Chunks read at a time when every session is scored by meaning."""
+NARROWED = 300
+"""Sessions a search by meaning alone scores message by message at least, the likeliest by their
+mean vector (a store of fewer sessions is scored whole)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,30 +216,6 @@ class MeaningIndex:
                     found[session_id] = MeaningMatch(session_id, cosine, first + at)
         return found
 
-    @staticmethod
-    def _fold(
-        shard: Shard,
-        rows: list[tuple[int, bytes]],
-        dims: int,
-        question: Vectors,
-        among: Collection[str],
-        best: dict[str, float],
-    ) -> None:
-        """Fold a batch of chunks' best cosines into ``best`` (session id -> cosine)."""
-        import numpy as np
-
-        kept = [(shard.vectors.session_of(rowid), data) for rowid, data in rows if data]
-        kept = [(session_id, data) for session_id, data in kept if session_id is not None and session_id in among]
-        if not kept:
-            return
-        width = packed_size(dims)
-        sizes = np.fromiter((len(data) // width for _sid, data in kept), np.int64, len(kept))
-        offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        cosines = unpack(b"".join(data for _sid, data in kept), dims) @ question
-        for (session_id, _data), cosine in zip(kept, np.maximum.reduceat(cosines, offsets).tolist(), strict=True):
-            if session_id is not None and cosine > best.get(session_id, -2.0):
-                best[session_id] = cosine
-
     def message(self, session_id: str, position: int) -> tuple[str, str] | None:
         """(role, text) of one message of a session, as indexed."""
         try:
@@ -257,21 +231,30 @@ class MeaningIndex:
         self, question: Vectors, count: int, among: Collection[str], deadline: float
     ) -> tuple[list[MeaningMatch], bool]:
         """The ``count`` sessions of ``among`` nearest the question, nearest first (their best
-        message's cosine); whether every vector was read before ``deadline``."""
-        best: dict[str, float] = {}
-        complete = True
+        message's cosine). The sessions' mean vectors choose the ``NARROWED`` likeliest (all of them
+        in a store that small), whose messages are then scored: the work is bounded, so the answer
+        is always complete (``deadline`` is for sources that read everything)."""
+        import numpy as np
+
+        ids: list[str] = []
+        blobs: list[bytes] = []
         for shard in self.shards:
             dims = self._dims(shard)
             if dims is None or dims != len(question):
                 continue
             try:
-                for rows in chunk_rows(shard.vectors, SCAN_ROWS):
-                    self._fold(shard, rows, dims, question, among, best)
-                    if time.perf_counter() > deadline:
-                        complete = False
-                        break
+                for session_id, data in shard.vectors.means():
+                    if session_id in among:
+                        ids.append(session_id)
+                        blobs.append(data)
             except IndexUnavailable:
                 continue
-        top = heapq.nlargest(count, best.items(), key=lambda item: item[1])
-        exact = self.scores(question, [session_id for session_id, _cosine in top])
-        return sorted(exact.values(), key=lambda match: -match.cosine), complete
+        if not ids:
+            return [], True
+        wanted = max(NARROWED, count * 10)
+        chosen = ids
+        if len(ids) > wanted:
+            cosines = unpack(b"".join(blobs), len(question)) @ question
+            chosen = [ids[at] for at in np.argpartition(-cosines, wanted)[:wanted]]
+        exact = self.scores(question, chosen)
+        return sorted(exact.values(), key=lambda match: -match.cosine)[:count], True

@@ -8,6 +8,8 @@ and reading them back for a search.
   writes (``queue_chunk``, in the same transaction as its words) and drops its old vectors, so an
   append queues the session's last chunk only; embedding takes from the queue and never scans the
   index for work.
+- ``session_vectors``: each session's mean vector (made again whenever its vectors change), which
+  narrows a search by meaning alone to the likeliest sessions before their messages are scored.
 - ``meta``: which embedder made the vectors and their dimensions. Another embedder's vectors are
   dropped and every chunk is queued again; an index written before vectors existed is queued whole.
 """
@@ -15,10 +17,12 @@ and reading them back for a search.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.search.index_chunks import CHUNK_BITS, CHUNK_MASK, starts_of, unpack
+from core.search.meaning import pack as pack_vectors
+from core.search.meaning import unpack as unpack_vectors
 from core.search.shard_files import ShardFiles, classify_failure
 from core.search.shard_reads import ShardReader
 
@@ -28,6 +32,9 @@ PART_VECTORS = 7
 """Messages' vectors in one row (the last part of a chunk takes what is left)."""
 PART_BITS = 10
 """Vector row id = chunk row id << PART_BITS | part."""
+
+COMPOUND = 100
+"""Sessions read in one compound query (SQLite takes up to 500 terms)."""
 
 PART_MASK = (1 << PART_BITS) - 1
 
@@ -44,11 +51,14 @@ def queue_chunk(connection: sqlite3.Connection, chunk_rowid: int) -> None:
 
 
 def forget_chunks(connection: sqlite3.Connection, low: int, high: int) -> None:
-    """The writer removed the chunks ``low``..``high``: their vectors and queue entries go too."""
-    connection.execute(
-        "DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", (low << PART_BITS, (high << PART_BITS) | PART_MASK)
-    )
+    """The writer removed the chunks ``low``..``high``: their vectors and queue entries go too, and
+    the session's mean vector (made again from what stays: its first chunk is queued)."""
+    connection.execute("DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", (vector_rows(low)[0], vector_rows(high)[1]))
     connection.execute("DELETE FROM embed_queue WHERE rowid BETWEEN ? AND ?", (low, high))
+    key = low >> CHUNK_BITS
+    connection.execute("DELETE FROM session_vectors WHERE key = ?", (key,))
+    if low & CHUNK_MASK:  # some chunks stay
+        connection.execute("INSERT OR IGNORE INTO embed_queue(rowid) VALUES (?)", (key << CHUNK_BITS,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +97,7 @@ class ShardVectors:
                 if row is None or row[0] != model:
                     writer.execute("BEGIN IMMEDIATE")
                     writer.execute("DELETE FROM vectors")
+                    writer.execute("DELETE FROM session_vectors")
                     writer.execute("INSERT OR IGNORE INTO embed_queue(rowid) SELECT rowid FROM chunks")
                     writer.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('meaning', ?)", (model,))
                     writer.execute("DELETE FROM meta WHERE key = 'meaning_dims'")
@@ -130,6 +141,7 @@ class ShardVectors:
             try:
                 writer.execute("BEGIN IMMEDIATE")
                 writer.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('meaning_dims', ?)", (str(dims),))
+                touched: set[int] = set()
                 for chunk, packed in chunks:
                     current = writer.execute("SELECT digest FROM chunks WHERE rowid = ?", (chunk.rowid,)).fetchone()
                     if current is None or current[0] != chunk.digest:
@@ -139,6 +151,9 @@ class ShardVectors:
                         "INSERT INTO vectors(rowid, data) VALUES (?, ?)", _parts(chunk.rowid, packed, width)
                     )
                     writer.execute("DELETE FROM embed_queue WHERE rowid = ?", (chunk.rowid,))
+                    touched.add(chunk.rowid >> CHUNK_BITS)
+                for key in touched:
+                    _remake_mean(writer, key, dims)
                 writer.execute("COMMIT")
             except sqlite3.Error as error:
                 if writer.in_transaction:
@@ -172,12 +187,17 @@ class ShardVectors:
                 ranges.append((session_id, low << PART_BITS, ((low | CHUNK_MASK) << PART_BITS) | PART_MASK))
         if not ranges:
             return []
-        where = " OR ".join("v.rowid BETWEEN ? AND ?" for _ in ranges)
-        rows = self._reads.query(
+        # One range read a session (a compound SELECT: an OR of ranges would scan the table).
+        one = (
             f"SELECT v.rowid, c.first_message, v.data FROM vectors v JOIN chunks c ON c.rowid = v.rowid >> {PART_BITS} "
-            f"WHERE {where} ORDER BY v.rowid",
-            [bound for _sid, low, high in ranges for bound in (low, high)],
+            "WHERE v.rowid BETWEEN ? AND ?"
         )
+        rows = []
+        for start in range(0, len(ranges), COMPOUND):
+            part = ranges[start : start + COMPOUND]
+            rows += self._reads.query(
+                " UNION ALL ".join([one] * len(part)), [bound for _sid, low, high in part for bound in (low, high)]
+            )
         found: list[tuple[str, int, bytes]] = []
         for rowid, first_message, data in rows:
             owner = self._files.ids.get(rowid >> (PART_BITS + CHUNK_BITS))
@@ -185,15 +205,32 @@ class ShardVectors:
                 found.append((owner, first_message + (rowid & PART_MASK) * PART_VECTORS, data))
         return found
 
-    def every(self, after: int, limit: int) -> list[tuple[int, bytes]]:
-        """(vector row id, packed vectors) of the rows past ``after``, in row id order."""
-        return self._reads.query(
-            "SELECT rowid, data FROM vectors WHERE rowid > ? ORDER BY rowid LIMIT ?", (after, limit)
-        )
+    def means(self) -> list[tuple[str, bytes]]:
+        """(session id, packed mean vector) of every embedded session: what a search by meaning
+        alone narrows the sessions with."""
+        rows = self._reads.query("SELECT key, data FROM session_vectors")
+        ids = self._files.ids
+        return [(ids[key], data) for key, data in rows if key in ids]
 
-    def session_of(self, vector_rowid: int) -> str | None:
-        """The session a vector row belongs to."""
-        return self._files.ids.get(vector_rowid >> (PART_BITS + CHUNK_BITS))
+
+def _remake_mean(connection: sqlite3.Connection, key: int, dims: int) -> None:
+    """The session's mean vector, made again from all its messages' vectors."""
+    import numpy as np
+
+    low = key << CHUNK_BITS
+    rows = connection.execute(
+        "SELECT data FROM vectors WHERE rowid BETWEEN ? AND ?", (vector_rows(low)[0], vector_rows(low | CHUNK_MASK)[1])
+    ).fetchall()
+    blob = b"".join(data for (data,) in rows)
+    if not blob:
+        connection.execute("DELETE FROM session_vectors WHERE key = ?", (key,))
+        return
+    mean = unpack_vectors(blob, dims).mean(axis=0, keepdims=True)
+    norm = float(np.linalg.norm(mean))
+    connection.execute(
+        "INSERT OR REPLACE INTO session_vectors(key, data) VALUES (?, ?)",
+        (key, pack_vectors(mean / norm if norm > 0 else mean)),
+    )
 
 
 def _parts(chunk_rowid: int, packed: bytes, width: int) -> list[tuple[int, bytes]]:
@@ -207,14 +244,3 @@ def _parts(chunk_rowid: int, packed: bytes, width: int) -> list[tuple[int, bytes
             break
         rows.append((base | part, packed[start * width : (start + PART_VECTORS) * width]))
     return rows
-
-
-def chunk_rows(vectors: ShardVectors, limit: int) -> Iterator[list[tuple[int, bytes]]]:
-    """Every vector row of a shard, ``limit`` rows at a time."""
-    after = -1
-    while True:
-        rows = vectors.every(after, limit)
-        if not rows:
-            return
-        yield rows
-        after = rows[-1][0]
