@@ -20,7 +20,7 @@ import psycopg
 
 from core.database.connect import connect
 from core.database.errors import server_words
-from core.search.meaning import Embedder, MeaningUnavailable, pack, unpack
+from core.search.meaning import Embedder, MeaningUnavailable, cosines, pack
 from core.search.meaning_index import MeaningMatch, MeaningProgress
 
 if TYPE_CHECKING:
@@ -240,9 +240,9 @@ def _best(rows: list[tuple[Any, ...]], question: Vectors) -> dict[str, MeaningMa
     """Each session's best (position, cosine) among ``rows`` of (session id, position, packed vector)."""
     if not rows:
         return {}
-    cosines = unpack(b"".join(bytes(row[2]) for row in rows), len(question)) @ question
+    near = cosines(b"".join(bytes(row[2]) for row in rows), len(question), question)
     found: dict[str, MeaningMatch] = {}
-    for (session_id, position, _vector), cosine in zip(rows, cosines.tolist(), strict=True):
+    for (session_id, position, _vector), cosine in zip(rows, near.tolist(), strict=True):
         known = found.get(session_id)
         if known is None or cosine > known.cosine:
             found[session_id] = MeaningMatch(session_id, cosine, int(position))

@@ -241,15 +241,33 @@ def unpack(blob: bytes, dims: int) -> Vectors:
     """Packed vectors back as unit float32 rows (a zero vector stays zero)."""
     import numpy as np
 
+    levels = _levels(blob, dims)
+    norms = np.sqrt(np.einsum("ij,ij->i", levels, levels))[:, None]
+    return (levels / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
+
+
+def cosines(blob: bytes, dims: int, question: Vectors) -> Vectors:
+    """The cosine of each packed vector to the unit ``question`` (what a search computes: the
+    vectors are never normalized one by one)."""
+    import numpy as np
+
+    levels = _levels(blob, dims)
+    norms = np.sqrt(np.einsum("ij,ij->i", levels, levels))
+    dots: Vectors = levels @ question
+    return (dots / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
+
+
+def _levels(blob: bytes, dims: int) -> Vectors:
+    """Packed vectors as float32 rows of their levels (-8..7), ``dims`` wide."""
+    import numpy as np
+
     width = dims + dims % 2
     packed = np.frombuffer(blob, np.uint8).reshape(-1, width // 2)
     levels = np.empty((packed.shape[0], width), np.float32)
-    levels[:, 0::2] = packed >> 4
-    levels[:, 1::2] = packed & 15
+    np.right_shift(packed, 4, out=levels[:, 0::2], casting="unsafe")
+    np.bitwise_and(packed, 15, out=levels[:, 1::2], casting="unsafe")
     levels -= 8
-    levels = levels[:, :dims]
-    norms = np.linalg.norm(levels, axis=1, keepdims=True)
-    return (levels / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
+    return levels[:, :dims]
 
 
 def packed_size(dims: int) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from core.search.index_values import IndexUnavailable
-from core.search.meaning import Embedder, MeaningUnavailable, pack, packed_size, unpack
+from core.search.meaning import Embedder, MeaningUnavailable, cosines, pack, packed_size
 from core.search.shard import Shard
 
 if TYPE_CHECKING:
@@ -204,16 +204,19 @@ class MeaningIndex:
             if not rows:
                 continue
             width = packed_size(dims)
-            sizes = [len(data) // width for _sid, _first, data in rows]
-            cosines = unpack(b"".join(data for _sid, _first, data in rows), dims) @ question
-            offset = 0
-            for (session_id, first, _data), size in zip(rows, sizes, strict=True):
-                at = int(np.argmax(cosines[offset : offset + size]))
-                cosine = float(cosines[offset + at])
-                offset += size
-                known = found.get(session_id)
-                if known is None or cosine > known.cosine:
-                    found[session_id] = MeaningMatch(session_id, cosine, first + at)
+            sizes = np.fromiter((len(data) // width for _sid, _first, data in rows), np.int64, len(rows))
+            near = cosines(b"".join(data for _sid, _first, data in rows), dims, question)
+            offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+            row_best = np.maximum.reduceat(near, offsets)  # (every row holds a vector)
+            best_row: dict[str, int] = {}
+            for number, (session_id, _first, _data) in enumerate(rows):
+                known = best_row.get(session_id)
+                if known is None or row_best[number] > row_best[known]:
+                    best_row[session_id] = number
+            for session_id, number in best_row.items():
+                start = int(offsets[number])
+                at = int(np.argmax(near[start : start + int(sizes[number])]))
+                found[session_id] = MeaningMatch(session_id, float(row_best[number]), rows[number][1] + at)
         return found
 
     def message(self, session_id: str, position: int) -> tuple[str, str] | None:
@@ -254,7 +257,7 @@ class MeaningIndex:
         wanted = max(NARROWED, count * 10)
         chosen = ids
         if len(ids) > wanted:
-            cosines = unpack(b"".join(blobs), len(question)) @ question
-            chosen = [ids[at] for at in np.argpartition(-cosines, wanted)[:wanted]]
+            by_mean = cosines(b"".join(blobs), len(question), question)
+            chosen = [ids[at] for at in np.argpartition(-by_mean, wanted)[:wanted]]
         exact = self.scores(question, chosen)
         return sorted(exact.values(), key=lambda match: -match.cosine)[:count], True
