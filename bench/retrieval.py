@@ -113,7 +113,7 @@ def main() -> None:
         embedded = meaning.progress() if meaning is not None else None
         print(
             f"## Retrieval: {len(questions)} questions over {len(records)} sessions "
-            f"({status.indexed} indexed, {embedded.embedded if embedded else 0} chunks embedded; "
+            f"({status.indexed} indexed, {embedded.done if embedded else 0} chunks embedded; "
             f"seeded and indexed in {seeded:.1f} s)"
         )
         compared: dict[tuple[str, str], list[int | None]] = defaultdict(list)
