@@ -142,7 +142,7 @@ def test_the_installed_search_finds_by_meaning_offline(installed: tuple[Path, Pa
             os.environ.pop(key, None)
     assert found.returncode == 0, found.stdout + found.stderr
     assert found.stdout.splitlines()[:2] == [
-        "1. trip  /w",
+        "1. trip  [trip]  /w",
         "   #0 you: The car broke down on the highway and we had to call a tow truck.",
     ]
     assert words_only.returncode == 1 and words_only.stdout.startswith('no session matches "automobile')
