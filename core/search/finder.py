@@ -19,10 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
-
 from core.abort import AbortSignal
-from core.errors import INVALID_CONFIG, INVALID_REFERENCE, SessionReferenceError
+from core.errors import INVALID_REFERENCE, SessionReferenceError
 from core.search import ranking
 from core.search.fusion import MeaningStep
 from core.search.index_values import INDEX_DISK_FULL, IndexStatus, IndexUnavailable
@@ -31,12 +29,13 @@ from core.search.matching import MIN_BODY_QUERY, Snippet
 from core.search.meaning import MEANING_BUDGET, MEANING_POOL, MEANING_WORDS
 from core.search.message_index import MessageIndex
 from core.search.ranking import PASSAGES, Passage, RankedWords, TitleIndex, idf
+from core.search.search_config import SearchConfig
 from core.search.search_query import SearchQuery, parse_query, typed_stem
 from core.search.substring import sessions_containing
 from core.search.words import word_spans
 from core.sessions.models import Candidate, SessionRecord
 
-__all__ = ["MatchField"]
+__all__ = ["MatchField", "SearchConfig"]
 BodyState = Literal["off", "short", "indexing", "ready", "unavailable"]
 FIRST_BUDGET = 0.006
 """Seconds a keystroke's search may spend verifying body matches before it answers with what it
@@ -49,43 +48,6 @@ QUICK_BUDGET = 0.05
 """A budget below this (seconds) is a keystroke's first answer: an index may read less for it."""
 SUBSTRING_SCORE = 0.5
 """The score of a session that holds a one-word query only inside a longer word."""
-
-
-class SearchConfig(BaseModel):
-    """Settings of ``SessionSearch``: ``bodySearch`` (``body_search``) turns message search on or off;
-    ``embedder`` adds search by meaning to a folder or memory store's index.
-
-    Raises:
-        SessionReferenceError: ``SESSION_REFERENCE_INVALID_CONFIG`` naming the offending key.
-    """
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    body_search: bool = True
-    embedder: Any = None
-    """What embeds messages and queries for search by meaning (an ``Embedder``, e.g.
-    ``embedder_for(...)``; ``None``: words only). Set from Python, never from a config file."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _check(cls, raw: Any) -> Any:
-        if not isinstance(raw, Mapping):
-            raise SessionReferenceError("search: config must be a mapping", INVALID_CONFIG)
-        values: dict[str, Any] = {}
-        for key, value in raw.items():
-            if key == "embedder":
-                if value is not None and not (hasattr(value, "embed") and hasattr(value, "name")):
-                    raise SessionReferenceError("search: embedder must be an Embedder", INVALID_CONFIG)
-                values["embedder"] = value
-                continue
-            if key not in ("body_search", "bodySearch"):
-                raise SessionReferenceError(f"search: unknown config key {key!r}", INVALID_CONFIG)
-            if value is None:
-                continue
-            if not isinstance(value, bool):
-                raise SessionReferenceError("search: bodySearch must be true or false", INVALID_CONFIG)
-            values["body_search"] = value
-        return values
 
 
 # -- results ---------------------------------------------------------------------------------------
