@@ -337,6 +337,24 @@ def test_a_users_endpoint_embeds_with_its_key(tmp_path: Path, monkeypatch: pytes
         assert indexed.ids("tow truck")[0] == "car"
 
 
+def test_what_the_endpoint_is_sent_has_its_secrets_masked(tmp_path: Path) -> None:
+    from core.search.meaning import builder_arguments
+
+    key = "AKIAZ3QXKVBW7HNLP4RT"
+    with Endpoint() as endpoint:
+        indexed = Indexed(tmp_path / "store", embedder=EndpointEmbedder(endpoint.url, "hashing"))
+        say_user(indexed.session("keys"), f"the deploy user is {key}, keep it out of the logs")
+        indexed.sync()
+        sent = [text for _headers, body in endpoint.requests for text in body["input"]]
+        assert sent and not any(key in text for text in sent)
+        assert "[redacted: " in sent[0] and "keep it out of the logs" in sent[0]
+        plain = EndpointEmbedder(endpoint.url, "hashing", redact=False)  # --no-redaction: as written
+        plain.embed([f"id {key}"])
+        assert endpoint.requests[-1][1]["input"] == [f"id {key}"]
+        assert "--no-redaction" in builder_arguments(plain)
+        assert "--no-redaction" not in builder_arguments(EndpointEmbedder(endpoint.url, "hashing"))
+
+
 def test_a_failing_endpoint_says_why_and_words_still_answer(tmp_path: Path) -> None:
     with Endpoint(status=500) as endpoint:
         embedder = EndpointEmbedder(endpoint.url, "hashing")

@@ -103,11 +103,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embeddings-model", metavar="NAME", help="the endpoint's embedding model")
     parser.add_argument("--embeddings-key-env", metavar="VAR", help="the variable holding the endpoint's key")
     parser.add_argument("--timings", action="store_true", help="print how long the words and vectors took")
+    parser.add_argument("--no-redaction", action="store_true", help="send the endpoint secrets unmasked")
     args = parser.parse_args(argv)
     if args.nice:
         os.nice(args.nice)
     enabled = args.meaning or args.embeddings_url is not None
-    embedder = embedder_for(enabled, args.embeddings_url, args.embeddings_model, args.embeddings_key_env)
+    embedder = embedder_for(
+        enabled, args.embeddings_url, args.embeddings_model, args.embeddings_key_env, redact=not args.no_redaction
+    )
     return build(args.root, args.compression, args.first_cwd, args.index, embedder, args.timings)
 
 

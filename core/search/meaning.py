@@ -139,12 +139,15 @@ class EndpointEmbedder:
         base_url: the API's base URL, e.g. ``http://localhost:8080/v1``.
         model: the embedding model's name.
         key_env: the environment variable holding the API key (none sent when unset or empty).
+        redact: mask the secrets in what is sent (as everything that leaves a session is); the
+            vectors of a masked key are no worse for finding the conversation around it.
     """
 
-    def __init__(self, base_url: str, model: str, key_env: str | None = None) -> None:
+    def __init__(self, base_url: str, model: str, key_env: str | None = None, *, redact: bool = True) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.key_env = key_env
+        self.redact = redact
         self.name = f"endpoint:{self.base_url}#{model}"
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -159,7 +162,7 @@ class EndpointEmbedder:
         try:
             with httpx.Client(timeout=ENDPOINT_TIMEOUT) as client:
                 for start in range(0, len(texts), EMBED_BATCH):
-                    batch = [text[:MEANING_CHARS] or " " for text in texts[start : start + EMBED_BATCH]]
+                    batch = [self._sent(text) for text in texts[start : start + EMBED_BATCH]]
                     response = client.post(
                         f"{self.base_url}/embeddings", json={"model": self.model, "input": batch}, headers=headers
                     )
@@ -177,6 +180,15 @@ class EndpointEmbedder:
         matrix = np.asarray(rows, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         return (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+    def _sent(self, text: str) -> str:
+        """What of a message is sent: its first ``MEANING_CHARS`` characters, secrets masked."""
+        text = text[:MEANING_CHARS]
+        if self.redact:
+            from core.secrets.finder import mask_secrets
+
+            text = mask_secrets(text).text
+        return text or " "
 
 
 def _vectors_of(answer: object, count: int) -> list[list[float]]:
@@ -202,13 +214,15 @@ def _vectors_of(answer: object, count: int) -> list[list[float]]:
     return [vector for vector in ordered if vector is not None]
 
 
-def embedder_for(enabled: bool, url: str | None, model: str | None, key_env: str | None) -> Embedder | None:
+def embedder_for(
+    enabled: bool, url: str | None, model: str | None, key_env: str | None, *, redact: bool = True
+) -> Embedder | None:
     """The embedder the settings ask for: none when meaning search is off, the endpoint when one is
-    set, else the shipped model."""
+    set (``redact``: secrets masked in what it is sent), else the shipped model."""
     if not enabled:
         return None
     if url:
-        return EndpointEmbedder(url, model or "text-embedding-3-small", key_env)
+        return EndpointEmbedder(url, model or "text-embedding-3-small", key_env, redact=redact)
     return LocalEmbedder()
 
 
@@ -216,6 +230,7 @@ def builder_arguments(embedder: Embedder | None) -> list[str]:
     """The builder process's options that make the same embedder (its key stays in the environment)."""
     if isinstance(embedder, EndpointEmbedder):
         arguments = ["--embeddings-url", embedder.base_url, "--embeddings-model", embedder.model]
+        arguments += [] if embedder.redact else ["--no-redaction"]
         return arguments + (["--embeddings-key-env", embedder.key_env] if embedder.key_env else [])
     return ["--meaning"] if embedder is not None else []
 

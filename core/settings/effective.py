@@ -177,4 +177,4 @@ def embedder_of(settings: Settings) -> Embedder | None:
     """What embeds messages for search by meaning: nothing with ``--no-meaning``, the profile's
     ``embeddings_url`` when set, else the shipped offline model."""
     url, model, key_env = settings.embeddings_url, settings.embeddings_model, settings.embeddings_key_env
-    return embedder_for(settings.meaning, url, model, key_env)
+    return embedder_for(settings.meaning, url, model, key_env, redact=settings.redaction)
