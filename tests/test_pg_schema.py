@@ -302,7 +302,8 @@ def test_doctor_store_says_who_owns_it_and_warns_whoever_could_read_around_it(te
         f"{_role(team.alice)}",
         "info: ownership: schema sessionref: the schema and everything in it belong to sessionref_owner, a role "
         "that cannot log in; row-level security is forced on sessionref.sessionref_sessions, "
-        "sessionref.sessionref_rows, sessionref.sessionref_shares, sessionref.sessionref_messages",
+        "sessionref.sessionref_rows, sessionref.sessionref_shares, sessionref.sessionref_messages, "
+        "sessionref.sessionref_vectors",
         "healthy (1 notes)",
     ]
     done = _cli("doctor", "--no-external", "--store", _uri(team.admin))

@@ -234,7 +234,9 @@ GRANT USAGE ON SEQUENCE sessionref.sessionref_revisions TO PUBLIC;
 """
 """Functions, triggers, row-level security and grants: the same for a new and a migrated database."""
 
-TABLES = ("sessionref_sessions", "sessionref_rows", "sessionref_shares", "sessionref_messages", "sessionref_vectors")
+LEGACY_TABLES = ("sessionref_sessions", "sessionref_rows", "sessionref_shares", "sessionref_messages")
+"""The tables a legacy layout (versions 1-3 in ``public``) has, moved into the schema as they are."""
+TABLES = (*LEGACY_TABLES, "sessionref_vectors")
 """The tables row-level security guards (``sessionref_schema`` holds only the version)."""
 _LEGACY_FUNCTIONS = (
     "sessionref_seqs_only_increase",
@@ -489,7 +491,7 @@ def _move_legacy(connection: psycopg.Connection[Any], version: int) -> None:
     connection.execute("SET LOCAL search_path = pg_catalog, sessionref")
     for name in _LEGACY_FUNCTIONS:
         connection.execute(f"DROP FUNCTION IF EXISTS public.{name}() CASCADE")
-    for table in ("sessionref_schema", *TABLES):
+    for table in ("sessionref_schema", *LEGACY_TABLES):
         connection.execute(f"ALTER TABLE public.{table} OWNER TO {OWNER_ROLE}")
         connection.execute(f"ALTER TABLE public.{table} SET SCHEMA {SCHEMA}")
     connection.execute(f"ALTER SEQUENCE public.sessionref_revisions OWNER TO {OWNER_ROLE}")
