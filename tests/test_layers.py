@@ -29,7 +29,8 @@ ALLOWED = {
     "secrets": {"base", "sessions", "secrets"},
     "folder": {"base", "sessions", "folder"},
     "reference": {"base", "sessions", "secrets", "reference"},
-    "search": {"base", "sessions", "folder", "reference", "search"},
+    # Search masks the secrets in what it sends a user's embeddings endpoint.
+    "search": {"base", "sessions", "secrets", "folder", "reference", "search"},
     "database": {"base", "sessions", "folder", "reference", "search", "database"},
     # Opening a store names the database store (imported only when a database is named).
     "stores": {"base", "sessions", "folder", "reference", "search", "database", "stores"},
