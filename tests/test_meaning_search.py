@@ -496,3 +496,31 @@ def test_meaning_alone_is_narrowed_by_each_sessions_mean(
     assert question is not None
     assert meaning.scores(question, ["car"])["car"].message == 0  # the summary, all that stays
     assert shard_rows(indexed, "SELECT count(*) FROM embed_queue") == [(0,), (0,)]
+
+
+def test_a_large_backlog_of_vectors_is_made_by_the_builder_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index of words alone (made before vectors, or with meaning off) gains its vectors in the
+    builder process, not in the thread of the app or the server."""
+    import core.search.index_keeper as index_keeper
+    from core.catalog import SessionCatalog
+    from core.folder.jsonl_store import JsonlSessionStore
+    from core.mcp.server import SessionToolServer
+
+    words = Indexed(tmp_path / "store")
+    seed_other_words(words)
+    words.sync()
+    words.index.close()
+    monkeypatch.setattr(index_keeper, "MEANING_BUILDER_THRESHOLD", 1)
+    store = JsonlSessionStore(tmp_path / "store")
+    server = SessionToolServer(SessionCatalog(store), "/work/app", embedder=LocalEmbedder())
+    try:
+        server.wait_for_index()
+        assert server.keeper is not None and server.keeper._builder_finished  # the builder ran, and exited 0
+        assert server.body_index is not None and server.body_index.meaning is not None
+        assert server.body_index.meaning.progress().complete
+        assert len(shard_rows(words, "SELECT rowid FROM vectors")) == 4
+    finally:
+        server.close()
+        store.close()

@@ -237,8 +237,8 @@ class SessionToolServer:
             done = meaning.progress()
             if progress is not None:
                 progress(done)
-            if done.complete or meaning.failure is not None:
-                return
+            if meaning.failure is not None or (done.complete and not self.keeper.running):
+                return  # (while a run goes on, a builder process may hold the files: they are not read here)
             still = still + 1 if last != -1 and done.pending >= last else 0
             last = done.pending
             if still >= STILL_POLLS:

@@ -28,6 +28,9 @@ from core.search.meaning import MeaningUnavailable, builder_arguments
 
 BUILDER_THRESHOLD = 200
 """Sessions to (re)index above which a builder process does it instead of the keeper's thread."""
+MEANING_BUILDER_THRESHOLD = 2000
+"""Chunks waiting for their vectors (about 30,000 messages, seconds of embedding) above which a
+builder process makes them instead of the keeper's thread."""
 BUILDER_ATTEMPTS = 2
 """Builder processes that may fail before the keeper indexes in its own thread."""
 BUILDER_POLL = 0.5
@@ -273,7 +276,7 @@ class IndexKeeper:
         store = self.builder_store
         if store is None or index.path is None or self._builder_finished or self._builder_failures >= BUILDER_ATTEMPTS:
             return False
-        if not index.writable or index.pending(sources) < BUILDER_THRESHOLD:
+        if not index.writable or (index.pending(sources) < BUILDER_THRESHOLD and not self._meaning_backlog()):
             return False  # little to do, or another process keeps the index (sync reads its progress)
         command = [sys.executable, "-m", "core.search.builder", store.root, "--compression", store.compression]
         first_cwd = self.first_cwd()
@@ -286,6 +289,17 @@ class IndexKeeper:
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         return True
+
+    def _meaning_backlog(self) -> bool:
+        """Whether so many chunks wait for their vectors (an index made before them, another
+        embedder's) that the builder process should make them, not the host's thread."""
+        meaning = self.index.meaning
+        if meaning is None:
+            return False
+        try:
+            return meaning.progress().pending >= MEANING_BUILDER_THRESHOLD
+        except IndexUnavailable:
+            return False
 
     def _progressed(self, _status: IndexStatus) -> None:
         if not self.stop.is_set():

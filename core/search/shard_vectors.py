@@ -172,9 +172,9 @@ class ShardVectors:
 
     def queued(self) -> int:
         """Chunks waiting for their vectors (every chunk when no embedder adopted the shard yet)."""
-        if not self._reads.query("SELECT 1 FROM meta WHERE key = 'meaning'"):
-            return int(self._reads.query("SELECT count(*) FROM chunks")[0][0])
-        return int(self._reads.query("SELECT count(*) FROM embed_queue")[0][0])
+        table = "embed_queue" if self._reads.query("SELECT 1 FROM meta WHERE key = 'meaning'") else "chunks"
+        rows = self._reads.query(f"SELECT count(*) FROM {table}")
+        return int(rows[0][0]) if rows else 0  # (none: the index is not open here)
 
     def of_sessions(self, session_ids: Sequence[str]) -> list[tuple[str, int, bytes]]:
         """(session id, first message, packed vectors) of every vector row of these sessions, in
