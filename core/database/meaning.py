@@ -20,8 +20,8 @@ import psycopg
 
 from core.database.connect import connect
 from core.database.errors import server_words
-from core.search.meaning import Embedder, MeaningUnavailable, cosines, pack
-from core.search.meaning_index import MeaningMatch, MeaningProgress
+from core.search.meaning import Embedder, MeaningUnavailable, pack
+from core.search.meaning_index import MeaningMatch, MeaningProgress, best_matches
 
 if TYPE_CHECKING:
     from core.search.meaning import Vectors
@@ -183,7 +183,7 @@ class PgMeaning:
         except MeaningUnavailable as problem:
             self.failure = problem
             return {}
-        return _best(rows, question)
+        return best_matches(rows, question)
 
     def nearest(
         self, question: Vectors, count: int, among: Collection[str], deadline: float
@@ -214,7 +214,7 @@ class PgMeaning:
             if not rows:
                 break
             after = (rows[-1][0], int(rows[-1][1]))
-            for session_id, match in _best([row for row in rows if row[0] in among], question).items():
+            for session_id, match in best_matches([row for row in rows if row[0] in among], question).items():
                 known = best.get(session_id)
                 if known is None or match.cosine > known.cosine:
                     best[session_id] = match
@@ -234,16 +234,3 @@ class PgMeaning:
         except MeaningUnavailable:
             return None
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
-
-
-def _best(rows: list[tuple[Any, ...]], question: Vectors) -> dict[str, MeaningMatch]:
-    """Each session's best (position, cosine) among ``rows`` of (session id, position, packed vector)."""
-    if not rows:
-        return {}
-    near = cosines(b"".join(bytes(row[2]) for row in rows), len(question), question)
-    found: dict[str, MeaningMatch] = {}
-    for (session_id, position, _vector), cosine in zip(rows, near.tolist(), strict=True):
-        known = found.get(session_id)
-        if known is None or cosine > known.cosine:
-            found[session_id] = MeaningMatch(session_id, cosine, int(position))
-    return found

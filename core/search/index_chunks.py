@@ -157,6 +157,13 @@ def starts_of(blob: bytes) -> array[int]:
     return starts
 
 
+def message_texts(text: str, starts: Sequence[int]) -> list[str]:
+    """The messages of a chunk's ``text``, in order (``starts``: where each begins; a ``\n`` ends
+    each but the last)."""
+    ends = [*(start - 1 for start in starts[1:]), len(text)]
+    return [text[start:end] for start, end in zip(starts, ends, strict=True)]
+
+
 def unindex(connection: sqlite3.Connection, rowid: int, body: bytes) -> Counter[str]:
     """Forget a chunk's text in the FTS table; the word counts it held (for the postings)."""
     text = unpack(body)

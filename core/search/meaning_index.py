@@ -47,6 +47,32 @@ class MeaningProgress:
         return self.pending == 0
 
 
+def best_matches(rows: Sequence[tuple[str, int, bytes]], question: Vectors) -> dict[str, MeaningMatch]:
+    """Each session's best message among ``rows`` of (session id, position of the row's first
+    message, the packed vectors of consecutive messages), as both stores read them."""
+    import numpy as np
+
+    rows = [row for row in rows if row[2]]
+    if not rows:
+        return {}
+    width = packed_size(len(question))
+    sizes = np.fromiter((len(data) // width for _sid, _first, data in rows), np.int64, len(rows))
+    near = cosines(b"".join(bytes(data) for _sid, _first, data in rows), len(question), question)
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    row_best = np.maximum.reduceat(near, offsets)  # (every row holds a vector)
+    best_row: dict[str, int] = {}
+    for number, (session_id, _first, _data) in enumerate(rows):
+        known = best_row.get(session_id)
+        if known is None or row_best[number] > row_best[known]:
+            best_row[session_id] = number
+    found: dict[str, MeaningMatch] = {}
+    for session_id, number in best_row.items():
+        start = int(offsets[number])
+        at = int(np.argmax(near[start : start + int(sizes[number])]))
+        found[session_id] = MeaningMatch(session_id, float(row_best[number]), int(rows[number][1]) + at)
+    return found
+
+
 class MeaningSource(Protocol):
     """What a search asks of the vectors of a store's messages: a folder store's ``MeaningIndex``,
     or the team store's own (``core.database.meaning``)."""
@@ -186,8 +212,6 @@ class MeaningIndex:
     def scores(self, question: Vectors, session_ids: Iterable[str]) -> dict[str, MeaningMatch]:
         """Each session's best message by meaning (sessions without vectors are left out); one
         query a shard."""
-        import numpy as np
-
         by_shard: dict[int, list[str]] = {}
         for session_id in session_ids:
             by_shard.setdefault(id(self.shard_of(session_id)), []).append(session_id)
@@ -198,25 +222,9 @@ class MeaningIndex:
             if not wanted or dims is None or dims != len(question):
                 continue
             try:
-                rows = [row for row in shard.vectors.of_sessions(wanted) if row[2]]
+                found.update(best_matches(shard.vectors.of_sessions(wanted), question))
             except IndexUnavailable:
                 continue
-            if not rows:
-                continue
-            width = packed_size(dims)
-            sizes = np.fromiter((len(data) // width for _sid, _first, data in rows), np.int64, len(rows))
-            near = cosines(b"".join(data for _sid, _first, data in rows), dims, question)
-            offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-            row_best = np.maximum.reduceat(near, offsets)  # (every row holds a vector)
-            best_row: dict[str, int] = {}
-            for number, (session_id, _first, _data) in enumerate(rows):
-                known = best_row.get(session_id)
-                if known is None or row_best[number] > row_best[known]:
-                    best_row[session_id] = number
-            for session_id, number in best_row.items():
-                start = int(offsets[number])
-                at = int(np.argmax(near[start : start + int(sizes[number])]))
-                found[session_id] = MeaningMatch(session_id, float(row_best[number]), rows[number][1] + at)
         return found
 
     def message(self, session_id: str, position: int) -> tuple[str, str] | None:

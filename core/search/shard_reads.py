@@ -16,6 +16,7 @@ from core.search.index_chunks import (
     CHUNK_BITS,
     CHUNK_MASK,
     ROLES,
+    message_texts,
     read_title,
     starts_of,
     trigram_query,
@@ -286,13 +287,10 @@ class ShardReader:
             )
         messages: list[tuple[int, str, str]] = []
         for first_message, roles, starts, body in rows:
-            text = self._decode(body)
-            offsets = starts_of(starts)
-            for position in range(len(offsets) - 1, -1, -1):
-                start = offsets[position]
-                end = offsets[position + 1] - 1 if position + 1 < len(offsets) else len(text)
+            texts = message_texts(self._decode(body), starts_of(starts))
+            for position in range(len(texts) - 1, -1, -1):
                 role = ROLES.get(roles[position : position + 1], "user")
-                messages.append((first_message + position, role, text[start:end]))
+                messages.append((first_message + position, role, texts[position]))
         return messages
 
     def interrupt(self) -> None:

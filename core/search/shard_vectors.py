@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.search.index_chunks import CHUNK_BITS, CHUNK_MASK, starts_of, unpack
+from core.search.index_chunks import CHUNK_BITS, CHUNK_MASK, message_texts, starts_of, unpack
 from core.search.meaning import pack as pack_vectors
 from core.search.meaning import unpack as unpack_vectors
 from core.search.shard_files import ShardFiles, classify_failure
@@ -122,14 +122,10 @@ class ShardVectors:
                 ).fetchall()
             except sqlite3.Error as error:
                 raise classify_failure(error) from error
-        chunks = []
-        for rowid, digest, starts_blob, body in rows:
-            text = unpack(body)
-            starts = starts_of(starts_blob)
-            ends = [*starts[1:], len(text) + 1]
-            texts = [text[start : end - 1] for start, end in zip(starts, ends, strict=True)]
-            chunks.append(PendingChunk(rowid, digest, texts))
-        return chunks
+        return [
+            PendingChunk(rowid, digest, message_texts(unpack(body), starts_of(starts)))
+            for rowid, digest, starts, body in rows
+        ]
 
     def store(self, chunks: Sequence[tuple[PendingChunk, bytes]], dims: int, width: int) -> None:
         """Write each chunk's packed vectors (``width`` bytes each) in parts and take it off the
