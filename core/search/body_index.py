@@ -38,7 +38,6 @@ from core.search.index_chunks import (
     Prepared,
     prepare_session,
     prepared_ahead,
-    trigram_query,
 )
 from core.search.index_values import (
     IndexStatus,
@@ -48,9 +47,10 @@ from core.search.index_values import (
 from core.search.matching import Snippet
 from core.search.meaning import Embedder
 from core.search.meaning_index import MeaningIndex
-from core.search.ranking import Passage, RankedWords, TermStats, best_messages, term_score
-from core.search.search_query import SearchQuery, typed_stem
+from core.search.ranking import Passage, RankedWords
+from core.search.search_query import SearchQuery
 from core.search.shard import Shard
+from core.search.word_ranking import WordRanking
 
 INDEX_FILE_NAME = ".sessionref-index"
 """The index folder, in the store root (its files are never taken for sessions by a listing)."""
@@ -58,23 +58,6 @@ SHARDS = 2
 """SQLite files the index is spread over (written in parallel by a first build)."""
 DENSE_CANDIDATES = 4096
 """Above this many candidate chunks a query is "dense": sessions are scanned one by one, in order."""
-COMMON_TERM = 2000
-"""A word held by more sessions than this (and a quarter of them) is read only for the sessions the
-query's rarer words found, when they found at most this many."""
-WHOLE_SESSION_WORDS = 50_000
-"""A session holding at most this many indexed words (a few hundred KB of text) is read whole for
-its best messages; a longer one chunk by chunk, as the FTS table narrows it."""
-RARE_SHARE = 0.1
-"""A word held by at most this share of sessions is rare: a session's best message is looked for in
-the chunks holding its rare words first."""
-QUICK_EXPANSIONS = 3
-"""What the word being typed may become, in a keystroke's first answer (the full answer follows)."""
-QUICK_POSTINGS = 1000
-"""Sessions a word is read for at most in a keystroke's first answer, the newest first."""
-EXPANSIONS = 8
-"""Indexed words a word being typed is taken to mean at most (the most widespread)."""
-EXPAND_SCAN = 5_000
-"""Postings read (in word order) to choose them."""
 
 
 def index_path_beside(root: str | os.PathLike[str]) -> Path:
@@ -110,6 +93,8 @@ class BodyIndex:
         ]
         self.meaning = MeaningIndex(self.shards, self.shard_of, embedder) if embedder is not None else None
         """The messages' vectors (``None``: search by meaning is off)."""
+        self.words = WordRanking(self.shards, self.shard_of)
+        """The postings and chunks read for a ranked search."""
 
     def shard_of(self, session_id: str) -> Shard:
         """The shard that holds ``session_id``."""
@@ -343,7 +328,7 @@ class BodyIndex:
         """
         return self.shard_of(session_id).reads.messages(session_id)
 
-    # -- ranked words ---------------------------------------------------------------------------------------
+    # -- ranked words (``word_ranking``) -----------------------------------------------------------------
 
     def rank(self, query: SearchQuery, *, quick: bool = False, signal: AbortSignal | None = None) -> RankedWords:
         """Every indexed session holding a word of ``query``, with its BM25 score (see ``ranking``).
@@ -351,72 +336,7 @@ class BodyIndex:
         Raises:
             IndexUnavailable: the index cannot be read (or ``interrupt`` stopped the search).
         """
-        sizes = [shard.reads.sizes() for shard in self.shards]
-        total = sum(count for count, _ in sizes)
-        average = sum(length for _, length in sizes) / total if total else 0.0
-        prefix_terms = self._expand(query.prefix, QUICK_EXPANSIONS if quick else EXPANSIONS) if query.prefix else []
-        wanted = list(dict.fromkeys((*query.terms, *prefix_terms)))
-        df: dict[str, int] = {}
-        for shard in self.shards:
-            for word, count in shard.reads.sessions_with(wanted).items():
-                df[word] = df.get(word, 0) + count
-        stats = TermStats(total, average, df)
-        scores: dict[str, float] = {}
-        covered: dict[str, int] = {}
-        for term in sorted((term for term in query.terms if df.get(term)), key=lambda term: df[term]):
-            if signal is not None:
-                signal.throw_if_aborted()  # a newer keystroke: stop between words
-            weight = stats.weight(term)
-            for session_id, count, length in self._postings(term, df[term], total, scores, quick):
-                scores[session_id] = scores.get(session_id, 0.0) + term_score(weight, count, length, average)
-                covered[session_id] = covered.get(session_id, 0) + 1
-        best: dict[str, float] = {}
-        for term in prefix_terms:
-            if signal is not None:
-                signal.throw_if_aborted()
-            weight = stats.weight(term)
-            for session_id, count, length in self._postings(term, df.get(term, 0), total, scores, quick):
-                score = term_score(weight, count, length, average)
-                if score > best.get(session_id, 0.0):
-                    best[session_id] = score
-        for session_id, score in best.items():
-            scores[session_id] = scores.get(session_id, 0.0) + score
-            covered[session_id] = covered.get(session_id, 0) + 1
-        return RankedWords(scores, stats, tuple(prefix_terms), covered)
-
-    def _expand(self, prefix: str, expansions: int) -> list[str]:
-        """The indexed words the word being typed may become: the most widespread first."""
-        found: dict[str, int] = {}
-        for shard in self.shards:
-            for word, count in shard.reads.words_from(prefix, EXPAND_SCAN).items():
-                found[word] = found.get(word, 0) + count
-        chosen = sorted(found, key=lambda word: -found[word])[:expansions]
-        stemmed = typed_stem(prefix)
-        if stemmed is not None and stemmed not in chosen:
-            chosen.append(stemmed)  # the word may be complete ("corrupting" -> "corrupt")
-        return chosen
-
-    def _postings(
-        self, term: str, df: int, total: int, scores: dict[str, float], quick: bool = False
-    ) -> list[tuple[str, int, int]]:
-        # A word most sessions hold adds little: once rarer words have chosen the sessions, read it
-        # only for those (what makes "how do we avoid ... logs" cost the rare words' lookups).
-        # When it is the rarest word there is (every word of the query is common), the newest
-        # sessions holding it are read: its weight is next to nothing, recency breaks such ties.
-        common = df > max(COMMON_TERM, total // 4)
-        restrict = common and 0 < len(scores) <= COMMON_TERM
-        newest = COMMON_TERM // len(self.shards) if common and not restrict else None
-        if quick and not restrict and df > QUICK_POSTINGS:
-            newest = QUICK_POSTINGS // len(self.shards)  # a keystroke's first answer: the newest
-        found: list[tuple[str, int, int]] = []
-        for shard in self.shards:
-            if restrict:
-                keys = [key for key in map(shard.reads.key_of, scores) if key is not None]
-                if keys:
-                    found += shard.reads.postings(term, keys)
-            else:
-                found += shard.reads.postings(term, newest=newest)
-        return found
+        return self.words.rank(query, quick=quick, signal=signal)
 
     def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Passage]:
         """The ``count`` messages of ``session_id`` that match ``query`` best, best first.
@@ -424,28 +344,7 @@ class BodyIndex:
         Raises:
             IndexUnavailable: the index cannot be read.
         """
-        reads = self.shard_of(session_id).reads
-        if reads.words_of(session_id) <= WHOLE_SESSION_WORDS:
-            # A session of ordinary size is read whole: cheaper than asking the FTS table which
-            # of its few chunks may hold the words.
-            return best_messages(
-                reads.session_messages(session_id, None), query, ranked.stats, ranked.prefix_terms, count
-            )
-        # A long one: the chunks holding the query's rarer words first (a message that matches best
-        # holds them, and a word most sessions say would make every chunk a candidate).
-        df, total = ranked.stats.df, max(ranked.stats.total, 1)
-        rare = [term for term in query.terms if df.get(term, 0) <= total * RARE_SHARE]
-        common = [term for term in query.terms if term not in rare]
-        typed = (*ranked.prefix_terms, *((query.prefix,) if query.prefix else ()))
-        for needles in ((*rare, *typed, *query.needles), (*common,)):
-            if not needles:
-                continue
-            grams = _any_of(needles)
-            messages = reads.session_messages(session_id, grams)
-            found = best_messages(messages, query, ranked.stats, ranked.prefix_terms, count)
-            if found or grams is None:
-                return found
-        return []
+        return self.words.passages(session_id, query, ranked, count)
 
     def interrupt(self) -> None:
         """Abort a search running on another thread (it raises ``IndexUnavailable``)."""
@@ -498,15 +397,3 @@ _FORKED: tuple[Reader, zstandard.ZstdCompressor] | None = None
 def _prepare_forked(item: tuple[str, str]) -> Prepared:
     assert _FORKED is not None
     return prepare_session(item[0], item[1], *_FORKED)
-
-
-def _any_of(needles: Sequence[str]) -> str | None:
-    """The FTS query for chunks that may hold any of ``needles``; ``None`` when one cannot be
-    pre-filtered (every chunk may hold it)."""
-    grams: list[str] = []
-    for needle in needles:
-        gram = trigram_query(needle)
-        if gram is None:
-            return None
-        grams.append(f"({gram})")
-    return " OR ".join(grams)

@@ -410,6 +410,8 @@ class _Run:
                 )
                 self.complete = self.complete and complete
             self.deadline += time.perf_counter() - began  # meaning has its own budget; snippets keep theirs
+        if passages:
+            self._read([position for _group, _negative, position in ordered[: min(self.limit, self._reads())]])
         hits: list[SearchHit] = []
         for rank, (_group, negative, position) in enumerate(ordered[: self.limit]):
             if self.signal is not None:
@@ -426,11 +428,10 @@ class _Run:
         if self._words() < 2:
             return ordered  # one word: its best message cannot hold it any better than the session does
         head = ordered[: ranking.RERANKED]
+        self._read([position for _group, _negative, position in head])
         again: list[tuple[int, float, int]] = []
         for group, negative, position in head:
-            if self.signal is not None:
-                self.signal.throw_if_aborted()  # a newer keystroke: stop between sessions
-            best = self._passages(self.records[position].header.id, position)
+            best = self.read[position]
             bonus = ranking.PASSAGE_WEIGHT * best[0].score if best else 0.0
             again.append((group, negative - bonus, position))
         return sorted(again) + ordered[len(head) :]
@@ -449,7 +450,7 @@ class _Run:
         candidate = candidate_of(header, title)
         snippets: tuple[Snippet, ...] = ()
         if passages and read and (position in self.said or position in self.found):
-            snippets = self._snippets(header.id, position, passages)
+            snippets = self._snippets(position, passages)
         elif passages and position in self.found:
             snippets = (self.found[position],)
         elif passages and self.meaning is not None and position in self.meaning.found:
@@ -465,27 +466,33 @@ class _Run:
             return SearchHit(candidate, "title", span, snippets[0] if snippets else None, snippets, score, marks)
         return SearchHit(candidate, "body", None, snippets[0] if snippets else None, snippets, score, marks)
 
-    def _passages(self, session_id: str, position: int) -> tuple[Passage, ...]:
-        """The session's best messages for the words (read once, kept for its hit)."""
-        if position in self.read:
-            return self.read[position]
+    def _read(self, positions: Sequence[int]) -> None:
+        """Read the best messages of these sessions, in order, until the budget runs out; each is
+        kept for its hit."""
         index = self.search.index
         assert index is not None
-        found: tuple[Passage, ...] = ()
-        if self.ranked is not None and position in self.said:
-            if time.perf_counter() < self.deadline:
-                with contextlib.suppress(IndexUnavailable):
-                    found = tuple(index.passages(session_id, self.query, self.ranked, PASSAGES))
-            else:
-                self.complete = False
-        self.read[position] = found
-        return found
+        for position in positions:
+            if position in self.read:
+                continue
+            found: tuple[Passage, ...] = ()
+            if self.ranked is not None and position in self.said:
+                if self.signal is not None:
+                    self.signal.throw_if_aborted()  # a newer keystroke: stop between sessions
+                if time.perf_counter() < self.deadline:
+                    with contextlib.suppress(IndexUnavailable):
+                        session_id = self.records[position].header.id
+                        found = tuple(index.passages(session_id, self.query, self.ranked, PASSAGES))
+                else:
+                    self.complete = False  # the budget ran out first
+            self.read[position] = found
 
-    def _snippets(self, session_id: str, position: int, count: int) -> tuple[Snippet, ...]:
+    def _snippets(self, position: int, count: int) -> tuple[Snippet, ...]:
         """Up to ``count`` snippets of the session's best-matching messages."""
         prefix_terms = self.ranked.prefix_terms if self.ranked is not None else ()
         snippets = []
-        for passage in self._passages(session_id, position)[:count]:
+        if position not in self.read:
+            self._read([position])
+        for passage in self.read[position][:count]:
             snippet = passage.snippet(self.query, prefix_terms)
             if snippet is not None:
                 snippets.append(snippet)

@@ -15,16 +15,14 @@ says how well they carry over.
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.search.matching import Snippet, marked_snippet
 from core.search.search_query import SearchQuery
-from core.search.words import MAX_WORD, fold_text, stem, term_counts, word_spans
+from core.search.words import term_counts, word_spans
 from core.spans import merged_spans
 
 K1 = 1.2
@@ -152,10 +150,6 @@ class TitleIndex:
         return found
 
 
-Message = tuple[int, str, str]
-"""A message of a session as search reads it: its position (as ``read_session`` counts), role, text."""
-
-
 @dataclass(frozen=True, slots=True)
 class Passage:
     """A message that matched a ranked search: its score (BM25 of its words, scaled by the share of
@@ -169,115 +163,6 @@ class Passage:
     def snippet(self, query: SearchQuery, prefix_terms: Sequence[str] = ()) -> Snippet | None:
         """The message as a one-line snippet with every matching word marked."""
         return snippet_of(self.text, query, self.role, self.message, prefix_terms, self.score)
-
-
-def best_messages(
-    messages: Iterable[Message],
-    query: SearchQuery,
-    stats: TermStats,
-    prefix_terms: Sequence[str] = (),
-    count: int = PASSAGES,
-) -> list[Passage]:
-    """The ``count`` messages that match ``query`` best, best first (newest among equals)."""
-    terms = set(query.terms)
-    prefixed = set(prefix_terms)
-    wanted = terms | prefixed
-    counter = _TermCounter(wanted)
-    needle_score = LITERAL_WEIGHT * idf(1, max(stats.total, 1))
-    weights = {term: stats.weight(term) for term in wanted}
-    asked = len(terms) + (1 if prefixed else 0)
-    # A cheap upper bound first (which words' first letters a message holds), then the exact score
-    # of the most promising messages only, until no other can beat the ones kept.
-    quick = {term: term[:4] for term in terms}
-    typed = [term[:4] for term in prefixed] + ([query.prefix[:4]] if query.prefix else [])
-    typed_weight = max((weights[term] for term in prefixed), default=0.0) * (K1 + 1.0)
-    promising: list[tuple[float, int, str, str, str]] = []
-    for position, role, text in messages:
-        folded = fold_text(text)
-        present = [term for term, start in quick.items() if start in folded]
-        typed_here = bool(typed) and any(start in folded for start in typed)
-        needles = sum(1 for needle in query.needles if needle in folded) if query.needles else 0
-        held = len(present) + (1 if typed_here else 0)
-        if not held and not needles:
-            continue
-        # A word occurs at most as often as its first letters do: its score with that count is a
-        # bound on its real one (the same length measure as the exact count's).
-        length = folded.count(" ") + 1
-        bound = sum(
-            term_score(weights[term], folded.count(quick[term]), length, MESSAGE_WORDS, MESSAGE_B) for term in present
-        ) + (typed_weight if typed_here else 0.0)
-        if asked and MESSAGE_COVERAGE_POWER:
-            bound *= (held / asked) ** MESSAGE_COVERAGE_POWER
-        promising.append((bound + needle_score * needles, position, role, text, folded))
-    promising.sort(key=lambda item: (item[0], item[1]), reverse=True)
-    kept: list[tuple[float, int, Passage]] = []  # a heap of the best ``count``
-    for bound, position, role, text, folded in promising:
-        if len(kept) >= count and bound < kept[0][0]:
-            break
-        score = _message_score(counter.count(folded), terms, prefixed, weights, asked)
-        if query.needles:
-            lowered = text.lower()
-            score += needle_score * sum(1 for needle in query.needles if needle in lowered)
-        if score <= 0:
-            continue
-        entry = (score, position, Passage(score, position, role, text))
-        if len(kept) < count:
-            heapq.heappush(kept, entry)
-        elif (score, position) > kept[0][:2]:
-            heapq.heapreplace(kept, entry)
-    return [passage for _score, _position, passage in sorted(kept, reverse=True)]
-
-
-def _message_score(
-    counted: tuple[Counter[str], int], terms: set[str], prefixed: set[str], weights: dict[str, float], asked: int
-) -> float:
-    """A message's BM25 over the query's words, scaled by the share of them it holds."""
-    counts, length = counted
-    score = 0.0
-    held = 0
-    for term in terms:
-        found = counts.get(term, 0)
-        if found:
-            held += 1
-            score += term_score(weights[term], found, length, MESSAGE_WORDS, MESSAGE_B)
-    if prefixed:
-        best = max(
-            term_score(weights[term], counts.get(term, 0), length, MESSAGE_WORDS, MESSAGE_B) for term in prefixed
-        )
-        if best:
-            held += 1
-            score += best
-    if asked and MESSAGE_COVERAGE_POWER:
-        score *= (held / asked) ** MESSAGE_COVERAGE_POWER
-    return score
-
-
-class _TermCounter:
-    """Counts the wanted terms in a message without splitting all of it into words: only the words
-    that start as a wanted stem does are stemmed."""
-
-    def __init__(self, wanted: set[str]) -> None:
-        self.wanted = wanted
-        plain = sorted({term[:3] for term in wanted if term.isascii() and term.isalnum()}, key=len, reverse=True)
-        self.pattern = (
-            re.compile(r"(?<![a-z0-9])(?:" + "|".join(map(re.escape, plain)) + r")[a-z0-9]*") if plain else None
-        )
-        self.others = any(not (term.isascii() and term.isalnum()) for term in wanted)
-
-    def count(self, folded: str) -> tuple[Counter[str], int]:
-        """Wanted term -> occurrences in ``folded``, and the message's length in words (about)."""
-        length = folded.count(" ") + 1
-        if self.others:
-            counts = term_counts(folded)
-            return Counter({term: counts[term] for term in self.wanted if term in counts}), length
-        counts = Counter()
-        if self.pattern is not None:
-            for word in self.pattern.findall(folded):
-                if len(word) <= MAX_WORD:
-                    found = stem(word)
-                    if found in self.wanted:
-                        counts[found] += 1
-        return counts, length
 
 
 def _spans(text: str, terms: set[str], prefixed: set[str], query: SearchQuery) -> list[tuple[int, int]]:

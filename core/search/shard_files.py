@@ -12,6 +12,7 @@ import threading
 import unicodedata
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from core.files import describe, kind_of
 from core.folder.jsonl_writer import PRIVATE_FILE, make_private_dirs
@@ -103,6 +104,9 @@ class ShardFiles:
         self.ids: dict[int, str] = {}
         self.lengths: dict[int, int] = {}
         """Session key -> how many indexed words its conversation holds (BM25's document length)."""
+        self.length_version = 0
+        """Counts the changes made to ``lengths`` in place (a search's copy of them is made again)."""
+        self.length_cache: tuple[int, dict[int, int], Any] | None = None
         self.next_key = 1
         self._status = IndexStatus("empty")
         self.closed = False

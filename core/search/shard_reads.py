@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import itertools
 import os
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -16,6 +17,7 @@ from core.search.index_chunks import (
     CHUNK_BITS,
     CHUNK_MASK,
     ROLES,
+    Chunk,
     message_texts,
     read_title,
     starts_of,
@@ -216,15 +218,16 @@ class ShardReader:
         )
         return dict(rows)
 
-    def postings(
-        self, word: str, keys: Sequence[int] | None = None, *, newest: int | None = None
-    ) -> list[tuple[str, int, int]]:
-        """(session id, count, session length) of every session of this shard holding ``word``
-        (only those of ``keys`` when given; only the ``newest`` most recently indexed when given).
+    def posting_arrays(self, word: str, keys: Any = None, *, newest: int | None = None) -> tuple[Any, Any]:
+        """(session keys, counts) of the sessions of this shard holding ``word``, as numpy arrays
+        (only those of the array ``keys`` when given; only the ``newest`` most recently indexed
+        when given).
 
         Raises:
             IndexUnavailable: the index cannot be read.
         """
+        import numpy as np
+
         if keys is None and newest is not None:
             rows = self.query(
                 "SELECT key, count FROM postings WHERE word = ? ORDER BY key DESC LIMIT ?", (word, newest)
@@ -233,28 +236,39 @@ class ShardReader:
             rows = self.query("SELECT key, count FROM postings WHERE word = ?", (word,))
         else:
             rows = []
-            for start in range(0, len(keys), 500):
-                part = keys[start : start + 500]
+            wanted = keys.tolist()
+            for start in range(0, len(wanted), 500):
+                part = wanted[start : start + 500]
                 marks = ",".join("?" * len(part))
                 rows += self.query(
                     f"SELECT key, count FROM postings WHERE word = ? AND key IN ({marks})", (word, *part)
                 )
-        ids, lengths = self._files.ids, self._files.lengths
-        found = []
-        for key, count in rows:
-            session_id = ids.get(key)
-            if session_id is not None:
-                found.append((session_id, count, lengths.get(key, 0)))
-        return found
+        flat = np.fromiter(itertools.chain.from_iterable(rows), np.int64, 2 * len(rows))
+        return flat[0::2], flat[1::2].astype(np.float64)
+
+    def length_array(self) -> tuple[dict[int, str], Any]:
+        """The session ids by key, and every session's length in words as a numpy array by key
+        (made again only after the lengths changed)."""
+        import numpy as np
+
+        files = self._files
+        cached = files.length_cache
+        if cached is not None and cached[0] == files.length_version and cached[1] is files.lengths:
+            return files.ids, cached[2]
+        with files.lock:
+            version, lengths, ids = files.length_version, files.lengths, files.ids
+            array = np.zeros(max(lengths, default=0) + 1)
+            if lengths:
+                array[np.fromiter(lengths.keys(), np.int64, len(lengths))] = np.fromiter(
+                    lengths.values(), np.float64, len(lengths)
+                )
+        files.length_cache = (version, lengths, array)
+        return ids, array
 
     def words_of(self, session_id: str) -> int:
         """How many indexed words a session holds (0: not indexed)."""
         known = self._files.known.get(session_id)
         return self._files.lengths.get(known[0], 0) if known is not None else 0
-
-    def key_of(self, session_id: str) -> int | None:
-        known = self._files.known.get(session_id)
-        return known[0] if known is not None else None
 
     def sizes(self) -> tuple[int, int]:
         """How many sessions this shard holds and how many words they hold together."""
@@ -263,8 +277,22 @@ class ShardReader:
         return len(lengths), sum(lengths)
 
     def session_messages(self, session_id: str, grams: str | None) -> list[tuple[int, str, str]]:
-        """The messages of the chunks of ``session_id`` whose text may hold one of the trigram
-        queries ``grams`` (every chunk when ``None``), as (position, role, text), newest first.
+        """The messages of ``session_chunks`` as (position, role, text), newest first.
+
+        Raises:
+            IndexUnavailable: the index cannot be read.
+        """
+        messages: list[tuple[int, str, str]] = []
+        for chunk in self.session_chunks(session_id, grams):
+            texts = message_texts(chunk.text, chunk.starts)
+            for position in range(len(texts) - 1, -1, -1):
+                role = ROLES.get(chunk.roles[position : position + 1], "user")
+                messages.append((chunk.first_message + position, role, texts[position]))
+        return messages
+
+    def session_chunks(self, session_id: str, grams: str | None) -> list[Chunk]:
+        """The chunks of ``session_id`` whose text may hold one of the trigram queries ``grams``
+        (every chunk when ``None``), newest first.
 
         Raises:
             IndexUnavailable: the index cannot be read.
@@ -285,13 +313,7 @@ class ShardReader:
                 "(SELECT rowid FROM terms WHERE terms MATCH ? AND rowid BETWEEN ? AND ?) ORDER BY rowid DESC",
                 (grams, low, high),
             )
-        messages: list[tuple[int, str, str]] = []
-        for first_message, roles, starts, body in rows:
-            texts = message_texts(self._decode(body), starts_of(starts))
-            for position in range(len(texts) - 1, -1, -1):
-                role = ROLES.get(roles[position : position + 1], "user")
-                messages.append((first_message + position, role, texts[position]))
-        return messages
+        return [Chunk(first, self._decode(body), starts_of(starts), roles) for first, roles, starts, body in rows]
 
     def interrupt(self) -> None:
         """Abort a search running on another thread (it raises ``IndexUnavailable``)."""

@@ -211,6 +211,7 @@ class ShardWriter:
         key = known[0]
         self._files.ids.pop(key, None)
         self._files.lengths.pop(key, None)
+        self._files.length_version += 1
         low, high = key << CHUNK_BITS, (key << CHUNK_BITS) | CHUNK_MASK
         gone: Counter[str] = Counter()
         for rowid, body in connection.execute(
@@ -283,6 +284,7 @@ class ShardWriter:
             length = self._files.lengths.get(key, 0) + write_counts(connection, key, change)
         connection.execute("UPDATE sessions SET words = ? WHERE key = ?", (length, key))
         self._files.lengths[key] = length
+        self._files.length_version += 1
         self._files.known[session_id] = (key, session.revision)
         self._files.ids[key] = session_id
 
