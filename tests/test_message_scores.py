@@ -31,7 +31,9 @@ WORDS = (
 FILLER = "we then it alpha beta gamma delta zeta kappa omega quokka wombat — “quoted” ﬁle".split()
 
 
-def _plain(chunks: list[Chunk], query: SearchQuery, stats: TermStats, prefix_terms: tuple[str, ...], count: int):
+def _plain(
+    chunks: list[Chunk], query: SearchQuery, stats: TermStats, prefix_terms: tuple[str, ...], count: int
+) -> list[tuple[float, int]]:
     terms, prefixed = set(query.terms), set(prefix_terms)
     asked = len(terms) + (1 if prefixed else 0)
     scored = []
