@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from core import project_conversation
+from core.search import vocabulary
 from core.search.matching import marked_text
 from core.search.search_query import parse_query
 from core.search.words import fold_text, raw_words, term_counts
@@ -154,7 +155,16 @@ def postings_of(indexed: Indexed) -> dict[str, Counter[str]]:
                 found.setdefault(ids[key], Counter())[word] = count
             for session_id, length in lengths.items():
                 assert sum(found.get(session_id, Counter()).values()) == length
+            assert vocabulary_of(connection) == dict(
+                connection.execute("SELECT word, count(*) FROM postings GROUP BY word").fetchall()
+            )
     return found
+
+
+def vocabulary_of(connection: sqlite3.Connection) -> dict[str, int]:
+    """The shard's vocabulary (word -> sessions holding it), which must be current."""
+    assert connection.execute("SELECT value FROM meta WHERE key = 'vocabulary'").fetchone() == ("fresh",)
+    return dict(connection.execute("SELECT word, sessions FROM words").fetchall())
 
 
 def expected_postings(indexed: Indexed) -> dict[str, Counter[str]]:
@@ -191,6 +201,38 @@ def test_appends_rewrites_and_removals_keep_the_word_counts_exact(indexed: Index
     assert postings_of(indexed) == expected_postings(indexed)
     assert set(indexed.ids("pangolin")) == {"grows", "rewritten"}
     assert indexed.ids("aardvark") == [] and indexed.ids("ocelot") == []
+
+
+def test_a_big_batch_makes_the_vocabulary_again_and_a_file_without_one_is_searched(
+    indexed: Indexed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vocabulary, "STALE_AFTER", 2)  # every batch here is "big"
+    for number in range(6):
+        say_user(indexed.session(f"s{number}", created_at=number), f"retry number {number} readme")
+    say_user(indexed.session("rare", created_at=9), "the rebase of retry_budget")
+    indexed.sync()
+    assert postings_of(indexed) == expected_postings(indexed)  # (the vocabulary made again, exact)
+    # The word being typed becomes the most widespread words it starts, whatever their order.
+    assert indexed.index.words._expand("re", 2) == ["retri", "readm"]
+    monkeypatch.setattr(vocabulary, "STALE_AFTER", 200)
+    say_user(indexed.writer.get("rare"), "a rebase again")  # a small batch keeps it row by row
+    indexed.writer.close()
+    indexed.sync()
+    assert postings_of(indexed) == expected_postings(indexed)
+    # A file written before the vocabulary existed (or mid-build): counted from the postings.
+    indexed.index.close()
+    for shard in indexed.index.shards:
+        assert shard.path is not None
+        with sqlite3.connect(shard.path) as connection:
+            connection.execute("DELETE FROM meta WHERE key = 'vocabulary'")
+            connection.execute("DELETE FROM words")
+    reopened = Indexed(indexed.root)
+    reopened.index.open()
+    ranked = reopened.index.rank(parse_query("retry rebas", typing=True))
+    assert set(ranked.scores) == {"rare", *(f"s{number}" for number in range(6))}
+    assert ranked.stats.df == {"retri": 7, "rebas": 1} and ranked.prefix_terms[0] == "rebas"
+    reopened.sync()  # the next sync makes it again
+    assert postings_of(reopened) == expected_postings(reopened)
 
 
 def test_an_index_of_the_older_layout_is_rebuilt(indexed: Indexed) -> None:

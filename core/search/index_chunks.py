@@ -22,6 +22,7 @@ from core.search.index_values import (
     Reader,
 )
 from core.search.matching import fold
+from core.search.vocabulary import change as vocabulary_change
 from core.search.words import term_counts
 from core.sessions.models import ProjectedItem
 
@@ -172,10 +173,10 @@ def unindex(connection: sqlite3.Connection, rowid: int, body: bytes) -> Counter[
     return term_counts(text)
 
 
-def write_counts(connection: sqlite3.Connection, key: int, change: Mapping[str, int]) -> int:
+def write_counts(connection: sqlite3.Connection, key: int, change: Mapping[str, int], vocabulary: bool = False) -> int:
     """Apply ``change`` (word -> count added or, negative, taken away) to the postings of a session
     already indexed (a new one's are written in a batch, ``ShardWriter``). Returns how many words the
-    session's length changed by."""
+    session's length changed by. ``vocabulary``: keep the shard's vocabulary too (``vocabulary``)."""
     changed = {sqlite_text(word): delta for word, delta in change.items() if delta}
     if not changed:
         return 0
@@ -207,6 +208,10 @@ def write_counts(connection: sqlite3.Connection, key: int, change: Mapping[str, 
         connection.executemany("UPDATE postings SET count = ? WHERE word = ? AND key = ?", updated)
     if deleted:
         connection.executemany("DELETE FROM postings WHERE word = ? AND key = ?", deleted)
+    if vocabulary and (inserted or deleted):
+        held = {word: 1 for word, _key, _count in inserted}
+        held.update({word: -1 for word, _key in deleted})
+        vocabulary_change(connection, held)
     return sum(changed.values())
 
 

@@ -68,6 +68,7 @@ INSERT INTO terms(terms, rank) VALUES ('automerge', 8);
 CREATE TABLE IF NOT EXISTS postings(
     word TEXT NOT NULL, key INTEGER NOT NULL, count INTEGER NOT NULL, PRIMARY KEY(word, key)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS words(word TEXT PRIMARY KEY, sessions INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vectors(rowid INTEGER PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS embed_queue(rowid INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS session_vectors(key INTEGER PRIMARY KEY, data BLOB NOT NULL);
@@ -278,6 +279,11 @@ class ShardFiles:
             with transaction(connection):
                 for key, value in fingerprint().items():
                     connection.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+                # A new file's vocabulary is current (empty); one from before it is made at the next sync.
+                connection.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) SELECT 'vocabulary', 'fresh' "
+                    "WHERE NOT EXISTS (SELECT 1 FROM postings)"
+                )
             self.load_known(connection)
         except BaseException:
             connection.close()

@@ -199,24 +199,42 @@ class ShardReader:
             IndexUnavailable: the index cannot be read.
         """
         found: dict[str, int] = {}
+        if self._vocabulary():
+            for start in range(0, len(words), 500):
+                part = list(words[start : start + 500])
+                marks = ",".join("?" * len(part))
+                found.update(self.query(f"SELECT word, sessions FROM words WHERE word IN ({marks})", part))
+            return found
         for word in words:
             rows = self.query("SELECT count(*) FROM postings WHERE word = ?", (word,))  # none: not open
             if rows and rows[0][0]:
                 found[word] = rows[0][0]
         return found
 
-    def words_from(self, prefix: str, limit: int) -> dict[str, int]:
-        """Words starting with ``prefix`` and how many sessions hold each, among the first ``limit``
-        postings in word order (a short prefix never reads the whole table).
+    def words_from(self, prefix: str, count: int, scan: int) -> dict[str, int]:
+        """The ``count`` most widespread words starting with ``prefix`` and how many sessions hold
+        each (without a current vocabulary: among the first ``scan`` postings in word order, so a
+        short prefix never reads the whole table).
 
         Raises:
             IndexUnavailable: the index cannot be read.
         """
+        if self._vocabulary():
+            rows = self.query(
+                "SELECT word, sessions FROM words WHERE word >= ? AND word < ? ORDER BY sessions DESC LIMIT ?",
+                (prefix, prefix + "\U0010ffff", count),
+            )
+            return dict(rows)
         rows = self.query(
             "SELECT word, count(*) FROM (SELECT word FROM postings WHERE word >= ? AND word < ? LIMIT ?) GROUP BY word",
-            (prefix, prefix + "\U0010ffff", limit),
+            (prefix, prefix + "\U0010ffff", scan),
         )
         return dict(rows)
+
+    def _vocabulary(self) -> bool:
+        """Whether the shard's vocabulary is current (``vocabulary``)."""
+        rows = self.query("SELECT value FROM meta WHERE key = 'vocabulary'")
+        return bool(rows) and rows[0][0] == "fresh"
 
     def posting_arrays(self, word: str, keys: Any = None, *, newest: int | None = None) -> tuple[Any, Any]:
         """(session keys, counts) of the sessions of this shard holding ``word``, as numpy arrays

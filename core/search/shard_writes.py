@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from core.search import vocabulary
 from core.search.index_chunks import (
     CHUNK_BITS,
     CHUNK_MASK,
@@ -27,7 +28,7 @@ from core.search.index_values import (
     IndexUnavailable,
     SyncReport,
 )
-from core.search.shard_files import ShardFiles, classify_failure
+from core.search.shard_files import ShardFiles, classify_failure, transaction
 from core.search.shard_vectors import forget_chunks, queue_chunk
 
 COMMIT_INTERVAL = 0.25
@@ -46,12 +47,19 @@ class ShardWriter:
         self._new_postings: list[tuple[str, int, int]] = []
         """The postings of sessions new to the index, written in word order when the batch commits
         (what makes a first build fast: the B-tree's pages are visited in order, once per batch)."""
+        self._vocabulary = False
+        """Whether writes keep the vocabulary row by row (it is fresh and the batch is small)."""
 
     def _flush_postings(self, connection: sqlite3.Connection) -> None:
         rows = sorted(self._new_postings)
         self._new_postings.clear()
         if rows:
             connection.executemany("INSERT OR REPLACE INTO postings(word, key, count) VALUES (?, ?, ?)", rows)
+            if self._vocabulary:
+                held: Counter[str] = Counter()
+                for word, _key, _count in rows:
+                    held[word] += 1
+                vocabulary.change(connection, held)
 
     def refresh(self, sources: Sequence[tuple[str, str]]) -> None:
         """Read another process's progress from the file, never taking the writer lock."""
@@ -101,17 +109,34 @@ class ShardWriter:
         self._files.set_status("building" if todo else "ready", len(wanted) - len(todo), len(wanted))
         gone = [session_id for session_id in list(self._files.known) if session_id not in wanted]
         if gone:
+            self._vocabulary = self._keep_vocabulary(writer, len(gone))
             batch = self._batch()
             try:
                 batch.begin()
                 for session_id in gone:
                     self._delete_session(writer, session_id)
+                if not self._vocabulary:
+                    vocabulary.remake(writer)
                 batch.commit()
             except (sqlite3.Error, OSError) as error:
                 batch.rollback()
                 raise self._after_failure(classify_failure(error), wanted) from error
+            finally:
+                self._vocabulary = False
             self._files.removed = len(gone)
+        elif not todo:
+            self._remake_stale_vocabulary(writer, wanted)  # (a sync with writes makes it at their end)
         return todo
+
+    def _remake_stale_vocabulary(self, writer: sqlite3.Connection, wanted: Mapping[str, str]) -> None:
+        """Make the vocabulary again if it is stale (a build stopped midway, a file from before it)."""
+        try:
+            with self._files.lock:
+                if not vocabulary.is_fresh(writer):
+                    with transaction(writer):
+                        vocabulary.remake(writer)
+        except (sqlite3.Error, OSError) as error:
+            raise self._after_failure(classify_failure(error), wanted) from error
 
     def _batch(self) -> WriteBatch:
         # A file-backed shard has its own reader connection, so searches never wait for a batch;
@@ -142,6 +167,7 @@ class ShardWriter:
         assert writer is not None
         total = len(wanted)
         done = total - len(todo)
+        self._vocabulary = self._keep_vocabulary(writer, len(todo))
         batch = self._batch()
         try:
             started = time.perf_counter()
@@ -165,13 +191,29 @@ class ShardWriter:
                     if progress is not None:
                         progress()
             batch.commit()
+            if not self._vocabulary:
+                batch.begin()
+                vocabulary.remake(writer)
+                batch.commit()
         except (sqlite3.Error, OSError) as error:
             batch.rollback()
             raise self._after_failure(classify_failure(error), wanted) from error
         finally:
             batch.rollback()
+            self._vocabulary = False
         current = self._count_current(wanted)
         self._files.set_status("ready" if current >= total else "building", current, total)
+
+    def _keep_vocabulary(self, writer: sqlite3.Connection, sessions: int) -> bool:
+        """Whether this batch keeps the vocabulary row by row; a big one marks it stale first (it
+        is made again at the end)."""
+        with self._files.lock:
+            fresh = vocabulary.is_fresh(writer)
+            if fresh and sessions > vocabulary.STALE_AFTER:
+                with transaction(writer):
+                    vocabulary.mark_stale(writer)
+                return False
+        return fresh
 
     def _after_failure(self, failure: IndexUnavailable, wanted: Mapping[str, str]) -> IndexUnavailable:
         with self._files.lock:
@@ -221,6 +263,8 @@ class ShardWriter:
         connection.executemany(
             "DELETE FROM postings WHERE word = ? AND key = ?", [(sqlite_text(word), key) for word in gone]
         )
+        if self._vocabulary:
+            vocabulary.change(connection, {sqlite_text(word): -1 for word, count in gone.items() if count > 0})
         connection.execute("DELETE FROM chunks WHERE rowid BETWEEN ? AND ?", (low, high))
         forget_chunks(connection, low, high)
         connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
@@ -281,7 +325,7 @@ class ShardWriter:
                     self._new_postings.append((sqlite_text(word), key, count))
                     length += count
         else:
-            length = self._files.lengths.get(key, 0) + write_counts(connection, key, change)
+            length = self._files.lengths.get(key, 0) + write_counts(connection, key, change, self._vocabulary)
         connection.execute("UPDATE sessions SET words = ? WHERE key = ?", (length, key))
         self._files.lengths[key] = length
         self._files.length_version += 1

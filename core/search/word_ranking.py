@@ -82,7 +82,7 @@ class WordRanking:
         """The indexed words the word being typed may become: the most widespread first."""
         found: dict[str, int] = {}
         for shard in self.shards:
-            for word, count in shard.reads.words_from(prefix, EXPAND_SCAN).items():
+            for word, count in shard.reads.words_from(prefix, 4 * expansions, EXPAND_SCAN).items():
                 found[word] = found.get(word, 0) + count
         chosen = sorted(found, key=lambda word: -found[word])[:expansions]
         stemmed = typed_stem(prefix)
