@@ -114,16 +114,26 @@ def raw_words(text: str) -> list[str]:
 def term_counts(text: str) -> Counter[str]:
     """How often each indexed term (stem) occurs in ``text``, stop words left out."""
     counts = Counter(_raw_words(fold_text(text)))
-    _stemmer, cache = _stems()
-    stemmed: Counter[str] = Counter()
+    terms = _indexed_terms()
+    stemmed: dict[str, int] = {}
     for word, count in counts.items():
-        if word in STOP_WORDS or len(word) > MAX_WORD:
-            continue  # (checked first: the cache may hold a stop word a question looked up)
-        found = cache.get(word)
-        if found is None:
-            found = stem(word)
-        stemmed[found] += count
-    return stemmed
+        term = terms.get(word)
+        if term is None:
+            if len(terms) > _CACHE_LIMIT:
+                terms.clear()
+            term = terms[word] = "" if word in STOP_WORDS or len(word) > MAX_WORD else stem(word)
+        if term:  # ("": a stop word, or a run too long to be a word)
+            stemmed[term] = stemmed.get(term, 0) + count
+    return Counter(stemmed)
+
+
+def _indexed_terms() -> dict[str, str]:
+    """This thread's word -> indexed term ("" for none), beside the stemmer's own cache (which may
+    hold a stop word a question looked up)."""
+    found: dict[str, str] | None = getattr(_local, "terms", None)
+    if found is None:
+        found = _local.terms = {}
+    return found
 
 
 def terms_of(words: Iterable[str]) -> list[str]:
