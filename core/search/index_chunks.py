@@ -118,7 +118,13 @@ def seal(chunk: Chunk, compressor: zstandard.ZstdCompressor) -> None:
 
 
 def unpack(body: bytes) -> str:
-    return zstandard.ZstdDecompressor().decompress(body).decode("utf-8", "surrogatepass")
+    decompressor: zstandard.ZstdDecompressor | None = getattr(_local, "decompressor", None)
+    if decompressor is None:  # (one a thread: making one costs as much as a small chunk's reading)
+        decompressor = _local.decompressor = zstandard.ZstdDecompressor()
+    return decompressor.decompress(body).decode("utf-8", "surrogatepass")
+
+
+_local = threading.local()
 
 
 def terms_text(text: str) -> str:

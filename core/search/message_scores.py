@@ -14,6 +14,7 @@ import heapq
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 
 from core.search.index_chunks import ROLES, Chunk, message_texts
 from core.search.ranking import (
@@ -54,14 +55,49 @@ def best_messages(
     a word most messages say.
     """
     scoring = _Scoring(query, stats, prefix_terms, count)
-    read = [(chunk, *_folded(chunk)) for chunk in chunks]
+    read = [_Read(chunk, *_folded(chunk), query.needles) for chunk in chunks]
     heavy = scoring.heavy()
-    if heavy is not None:
-        wanted, bound = heavy
-        best = scoring.best(read, _TermCounter(wanted))
-        if len(best) >= count and best[0][0] > bound:
-            return scoring.passages(best)
-    return scoring.passages(scoring.best(read, None))
+    if heavy is None:
+        return scoring.passages(scoring.best(read, [scoring.counter.count(one.folded, one.starts) for one in read]))
+    wanted, bound = heavy
+    heavier, lighter = _TermCounter(wanted), _TermCounter(scoring.counter.wanted - wanted)
+    counted = [heavier.count(one.folded, one.starts) for one in read]
+    # The messages holding a heavier word (or an identifier), their lighter words counted too.
+    first = []
+    for one, found in zip(read, counted, strict=True):
+        among = found.keys() | one.holding
+        first.append(_merged({index: found[index] for index in found}, lighter.count(one.folded, one.starts, among)))
+    best = scoring.best(read, first)
+    if len(best) >= count and best[0][0] > bound:
+        return scoring.passages(best)
+    # Another message may still win: the lighter words counted everywhere (the heavier ones were).
+    every = [_merged(found, lighter.count(one.folded, one.starts)) for one, found in zip(read, counted, strict=True)]
+    return scoring.passages(scoring.best(read, every))
+
+
+@dataclass(slots=True)
+class _Read:
+    """A chunk as scoring reads it: folded, where each message starts, the messages holding an
+    identifier of the query."""
+
+    chunk: Chunk
+    folded: str
+    starts: Sequence[int]
+    holding: set[int]
+
+    def __init__(self, chunk: Chunk, folded: str, starts: Sequence[int], needles: Sequence[str]) -> None:
+        self.chunk, self.folded, self.starts = chunk, folded, starts
+        self.holding = _holding(folded, starts, needles) if needles else set()
+
+
+def _merged(into: Counted, more: Counted) -> Counted:
+    """``into`` with ``more``'s counts added (``into`` is changed)."""
+    for index, counts in more.items():
+        if index in into:
+            into[index] = into[index] + counts
+        else:
+            into[index] = counts
+    return into
 
 
 class _Scoring:
@@ -94,17 +130,12 @@ class _Scoring:
             bound *= (len(light) / self.asked) ** MESSAGE_COVERAGE_POWER
         return wanted, bound
 
-    def best(self, read: Sequence[tuple[Chunk, str, Sequence[int]]], first: _TermCounter | None) -> list[Scored]:
-        """The best ``count`` messages as a heap: of every message holding a word, or (``first``)
-        of those holding one of its words or an identifier."""
+    def best(self, read: Sequence[_Read], counted: Sequence[Counted]) -> list[Scored]:
+        """The best ``count`` messages as a heap, of those counted (or holding an identifier)."""
         query, count = self.query, self.count
         best: list[Scored] = []
-        for chunk, folded, starts in read:
-            holding = _holding(folded, starts, query.needles) if query.needles else set()
-            if first is None:
-                found = self.counter.count(folded, starts)
-            else:
-                found = self.counter.count(folded, starts, first.count(folded, starts).keys() | holding)
+        for one, found in zip(read, counted, strict=True):
+            chunk, folded, starts, holding = one.chunk, one.folded, one.starts, one.holding
             if not found and not holding:
                 continue
             texts = message_texts(chunk.text, chunk.starts)
