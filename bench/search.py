@@ -21,6 +21,7 @@ from pathlib import Path
 
 import zstandard
 
+from bench.timing import machine_speed
 from core import JsonlSessionStore, SessionHeader
 from core.folder.jsonl_header import header_line
 from core.folder.jsonl_layout import encode_session_segment, project_key
@@ -328,7 +329,7 @@ def bench_picker(root: Path, repeats: int) -> None:
     from bench.app import print_latencies
 
     print(f"\n## Picker with message search on, {SESSIONS:,} sessions: key received -> picker painted")
-    print(f"  typing @{', @'.join(PICKER_WORDS)} key by key")
+    print(f"  typing @{', @'.join(PICKER_WORDS)} key by key (machine speed: {machine_speed()})")
     latencies, _typed, state = asyncio.run(_picker(root, max(2, repeats // 2), during_build=False))
     print(f"  {state}:")
     print_latencies(latencies, "    ")
@@ -348,7 +349,9 @@ def main(repeats: int = 5) -> None:
         print(f"  (seeded the store once in {time.perf_counter() - began:.0f} s: {root})")
     index = bench_build(root, text_bytes)
     bench_queries(root, index, repeats)
+    print(f"\n(machine speed: {machine_speed()})")
     bench_ranked(root, index, repeats)
+    print(f"  (machine speed: {machine_speed()})")
     bench_incremental(root, index, repeats)
     index.close()
     bench_picker(root, repeats)
