@@ -3,8 +3,9 @@
 Its kinds: ``SessionReferenceError`` (referencing, CONTRACT §9; ``ReferenceCancelled`` when an
 abort stopped it), ``SessionQueryError`` (a store), and, where they are raised, ``ModelError``
 (``core.agent.chat_models``), ``CompactionError`` (``core.agent.compaction``), ``IndexUnavailable``
-(``core.search.index_values``) and ``ConfigError`` (``core.settings``). A host catches
-``SessionrefError`` to show any of them as one line: the message and its code.
+(``core.search.index_values``), ``MeaningUnavailable`` (``core.search.meaning``), ``HandoffError``
+(``core.handoff``) and ``ConfigError`` (``core.settings``). A host catches ``SessionrefError`` to show
+any of them as one line, ``error.line``: the message and its code.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ class SessionrefError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
+
+    @property
+    def line(self) -> str:
+        """The one way an error is shown to a person: ``message (CODE)``."""
+        return f"{self.message} ({self.code})"
 
 
 class SessionReferenceError(SessionrefError):

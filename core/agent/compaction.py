@@ -425,7 +425,7 @@ async def compact(
         if signal.aborted:
             raise CompactionError("compaction was cancelled; nothing changed", COMPACTION_CANCELLED) from error
         raise CompactionError(
-            f"the summary request failed: {error.message} ({error.code}); nothing changed",
+            f"the summary request failed: {error.line}; nothing changed",
             COMPACTION_FAILED,
             context_limit=error.context_limit,
         ) from error

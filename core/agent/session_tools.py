@@ -141,7 +141,7 @@ class SessionTools:
                 return _escaped(await self._read(parsed))
             raise _ToolError(f"there is no tool named {json.dumps(name)}", TOOL_UNKNOWN)
         except _ToolError as error:
-            message = escape_unsafe(f"{error.message} ({error.code})")
+            message = escape_unsafe(error.line)
             return ToolResult(message, is_error=True, code=error.code, summary=error.code)
 
     @property

@@ -197,7 +197,7 @@ class SessionCatalog:
                     continue
                 except SessionQueryError as error:
                     # A database store that cannot be reached: keep showing the last listing.
-                    self._set_unavailable(f"{error.message} ({error.code})")
+                    self._set_unavailable(error.line)
                     return False
             else:
                 return False

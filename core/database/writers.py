@@ -234,7 +234,7 @@ class PgWriters:
                     f" {sum(batch.events for batch in writer.outbox)} of its events are not stored"
                 )
             else:
-                self.unavailable = f"{error.message} ({error.code})"
+                self.unavailable = error.line
             return False
         except psycopg.Error as error:
             self._lost(writer, error)

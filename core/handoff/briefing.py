@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from core.catalog import SessionCatalog
-from core.errors import SessionQueryError, SessionReferenceError
+from core.errors import SessionQueryError, SessionReferenceError, SessionrefError
 from core.handoff.git_state import GitState, git_state
 from core.reference.service import SessionReferenceService, build_context
 from core.reference.uri import ReferenceInput, decode_session_reference_uri
@@ -32,13 +32,8 @@ SERVER_NAME = "sessionref"
 """The name the agents know the session tools' MCP server by."""
 
 
-class HandoffError(Exception):
+class HandoffError(SessionrefError):
     """A hand-off that cannot go ahead: one line that says why, and a stable code."""
-
-    def __init__(self, message: str, code: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ def build(
     except IndexUnavailable as problem:
         if problem.code == INDEX_READ_ONLY:
             return 0
-        print(f"sessionref-index: {problem.message} ({problem.code})", file=sys.stderr)
+        print(f"sessionref-index: {problem.line}", file=sys.stderr)
         return EXIT_INDEX
     if not index.writable:
         return 0  # another process keeps it
@@ -79,12 +79,12 @@ def build(
             try:
                 index.meaning.embed_pending()
             except MeaningUnavailable as problem:  # words are searchable; the host embeds later
-                print(f"sessionref-index: {problem.message} ({problem.code})", file=sys.stderr)
+                print(f"sessionref-index: {problem.line}", file=sys.stderr)
         if timings:
             vectors = time.perf_counter() - began - words
             print(f"sessionref-index: words {words:.1f} s, vectors {vectors:.1f} s", file=sys.stderr)
     except IndexUnavailable as problem:
-        print(f"sessionref-index: {problem.message} ({problem.code})", file=sys.stderr)
+        print(f"sessionref-index: {problem.line}", file=sys.stderr)
         return EXIT_INDEX
     finally:
         index.close()

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from core.errors import SessionrefError
+
 if TYPE_CHECKING:  # numpy is imported when vectors are first made or read, never at start-up
     import numpy as np
     import numpy.typing as npt
@@ -58,13 +60,11 @@ MEANING_UNAVAILABLE = "SEARCH_MEANING_UNAVAILABLE"
 """The embedder cannot be loaded or reached: word search answers alone."""
 
 
-class MeaningUnavailable(Exception):
+class MeaningUnavailable(SessionrefError):
     """The embedder failed (``code`` is ``MEANING_UNAVAILABLE``); searches go on by words alone."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = MEANING_UNAVAILABLE
+        super().__init__(message, MEANING_UNAVAILABLE)
 
 
 class Embedder(Protocol):

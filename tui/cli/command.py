@@ -53,6 +53,7 @@ from core.settings import (
 )
 from core.settings import Settings as RunSettings
 from core.stores import SessionStore, open_store
+from tui.cli.command_error import CommandError
 from tui.cli.options import (
     EXIT_ROOT,
     EXIT_SESSION,
@@ -79,8 +80,8 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list
         parser.error(f"--port must be between 1 and 65535, not {args.port}")
     try:
         from textual_serve.server import Server
-    except ImportError:
-        return _fail("--serve needs the textual-serve package (pip install textual-serve)", EXIT_USAGE)
+    except ImportError as error:
+        raise _fail("--serve needs the textual-serve package (pip install textual-serve)", EXIT_USAGE) from error
     command = shlex.join([sys.executable, "-m", "tui.cli", *served_options(argv)])
     Server(command, host=args.host, port=args.port, title="sessionref").serve()
     return 0
@@ -98,9 +99,9 @@ def loose_permissions(root: str | os.PathLike[str]) -> str | None:
     return f"{root} can be read by other users (mode {mode:o}); run chmod 700 on it to keep your chats private"
 
 
-def _fail(message: str, code: int) -> int:
-    print(f"sessionref: {visible(message)}", file=sys.stderr)
-    return code
+def _fail(message: str, code: int) -> CommandError:
+    """The app's own failure (``sessionref: …``), to raise."""
+    return CommandError(f"sessionref: {message}", code)
 
 
 def _model(settings: RunSettings) -> ChatModel:
@@ -256,7 +257,7 @@ def _secret_findings(args: argparse.Namespace) -> list[Finding]:
         else:
             store = open_store(root=args.root or default_root(), compression=args.compression, keep_listing=False)
     except SessionQueryError as error:
-        return [Finding("error", "secrets_unread", args.store or args.root or "", f"{error.message} ({error.code})")]
+        return [Finding("error", "secrets_unread", args.store or args.root or "", error.line)]
     try:
         findings, scanned = check_secrets(store)
     finally:
@@ -270,9 +271,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sessionref`` console script; returns the exit code."""
     parser = command_parser()
     args = parser.parse_args(argv)
-    if args.command is not None:
-        run: Callable[[argparse.Namespace], int] = args.run
-        return run(args)
+    try:
+        if args.command is not None:
+            run: Callable[[argparse.Namespace], int] = args.run
+            return run(args)
+        return _app(parser, args, argv)
+    except CommandError as error:
+        print(visible(error.message), file=sys.stderr)
+        return error.exit_code
+
+
+def _app(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """Run the app itself (no subcommand)."""
     effective = _settings(parser, args)[1]
     settings = effective.settings
     if settings.backend != "openai" and (args.base_url or args.model):
@@ -290,42 +300,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = reference_config(settings)
     except SessionReferenceError as error:
-        parser.error(f"{error.message} ({error.code})")
+        parser.error(error.line)
     search_config = SearchConfig(body_search=settings.body_search, embedder=embedder_of(settings))
 
     root = args.root
     if settings.store is not None:
         if args.demo or root is not None:
             parser.error("--store names a database: leave out --root and --demo")
-        opened = _database_store(settings.store, args.pack_chunks)
-        if isinstance(opened, int):
-            return opened
-        return _run_app(args, effective, opened, cwd, config, search_config, None)
+        return _run_app(
+            args, effective, _database_store(settings.store, args.pack_chunks), cwd, config, search_config, None
+        )
     if args.demo and root is None:
         root = tempfile.mkdtemp(prefix="sessionref-demo-")
     if root is None:
         root = default_root()
     try:
         if args.demo and os.path.isdir(root) and os.listdir(root):
-            return _fail(f"--demo needs an empty or new folder, and {root} is not empty", EXIT_ROOT)
+            raise _fail(f"--demo needs an empty or new folder, and {root} is not empty", EXIT_ROOT)
         store: SessionStore = open_store(root=root, compression=args.compression, pack_chunks=args.pack_chunks)
         if not os.access(root, os.R_OK | os.W_OK | os.X_OK):
-            return _fail(f"cannot read and write the store folder {root}", EXIT_ROOT)
+            raise _fail(f"cannot read and write the store folder {root}", EXIT_ROOT)
         warning = loose_permissions(root)
         if warning is not None:
             print(f"sessionref: warning: {visible(warning)}", file=sys.stderr)
     except OSError as error:
-        return _fail(f"cannot use the store folder {root}: {error.strerror or error}", EXIT_ROOT)
+        raise _fail(f"cannot use the store folder {root}: {error.strerror or error}", EXIT_ROOT) from error
 
     return _run_app(args, effective, store, cwd, config, search_config, root)
 
 
-def _database_store(url: str, pack_chunks: bool) -> SessionStore | int:
-    """The PostgreSQL store at ``url``, or the exit code after saying why it cannot be used."""
+def _database_store(url: str, pack_chunks: bool) -> SessionStore:
+    """The PostgreSQL store at ``url``.
+
+    Raises:
+        CommandError: it cannot be used.
+    """
     try:
         return open_store(url=url, pack_chunks=pack_chunks)
     except SessionQueryError as error:
-        return _fail(f"cannot use the session database: {error.message} ({error.code})", EXIT_ROOT)
+        raise _fail(f"cannot use the session database: {error.line}", EXIT_ROOT) from error
 
 
 def _run_app(
@@ -370,12 +383,12 @@ def _run_app(
             else None,
         )
     except SessionQueryError as error:
-        return _fail(f"cannot open session: {error.message} ({error.code})", EXIT_SESSION)
+        raise _fail(f"cannot open session: {error.line}", EXIT_SESSION) from error
     try:
         if args.check_start:
             started = _check_start(app)
             if started is None:
-                return _fail(
+                raise _fail(
                     f"the app did not start (no first screen with its listing within {CHECK_START_SECONDS:.0f} s)", 1
                 )
             print(started)

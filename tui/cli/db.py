@@ -48,7 +48,7 @@ def db_command(args: argparse.Namespace) -> int:
     try:
         report = initialize_database(url)
     except SessionQueryError as error:
-        print(visible(f"sessionref db init: {error.message} ({error.code})"), file=sys.stderr)
+        print(visible(f"sessionref db init: {error.line}"), file=sys.stderr)
         return EXIT_DATABASE
     before = report.before
     if before.version == 0:

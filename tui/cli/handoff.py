@@ -30,6 +30,7 @@ from core.settings import (
     external_sources,
 )
 from core.stores import SessionStore
+from tui.cli.command_error import CommandError
 from tui.cli.options import EXIT_USAGE
 from tui.services.text import visible
 
@@ -71,6 +72,11 @@ def _say(message: str) -> None:
     print(visible(f"sessionref handoff: {message}"), file=sys.stderr)
 
 
+def _cannot(message: str) -> CommandError:
+    """A hand-off that cannot start (``EXIT_CANNOT``), to raise."""
+    return CommandError(f"sessionref handoff: {message}", EXIT_CANNOT)
+
+
 def handoff_command(args: argparse.Namespace) -> int:
     """Run ``sessionref handoff``."""
     from tui.cli.options import command_settings, default_root, open_command_store
@@ -82,14 +88,10 @@ def handoff_command(args: argparse.Namespace) -> int:
     if args.headless and agent.build is None:
         parser.exit(EXIT_USAGE, "sessionref handoff: sessionref has no headless mode; leave out --headless\n")
     if not args.print and agent.installed() is None:
-        _say(f"{agent.label} is not installed (no {agent.program} on PATH); nothing was started")
-        return EXIT_CANNOT
+        raise _cannot(f"{agent.label} is not installed (no {agent.program} on PATH); nothing was started")
     url = settings.store if args.root is None else None
     root = None if url is not None else (args.root or default_root())
-    opened = open_command_store("handoff", root=root, url=url, keep_listing=False)
-    if isinstance(opened, int):
-        return opened
-    store = opened
+    store = open_command_store("handoff", root=root, url=url, keep_listing=False)
     try:
         catalog = SessionCatalog(store, external_sources(effective))
         catalog.refresh()
@@ -102,8 +104,7 @@ def handoff_command(args: argparse.Namespace) -> int:
                 )
             )
         except HandoffError as error:
-            _say(f"{error.message} ({error.code}); nothing was started")
-            return EXIT_CANNOT
+            raise _cannot(f"{error.line}; nothing was started") from error
         if args.print:
             sys.stdout.write(briefing.text + "\n")
             return 0
@@ -121,8 +122,7 @@ def handoff_command(args: argparse.Namespace) -> int:
             try:
                 launch = agent.launch(briefing.text, briefing.folder, server, headless=args.headless)
             except HandoffError as error:
-                _say(f"{error.message} ({error.code}); nothing was started")
-                return EXIT_CANNOT
+                raise _cannot(f"{error.line}; nothing was started") from error
             return _run(launch, agent, store, handoff, side, own)
     finally:
         store.close()
@@ -161,8 +161,10 @@ def _show(briefing: Briefing, agent: Agent, headless: bool) -> None:
 
 def _confirm(agent: Agent, briefing: Briefing) -> bool:
     if not sys.stdin.isatty():
-        _say("no terminal to confirm at: add --yes to start without asking; nothing was started")
-        raise SystemExit(EXIT_USAGE)
+        raise CommandError(
+            "sessionref handoff: no terminal to confirm at: add --yes to start without asking; nothing was started",
+            EXIT_USAGE,
+        )
     try:
         answer = input(visible(f"Start {agent.label} in {briefing.folder} with this briefing? [y/N] "))
     except EOFError:
@@ -184,8 +186,7 @@ def _run(launch: Launch, agent: Agent, store: SessionStore, handoff: Handoff, si
     try:
         code = launch.run(started)
     except OSError as error:
-        _say(f"{agent.label} could not be started: {error.strerror or error}; nothing was started")
-        return EXIT_CANNOT
+        raise _cannot(f"{agent.label} could not be started: {error.strerror or error}; nothing was started") from error
     finally:
         launch.cleanup()
     print(visible(f"sessionref handoff: {agent.label} exited {code}; the hand-off is noted in {where}"),

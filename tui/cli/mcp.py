@@ -31,18 +31,20 @@ def add_commands(commands: CommandTaker) -> None:
     parser.set_defaults(run=mcp_command, parser=parser, demo=False)
 
 
-def open_tool_server(command: str, args: argparse.Namespace) -> SessionToolServer | int:
+def open_tool_server(command: str, args: argparse.Namespace) -> SessionToolServer:
     """The session tools over the store and other agents' sessions a subcommand's options and settings
-    name, for the folder it runs in (``sessionref mcp``, ``sessionref search``); the exit code when
-    the store cannot be used. The caller closes the server and its catalog's store."""
+    name, for the folder it runs in (``sessionref mcp``, ``sessionref search``). The caller closes the
+    server and its catalog's store.
+
+    Raises:
+        CommandError: the store cannot be used.
+    """
     from core.settings import embedder_of, external_sources
     from tui.cli.options import command_settings, open_command_store
 
     effective, config = command_settings(command, args)
     settings = effective.settings
     opened = open_command_store(command, root=args.root, url=settings.store if args.root is None else None)
-    if isinstance(opened, int):
-        return opened
     return SessionToolServer(
         SessionCatalog(opened, external_sources(effective)),
         os.getcwd(),
@@ -59,8 +61,6 @@ def mcp_command(args: argparse.Namespace) -> int:
     from tui.cli.options import sessionref_version
 
     server = open_tool_server("mcp", args)
-    if isinstance(server, int):
-        return server
     store = server.catalog.store
     try:
         server.start()

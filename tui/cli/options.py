@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 
@@ -25,6 +24,7 @@ from core.settings import (
     source_settings,
 )
 from core.stores import SessionStore, open_store
+from tui.cli.command_error import CommandError
 
 EXIT_USAGE = 2
 EXIT_ROOT = 3
@@ -134,23 +134,22 @@ def served_options(argv: list[str]) -> list[str]:
     return rest
 
 
-def open_command_store(
-    command: str, *, root: str | None, url: str | None, keep_listing: bool = True
-) -> SessionStore | int:
+def open_command_store(command: str, *, root: str | None, url: str | None, keep_listing: bool = True) -> SessionStore:
     """The store a subcommand works on: the database ``url``, else the folder ``root`` (default: the
-    app's), which must exist (a subcommand never creates one). When it cannot be used, one line on
-    stderr (``sessionref <command>: …``) and ``EXIT_ROOT`` instead."""
+    app's), which must exist (a subcommand never creates one).
+
+    Raises:
+        CommandError: it cannot be used (``sessionref <command>: …``, ``EXIT_ROOT``).
+    """
     try:
         if url is not None:
             return open_store(url=url)
         folder = root or default_root()
         if not os.path.isdir(folder):
-            print(visible(f"sessionref {command}: {folder} is not a session store folder"), file=sys.stderr)
-            return EXIT_ROOT
+            raise CommandError(f"sessionref {command}: {folder} is not a session store folder", EXIT_ROOT)
         return open_store(root=folder, keep_listing=keep_listing)
     except SessionQueryError as error:
-        print(visible(f"sessionref {command}: {error.message} ({error.code})"), file=sys.stderr)
-        return EXIT_ROOT
+        raise CommandError(f"sessionref {command}: {error.line}", EXIT_ROOT) from error
 
 
 def add_store_options(parser: argparse.ArgumentParser, config_help: str) -> None:

@@ -17,6 +17,7 @@ from core.export.readable import readable, to_html, to_markdown
 from core.reference.uri import decode_session_reference_uri
 from core.settings import ConfigError, effective_settings, external_sources, given, load_config
 from core.stores import run_to_end
+from tui.cli.command_error import CommandError
 from tui.cli.options import open_command_store
 from tui.services.text import visible
 
@@ -37,16 +38,13 @@ def readable_export(args: argparse.Namespace) -> int:
         except SessionReferenceError as error:
             parser.exit(2, f"sessionref export: {visible(error.message)} ({error.code})\n")
     settings = effective.settings
-    opened = open_command_store("export", root=args.root, url=args.store, keep_listing=False)
-    if isinstance(opened, int):
-        return opened
-    store = opened
+    store = open_command_store("export", root=args.root, url=args.store, keep_listing=False)
     catalog = SessionCatalog(store, external_sources(effective))
     try:
         surface = run_to_end(catalog.read_surface(session_id))
         title = run_to_end(catalog.read_title(session_id))
     except SessionQueryError as error:
-        return _say(f"sessionref export: {error.message} ({error.code})", EXIT_MISSING)
+        raise CommandError(f"sessionref export: {error.line}", EXIT_MISSING) from error
     finally:
         store.close()
     session = readable(surface, title.title if title is not None else None, redact=settings.redaction)
@@ -59,8 +57,3 @@ def readable_export(args: argparse.Namespace) -> int:
         masked = f"{session.masked} secrets masked" if session.redacted else "secrets NOT masked (--no-redaction)"
         print(visible(f"sessionref export: {session_id} written to {args.output} ({args.format}, {masked})"))
     return 0
-
-
-def _say(message: str, code: int) -> int:
-    print(visible(message), file=sys.stderr)
-    return code

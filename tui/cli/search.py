@@ -57,8 +57,6 @@ def search_command(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= MAX_LIMIT:
         args.parser.exit(EXIT_USAGE, f"sessionref search: --limit must be from 1 to {MAX_LIMIT}\n")
     server = open_tool_server("search", args)
-    if isinstance(server, int):
-        return server
     store = server.catalog.store
     progress = _Progress(sys.stderr.isatty())
     try:
@@ -70,7 +68,7 @@ def search_command(args: argparse.Namespace) -> int:
         return 130
     except SessionrefError as error:
         progress.done()
-        print(visible(f"sessionref search: {error.message} ({error.code})"), file=sys.stderr)
+        print(visible(f"sessionref search: {error.line}"), file=sys.stderr)
         return 1
     finally:
         server.close()

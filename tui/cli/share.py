@@ -15,13 +15,13 @@ secrets), 2 bad arguments, 3 the database cannot be used.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from core.errors import SessionQueryError
 from core.reference.projection import project_conversation
 from core.secrets.conversation import describe_secrets, mask_conversation
 from core.settings import CommandTaker, add_database_options, required_database_url
 from core.stores import SessionStore, open_store, run_to_end
+from tui.cli.command_error import CommandError
 from tui.services.text import visible
 
 EXIT_REFUSED = 1
@@ -68,13 +68,13 @@ def share_command(args: argparse.Namespace) -> int:
     try:
         store = open_store(url=url)
     except SessionQueryError as error:
-        return _say(f"sessionref {kind}: {error.message} ({error.code})", EXIT_DATABASE)
+        raise CommandError(f"sessionref {kind}: {error.line}", EXIT_DATABASE) from error
     try:
         if sharing and not args.allow_secrets:
             held = _secrets_held(store, args.session)
             if held:
                 store.close()
-                return _say(
+                raise CommandError(
                     f"sessionref share: session {args.session} holds secrets: {held}; teammates would read them. "
                     f"Nothing was shared; to share it anyway, add --allow-secrets ({SHARE_HOLDS_SECRETS})",
                     EXIT_REFUSED,
@@ -83,7 +83,7 @@ def share_command(args: argparse.Namespace) -> int:
         teams = store.shared_with(args.session)
     except SessionQueryError as error:
         code = EXIT_DATABASE if error.code == "SESSION_QUERY_DATABASE_UNAVAILABLE" else EXIT_REFUSED
-        return _say(f"sessionref {kind}: {error.message} ({error.code})", code)
+        raise CommandError(f"sessionref {kind}: {error.line}", code) from error
     finally:
         store.close()
     what = ("shared with" if changed else "was already shared with") if sharing else (
@@ -101,8 +101,3 @@ def _secrets_held(store: SessionStore, session_id: str) -> str:
     except SessionQueryError:
         return ""
     return describe_secrets(mask_conversation(project_conversation(surface)).masked)
-
-
-def _say(message: str, code: int) -> int:
-    print(visible(message), file=sys.stderr)
-    return code

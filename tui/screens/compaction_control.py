@@ -51,14 +51,14 @@ class CompactionControl:
         except CompactionError as error:
             cancelled = error.code == COMPACTION_CANCELLED
             notify(
-                f"{error.message} ({error.code})",
+                error.line,
                 severity="information" if cancelled else "error",
                 title="Compaction cancelled" if cancelled else "Could not compact",
                 markup=False,
             )
             return
         except SessionQueryError as error:
-            notify(f"{error.message} ({error.code})", severity="error", title="Could not compact", markup=False)
+            notify(error.line, severity="error", title="Could not compact", markup=False)
             return
         finally:
             self._host.post_message(CompactionShown(False))

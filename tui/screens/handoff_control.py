@@ -86,9 +86,7 @@ class HandoffControl:
                     )
                 )
             except HandoffError as error:
-                app.call_from_thread(
-                    app.notify, f"{error.message} ({error.code})", severity="error", title="Cannot hand off"
-                )
+                app.call_from_thread(app.notify, error.line, severity="error", title="Cannot hand off")
                 return
             dialog = HandoffScreen(briefing, agent)
             app.call_from_thread(app.push_screen, dialog, partial(self._confirmed, briefing, agent))
@@ -121,7 +119,7 @@ class HandoffControl:
         try:
             launch = agent.launch(briefing.text, briefing.folder, server, headless=False)
         except HandoffError as error:
-            app.notify(f"{error.message} ({error.code})", severity="error", title="Cannot hand off")
+            app.notify(error.line, severity="error", title="Cannot hand off")
             return
         try:
             with app.suspend():

@@ -154,7 +154,7 @@ class Sender:
                     )
         except SessionQueryError as error:
             notify(
-                f"{error.message} ({error.code})\nYour draft is kept.",
+                f"{error.line}\nYour draft is kept.",
                 severity="error",
                 title="Could not save",
                 markup=False,
@@ -164,7 +164,7 @@ class Sender:
         except CompactionError as error:
             cancelled = error.code == COMPACTION_CANCELLED
             notify(
-                f"{error.message} ({error.code})\nNothing was sent; your draft is kept.",
+                f"{error.line}\nNothing was sent; your draft is kept.",
                 severity="information" if cancelled else "error",
                 title="Cancelled" if cancelled else "Not sent",
                 markup=False,
@@ -177,7 +177,7 @@ class Sender:
         failed = agent.take_compaction_error()
         if failed is not None:
             notify(
-                f"{failed.message} ({failed.code})\nThe message was sent anyway: it fits the window.",
+                f"{failed.line}\nThe message was sent anyway: it fits the window.",
                 severity="warning",
                 title="Compaction failed",
                 markup=False,
@@ -231,8 +231,8 @@ class Sender:
             self._host.post_message(self.TargetChanged())
             failed = workspace.agent.take_compaction_error()
             if failed is not None:
-                notify(f"{failed.message} ({failed.code})", severity="warning", title="Compaction failed", markup=False)
+                notify(failed.line, severity="warning", title="Compaction failed", markup=False)
             error = workspace.agent.last_error
             if error is not None and error is not self._reported_error:
                 self._reported_error = error
-                notify(f"{error.message} ({error.code})", severity="error", title="The model failed")
+                notify(error.line, severity="error", title="The model failed")

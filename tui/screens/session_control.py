@@ -58,7 +58,7 @@ class SessionControl:
         try:
             workspace.open_session(session_id)
         except SessionQueryError as error:
-            notify(f"{error.message} ({error.code})", severity="error", title="Cannot open session")
+            notify(error.line, severity="error", title="Cannot open session")
             return
         self._host.post_message(self.Switched())
 
@@ -81,6 +81,6 @@ class SessionControl:
         try:
             self._workspace.rename(title)
         except SessionQueryError as error:
-            self._host.notify(f"{error.message} ({error.code})", severity="error", title="Cannot rename")
+            self._host.notify(error.line, severity="error", title="Cannot rename")
             return
         self._host.post_message(self.Renamed())

@@ -1,0 +1,16 @@
+"""How a subcommand fails: it raises ``CommandError`` with the one line to say and the exit code, and
+``main`` prints it once, on stderr (control characters shown, never sent raw to the terminal)."""
+
+from __future__ import annotations
+
+from core.errors import SessionrefError
+
+COMMAND_FAILED = "SESSIONREF_COMMAND_FAILED"
+
+
+class CommandError(SessionrefError):
+    """A command that cannot go on: ``message`` is the whole line (``sessionref <command>: …``)."""
+
+    def __init__(self, message: str, exit_code: int, code: str = COMMAND_FAILED) -> None:
+        super().__init__(message, code)
+        self.exit_code = exit_code
