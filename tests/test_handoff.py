@@ -330,7 +330,7 @@ async def test_in_the_app_a_session_whose_folder_is_gone_is_one_notice_and_nothi
     from tests.support.external_fixtures import CLAUDE_UUID, seed_external
 
     claude, codex = tmp_path / "claude", tmp_path / "codex"
-    seed_external(claude, codex)  # its folder, /home/demo/projects/sessionref, does not exist here
+    seed_external(claude, codex, claude_cwd=str(tmp_path / "gone"))  # a folder that never exists
     app, store = open_app(demo_template, tmp_path / "store", external=(ClaudeCodeSource(claude), CodexSource(codex)))
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, app.workspace.catalog_loaded.is_set)

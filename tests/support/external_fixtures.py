@@ -32,11 +32,11 @@ def _write(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
-def seed_external(claude_root: Path, codex_root: Path) -> None:
-    """One Claude Code session (in the demo project, 30 s after the demo's newest) and one Codex
-    session (in the website folder, 90 s before the demo's oldest)."""
+def seed_external(claude_root: Path, codex_root: Path, claude_cwd: str = DEMO_PROJECT) -> None:
+    """One Claude Code session (in the demo project, or ``claude_cwd``, 30 s after the demo's newest)
+    and one Codex session (in the website folder, 90 s before the demo's oldest)."""
     at = DEMO_START + 6 * 60_000 + 30_000
-    common = {"sessionId": CLAUDE_UUID, "cwd": DEMO_PROJECT, "isSidechain": False, "version": "1.0.80"}
+    common = {"sessionId": CLAUDE_UUID, "cwd": claude_cwd, "isSidechain": False, "version": "1.0.80"}
     _write(
         claude_root / "projects" / "-home-demo-projects-sessionref" / f"{CLAUDE_UUID}.jsonl",
         [

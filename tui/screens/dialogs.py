@@ -16,16 +16,12 @@ class ViewerScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q", "dismiss", "Close")]
 
+    DEFAULT_CLASSES = "dialog"  # (its frame: app.tcss)
     DEFAULT_CSS = """
     ViewerScreen {
-        align: center middle;
         & > Vertical {
             width: 90%;
             height: 90%;
-            border: round $accent;
-            border-title-color: $accent;
-            border-subtitle-color: $text-muted;
-            background: $surface;
         }
         & #viewer-text {
             width: 1fr;
@@ -64,14 +60,12 @@ class RenameScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
+    DEFAULT_CLASSES = "dialog"  # (its frame: app.tcss)
     DEFAULT_CSS = """
     RenameScreen {
-        align: center middle;
         & > Vertical {
             width: 60;
             height: auto;
-            border: round $accent;
-            background: $surface;
             padding: 1 2;
         }
         & Label { margin-bottom: 1; }

@@ -36,16 +36,12 @@ class HandoffScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
+    DEFAULT_CLASSES = "dialog"  # (its frame: app.tcss)
     DEFAULT_CSS = """
     HandoffScreen {
-        align: center middle;
         & > Vertical {
             width: 90%;
             height: 90%;
-            border: round $accent;
-            border-title-color: $accent;
-            border-subtitle-color: $text-muted;
-            background: $surface;
             padding: 0 1;
         }
         & #handoff-briefing { height: 1fr; border: none; }

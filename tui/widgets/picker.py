@@ -43,13 +43,6 @@ def group_of(candidate: Candidate, target_cwd: str | None) -> int:
     return 1 if candidate.cwd is None else 2
 
 
-def label_segments(
-    label: str, query: str, width: int, style: Style | None = None, match: Style | None = None
-) -> list[Segment]:
-    """The displayed label (control characters as ``\\xNN``), fitted to ``width``, first match marked."""
-    return marked_segments(fit_cells(visible(label), width), query, style, match)
-
-
 def marked_segments(shown: str, query: str, style: Style | None = None, match: Style | None = None) -> list[Segment]:
     """``shown`` (already safe and fitted) with the first case-insensitive match of ``query`` marked
     in ``match`` (the picker's ``rows--match`` part)."""

@@ -383,12 +383,6 @@ def streaming_reply(session: Session) -> Streaming | None:
     return None
 
 
-def streaming_text(session: Session) -> str | None:
-    """The reply text of the step in progress, or ``None`` when none runs."""
-    reply = streaming_reply(session)
-    return None if reply is None else reply.text
-
-
 class Transcript(VerticalScroll):
     """Replays a session's surface; new events are appended, a compaction rebuilds it."""
 
