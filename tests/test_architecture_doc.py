@@ -58,3 +58,11 @@ def test_every_package_has_its_row_and_every_module_is_named_and_exists() -> Non
                 unnamed.append(str(path.relative_to(ROOT)))
     assert sorted(missing) == [], "named in docs/architecture.md, not in the tree"
     assert sorted(unnamed) == [], "in the tree, not named in docs/architecture.md"
+
+
+def test_every_file_a_recipe_names_exists() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    recipes = text[text.index("## Recipes") : text.index("## Names")]
+    named = set(re.findall(r"`((?:core|tui|tests)/[^`]+?\.py)`", recipes))
+    assert len(named) >= 5
+    assert sorted(path for path in named if not (ROOT / path).is_file()) == []

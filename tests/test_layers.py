@@ -45,6 +45,7 @@ ALLOWED = {
     # Handing a session to another agent: a briefing over the catalog, a note in its store.
     "handoff": {
         "base",
+        "agent",  # (the session tools' names, which the briefing allows)
         "sessions",
         "secrets",
         "folder",

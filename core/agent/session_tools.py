@@ -32,20 +32,19 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from core.agent.tool_texts import (
-    MAX_SEARCH_LIMIT,
+from core.agent.tool_specs import (
     SEARCH_LIMIT,
-    escape_unsafe,
-    framed,
-    page_notice,
-    search_note,
-    snapshot_notice,
-    spelled,
+    SPECS,
+    TOOL_INVALID_ARGUMENTS,
+    TOOL_NAMES,
+    TOOL_OUT_OF_RANGE,
+    ToolCallError,
     tool_definitions,
 )
+from core.agent.tool_texts import escape_unsafe, framed, page_notice, search_note, snapshot_notice, spelled
 from core.collector import collector_paused
 from core.display import visible
-from core.errors import SessionQueryError, SessionReferenceError, SessionrefError
+from core.errors import SessionQueryError, SessionReferenceError
 from core.reference.projection import project_conversation
 from core.reference.retention import truncate_with_notice
 from core.reference.service import SessionReferenceService, build_context
@@ -62,11 +61,9 @@ from core.sessions.wire_shapes import ToolDefinition
 READ_BYTES = 65536
 """What one ``read_session`` call returns at most (UTF-8 bytes of its frame's JSON), by default."""
 
-TOOL_INVALID_ARGUMENTS = "TOOL_INVALID_ARGUMENTS"
 TOOL_UNKNOWN = "TOOL_UNKNOWN"
 TOOL_SESSION_NOT_FOUND = "TOOL_SESSION_NOT_FOUND"
 TOOL_SELF_REFERENCE = "TOOL_SELF_REFERENCE"
-TOOL_OUT_OF_RANGE = "TOOL_OUT_OF_RANGE"
 TOOL_READ_FAILED = "TOOL_READ_FAILED"
 
 Listing = Callable[[], Awaitable[tuple[Sequence[SessionRecord], Mapping[str, str | None]]]]
@@ -84,15 +81,11 @@ class ToolResult:
     """One line for the transcript: what was looked at, and how much came back."""
 
 
-class _ToolError(SessionrefError):
-    """A refused tool call (turned into an error result, never raised to the caller)."""
-
-
 DEFINITIONS: list[ToolDefinition] = tool_definitions(READ_BYTES)
 """The tools in the Chat Completions ``tools`` shape, for pages of the default size (an instance's
 ``definitions`` describe its own)."""
 
-TOOL_NAMES = frozenset(definition["function"]["name"] for definition in DEFINITIONS)
+__all__ = ["TOOL_INVALID_ARGUMENTS", "TOOL_NAMES", "TOOL_OUT_OF_RANGE"]
 
 
 class SessionTools:
@@ -127,20 +120,29 @@ class SessionTools:
         self.read_bytes = read_bytes
         self._listing = listing
         self._executor = executor
+        self._handlers: dict[str, Callable[[Mapping[str, Any]], Awaitable[ToolResult]]] = {
+            "search_sessions": self._search,
+            "reference_session": self._reference,
+            "read_session": self._read,
+        }
+        """Each tool of ``tool_specs.TOOLS`` and what runs it (its arguments checked by its spec)."""
 
     async def call(self, name: str, arguments: str | Mapping[str, Any]) -> ToolResult:
         """Run one tool call; ``arguments`` is the model's JSON text (or an already parsed object).
         Never raises for anything the model sent."""
         try:
             parsed = _arguments(arguments)
-            if name == "search_sessions":
-                return _escaped(await self._search(parsed))
-            if name == "reference_session":
-                return _escaped(await self._reference(parsed))
-            if name == "read_session":
-                return _escaped(await self._read(parsed))
-            raise _ToolError(f"there is no tool named {json.dumps(name)}", TOOL_UNKNOWN)
-        except _ToolError as error:
+            spec = SPECS.get(name)
+            if spec is None:
+                raise ToolCallError(f"there is no tool named {json.dumps(name)}", TOOL_UNKNOWN)
+            checked = spec.checked(parsed)
+            handlers = {
+                "search_sessions": self._search,
+                "reference_session": self._reference,
+                "read_session": self._read,
+            }
+            return _escaped(await handlers[name](checked))
+        except ToolCallError as error:
             message = escape_unsafe(error.line)
             return ToolResult(message, is_error=True, code=error.code, summary=error.code)
 
@@ -152,13 +154,12 @@ class SessionTools:
     # -- the tools --------------------------------------------------------------------------------
 
     async def _search(self, arguments: Mapping[str, Any]) -> ToolResult:
-        _only(arguments, {"query", "limit"})
-        query = _string(arguments, "query", required=True)
-        limit = _integer(arguments, "limit", SEARCH_LIMIT, low=1, high=MAX_SEARCH_LIMIT)
+        query = arguments["query"]
+        limit = arguments["limit"] if arguments["limit"] is not None else SEARCH_LIMIT
         try:
             body = await self.find(query, limit)
         except SessionReferenceError as error:
-            raise _ToolError(f"the search failed: {visible(error.message)}", TOOL_READ_FAILED) from None
+            raise ToolCallError(f"the search failed: {visible(error.message)}", TOOL_READ_FAILED) from None
         text = framed("session-search-results", body)
         count = len(body["sessions"])
         return ToolResult(text, summary=f"{json.dumps(query, ensure_ascii=False)} · {count} sessions")
@@ -204,7 +205,6 @@ class SessionTools:
         return body
 
     async def _reference(self, arguments: Mapping[str, Any]) -> ToolResult:
-        _only(arguments, {"session"})
         session_id = self._session_of(arguments)
         try:
             (retained,) = await self.service.retain_sources(self.target, [ReferenceInput(session_id)])
@@ -219,20 +219,19 @@ class SessionTools:
         return ToolResult(text, summary=f"{session_id} · {kept} of {total} messages · {_size(text)}")
 
     async def _read(self, arguments: Mapping[str, Any]) -> ToolResult:
-        _only(arguments, {"session", "from_message", "to_message"})
         session_id = self._session_of(arguments)
         try:
             snapshot = await self.service.query.read_surface(session_id)
         except SessionQueryError as error:
             if error.code == "SESSION_QUERY_SESSION_NOT_FOUND":
-                raise _ToolError(f"there is no session {json.dumps(session_id)}", TOOL_SESSION_NOT_FOUND) from None
+                raise ToolCallError(f"there is no session {json.dumps(session_id)}", TOOL_SESSION_NOT_FOUND) from None
             what = f"session {json.dumps(session_id)} cannot be read: {visible(error.message)}"
-            raise _ToolError(what, TOOL_READ_FAILED) from None
+            raise ToolCallError(what, TOOL_READ_FAILED) from None
         with collector_paused():
             projected = project_conversation(snapshot)
         total = len(projected)
-        start = _integer(arguments, "from_message", 0, low=0, high=max(total - 1, 0))
-        stop = _integer(arguments, "to_message", total, low=start, high=total)
+        start = _within("from_message", arguments["from_message"], 0, low=0, high=max(total - 1, 0))
+        stop = _within("to_message", arguments["to_message"], total, low=start, high=total)
         # The page's secrets masked (its neighbours too: a key may be split over two messages).
         items = self.service.leaving(projected, range(max(0, start - 1), min(total, stop + 1)))
         page = _Page(session_id, snapshot.captured_through_seq, total, start)
@@ -277,17 +276,19 @@ class SessionTools:
     # -- arguments --------------------------------------------------------------------------------
 
     def _session_of(self, arguments: Mapping[str, Any]) -> str:
-        named = _string(arguments, "session", required=True)
+        named: str = arguments["session"]
         session_id = named
         if named.startswith("dsh-session:"):
             try:
                 session_id = decode_session_reference_uri(named)
             except SessionReferenceError:
-                raise _ToolError("session: not a valid dsh-session: URI", TOOL_INVALID_ARGUMENTS) from None
+                raise ToolCallError("session: not a valid dsh-session: URI", TOOL_INVALID_ARGUMENTS) from None
         elif _OTHER_URI.match(named):  # (ids may hold a colon: claude:<uuid>, codex:<uuid>)
-            raise _ToolError("session: a session's id or its dsh-session: URI, not another URI", TOOL_INVALID_ARGUMENTS)
+            raise ToolCallError(
+                "session: a session's id or its dsh-session: URI, not another URI", TOOL_INVALID_ARGUMENTS
+            )
         if session_id == self.target.id:
-            raise _ToolError("that is this session itself: it is already in the conversation", TOOL_SELF_REFERENCE)
+            raise ToolCallError("that is this session itself: it is already in the conversation", TOOL_SELF_REFERENCE)
         return session_id
 
     async def _records(self) -> tuple[Sequence[SessionRecord], Mapping[str, str | None]]:
@@ -296,7 +297,7 @@ class SessionTools:
         try:
             records = await self.service.query.list_sessions()
         except SessionQueryError as error:
-            raise _ToolError(f"the sessions cannot be listed: {visible(error.message)}", TOOL_READ_FAILED) from None
+            raise ToolCallError(f"the sessions cannot be listed: {visible(error.message)}", TOOL_READ_FAILED) from None
         return records, {}
 
 
@@ -365,14 +366,14 @@ class _Page:
             room = min(room - 1, room * (budget - base) * 9 // (grown * 10))
 
 
-def _refusal(session_id: str, error: SessionReferenceError) -> _ToolError:
+def _refusal(session_id: str, error: SessionReferenceError) -> ToolCallError:
     if error.code == "SESSION_REFERENCE_SELF_REFERENCE":
-        return _ToolError("that is this session itself: it is already in the conversation", TOOL_SELF_REFERENCE)
+        return ToolCallError("that is this session itself: it is already in the conversation", TOOL_SELF_REFERENCE)
     cause = error.__cause__
     if isinstance(cause, SessionQueryError) and cause.code == "SESSION_QUERY_SESSION_NOT_FOUND":
-        return _ToolError(f"there is no session {json.dumps(session_id)}", TOOL_SESSION_NOT_FOUND)
+        return ToolCallError(f"there is no session {json.dumps(session_id)}", TOOL_SESSION_NOT_FOUND)
     what = f"session {json.dumps(session_id)} cannot be referenced: {visible(error.message)}"
-    return _ToolError(what, TOOL_READ_FAILED)
+    return ToolCallError(what, TOOL_READ_FAILED)
 
 
 def _escaped(result: ToolResult) -> ToolResult:
@@ -387,37 +388,22 @@ def _size(text: str) -> str:
 def _arguments(arguments: str | Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(arguments, str):
         if len(arguments) > 65536:
-            raise _ToolError("the arguments are longer than any call needs", TOOL_INVALID_ARGUMENTS)
+            raise ToolCallError("the arguments are longer than any call needs", TOOL_INVALID_ARGUMENTS)
         try:
             parsed = json.loads(arguments or "{}")
         except ValueError:
-            raise _ToolError("the arguments are not a JSON object", TOOL_INVALID_ARGUMENTS) from None
+            raise ToolCallError("the arguments are not a JSON object", TOOL_INVALID_ARGUMENTS) from None
     else:
         parsed = arguments
     if not isinstance(parsed, Mapping):
-        raise _ToolError("the arguments are not a JSON object", TOOL_INVALID_ARGUMENTS)
+        raise ToolCallError("the arguments are not a JSON object", TOOL_INVALID_ARGUMENTS)
     return parsed
 
 
-def _only(arguments: Mapping[str, Any], allowed: set[str]) -> None:
-    unknown = sorted(str(key) for key in arguments if key not in allowed)
-    if unknown:
-        raise _ToolError(f"unknown argument {json.dumps(unknown[0])}", TOOL_INVALID_ARGUMENTS)
-
-
-def _string(arguments: Mapping[str, Any], name: str, *, required: bool = False) -> str:
-    value = arguments.get(name)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or not value or len(value) > 4096:
-        raise _ToolError(f"{name}: a non-empty string is required", TOOL_INVALID_ARGUMENTS)
-    return value
-
-
-def _integer(arguments: Mapping[str, Any], name: str, default: int, *, low: int, high: int) -> int:
-    value = arguments.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _ToolError(f"{name}: an integer is required", TOOL_INVALID_ARGUMENTS)
+def _within(name: str, value: int | None, default: int, *, low: int, high: int) -> int:
+    """A position argument (already an integer, or ``None``: ``default``) inside the session's range."""
+    if value is None:
+        return default
     if not low <= value <= high:
-        raise _ToolError(f"{name}: {value} is outside {low}–{high}", TOOL_OUT_OF_RANGE)
+        raise ToolCallError(f"{name}: {value} is outside {low}–{high}", TOOL_OUT_OF_RANGE)
     return value

@@ -1,5 +1,5 @@
-"""What the session tools say: their descriptions, the frame their data travels in, and the lines
-outside it that tell the model what a result holds of a session.
+"""What the session tools' results say: the frame their data travels in, and the lines outside it
+that tell the model what a result holds of a session (their descriptions are in ``tool_specs``).
 
 Every promise a description makes is kept by the result it describes (``tests/test_tool_texts.py``
 reads each one against real results): the model knows nothing else about the tools.
@@ -14,6 +14,7 @@ an MCP client that prints a result prints no terminal control and no reordering.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -22,10 +23,6 @@ from core.display import UNSAFE_FORMAT
 from core.reference.service import REFERENCED_SESSIONS_HEADER
 from core.search.finder import SearchResult
 from core.serialization import stringify_tag_safe_json
-from core.sessions.wire_shapes import ToolDefinition
-
-SEARCH_LIMIT = 10
-MAX_SEARCH_LIMIT = 50
 
 _UNSAFE = re.compile(f"[\x7f-\x9f{UNSAFE_FORMAT}]")
 
@@ -146,111 +143,19 @@ def search_note(result: SearchResult) -> str | None:
     return None
 
 
-def _kib(read_bytes: int) -> str:
-    kib = read_bytes / 1024
-    return f"{kib:g} KiB" if kib >= 1 else f"{read_bytes} bytes"
+_FRAME = re.compile(r"<([a-z][a-z-]*)>\n(.*)\n</\1>\s*\Z", re.S)
 
 
-def tool_definitions(read_bytes: int) -> list[ToolDefinition]:
-    """The tools in the Chat Completions ``tools`` shape (DeepSeek's and OpenAI's), for pages of
-    at most ``read_bytes``."""
-    session = {
-        "type": "string",
-        "description": "the session's id, or its dsh-session: URI (as a reference or a search result names it)",
-    }
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": "search_sessions",
-                "description": (
-                    "Search the user's other chat sessions (this store; other agents' sessions: Claude Code, Codex, "
-                    "Gemini CLI, Qwen Code, opencode, Copilot CLI; sessions teammates shared) by the words said in "
-                    "them, their title, id and folder. The query is words in any order, or a question as the user "
-                    "would ask it: sessions holding more of its rarer words rank first, a word in the title counts "
-                    'more, case and word forms are folded (crash finds crashed); "quoted words" must occur as '
-                    "written; an identifier (retry_budget.py, --max-references) is found as typed; a query of two "
-                    "words or more is also matched by its meaning, so other words than the session used can find it "
-                    "(a message found by meaning alone shows its start, nothing in bold). Returns the best "
-                    "matches first, each with its id (session), its dsh-session: URI (uri), its title (label), its "
-                    "folder (cwd) when it has one, and the messages that match best (messages: each with its "
-                    "position as read_session counts it (message), the speaker's role, and a short snippet with the "
-                    "matching words in **bold**), or else the field that matched (matched: title, id or cwd). To "
-                    "read around a match, call read_session with from_message near its position. A note says when "
-                    "what was said was not searched in full (message search off or not ready yet). Use it when the "
-                    "user mentions earlier work that no reference in the conversation covers."
-                ),
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "query": {
-                            "type": "string",
-                            "description": 'words or a question; "quoted words" as a phrase',
-                        },
-                        "limit": {
-                            "type": "integer",
-                            "minimum": 1,
-                            "maximum": MAX_SEARCH_LIMIT,
-                            "description": f"how many sessions at most (default {SEARCH_LIMIT})",
-                        },
-                    },
-                    "required": ["query"],
-                    "additionalProperties": False,
-                },
-            },
-        },
-        {
-            "type": "function",
-            "function": {
-                "name": "reference_session",
-                "description": (
-                    "Take a snapshot of one session: the very one a reference to it in the prompt carries, "
-                    "its newest messages (and checkpoint summaries) within a byte budget, older ones omitted "
-                    "and long ones cut with an '[… omitted N UTF-8 bytes …]' notice. Before the snapshot, "
-                    "lines outside it say how many messages the session has, which positions (0 is the first, "
-                    "as read_session counts them) the snapshot keeps, which it omits and which it cuts, and "
-                    "the read_session call that reads them. Use it for a session search_sessions found."
-                ),
-                "parameters": {
-                    "type": "object",
-                    "properties": {"session": session},
-                    "required": ["session"],
-                    "additionalProperties": False,
-                },
-            },
-        },
-        {
-            "type": "function",
-            "function": {
-                "name": "read_session",
-                "description": (
-                    "Read a session's messages by position (0 is the first): what a snapshot omitted or cut. "
-                    "A snapshot of a session referenced in the user's prompt keeps its newest messages within "
-                    "a byte budget and may omit older ones and cut long ones without saying how many; call "
-                    "read_session with no range to learn the session's size and read from its first message. "
-                    "Each result starts with lines saying how many messages the session has, which positions "
-                    f"the page holds, how many come before and after it, and where the next page starts. A page "
-                    f"holds at most {_kib(read_bytes)}; a message longer than that comes cut with an "
-                    "'[… omitted N UTF-8 bytes …]' notice."
-                ),
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "session": session,
-                        "from_message": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "description": "the first message (default 0)",
-                        },
-                        "to_message": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "description": "one past the last message (default: as many as fit)",
-                        },
-                    },
-                    "required": ["session"],
-                    "additionalProperties": False,
-                },
-            },
-        },
-    ]
+def frame_data(text: str) -> Any:
+    """The data a tool's result carries in its frame (``framed``), parsed; ``None`` for a result
+    without one (an error, another tool's, a shape this version did not write)."""
+    at = text.rfind(REFERENCED_SESSIONS_HEADER)
+    if at < 0:
+        return None
+    match = _FRAME.match(text, at + len(REFERENCED_SESSIONS_HEADER))
+    if match is None:
+        return None
+    try:
+        return json.loads(match.group(2))
+    except ValueError:
+        return None

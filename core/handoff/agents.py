@@ -28,7 +28,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from core.handoff.briefing import SERVER_NAME, TOOL_NAMES, HandoffError
+from core.agent.tool_specs import TOOL_NAMES
+from core.handoff.briefing import SERVER_NAME, HandoffError
 
 ARGUMENT_BYTES = 120_000
 """The largest argument an agent is started with (Linux refuses one over 128 KiB)."""

@@ -27,7 +27,6 @@ DEFAULT_GOAL = "Continue the work of this session where it stopped."
 HANDOFF_UNREADABLE = "HANDOFF_SESSION_UNREADABLE"
 HANDOFF_NO_SESSION = "HANDOFF_NO_SESSION"
 HANDOFF_NO_FOLDER = "HANDOFF_FOLDER_MISSING"
-TOOL_NAMES = ("search_sessions", "reference_session", "read_session")
 SERVER_NAME = "sessionref"
 """The name the agents know the session tools' MCP server by."""
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from core.agent.session_tools import READ_BYTES, SessionTools, ToolResult
-from core.agent.tool_texts import tool_definitions
+from core.agent.tool_specs import TOOLS
 from core.catalog import SessionCatalog
 from core.folder.jsonl_store import JsonlSessionStore
 from core.mcp.wire import Lines, Wire, claim_stdio
@@ -52,11 +52,6 @@ _EXCLUDE = {
     "type": "string",
     "description": "the calling agent's own session id, if it is one sessionref lists: never returned or read",
 }
-_TITLES = {
-    "search_sessions": "Search sessions",
-    "reference_session": "Reference a session",
-    "read_session": "Read a session's messages",
-}
 
 
 @dataclass(frozen=True)
@@ -73,8 +68,8 @@ def tool_list(read_bytes: int = READ_BYTES) -> list[Any]:
     from mcp.types import Tool, ToolAnnotations
 
     tools = []
-    for definition in tool_definitions(read_bytes):
-        function = definition["function"]
+    for spec in TOOLS:
+        function = spec.definition(read_bytes)["function"]
         parameters = function["parameters"]
         properties = parameters.get("properties")
         schema = {
@@ -83,12 +78,12 @@ def tool_list(read_bytes: int = READ_BYTES) -> list[Any]:
         }
         tools.append(
             Tool(
-                name=function["name"],
-                title=_TITLES[function["name"]],
+                name=spec.name,
+                title=spec.title,
                 description=function["description"],
                 input_schema=schema,
                 annotations=ToolAnnotations(
-                    title=_TITLES[function["name"]], read_only_hint=True, destructive_hint=False, open_world_hint=False
+                    title=spec.title, read_only_hint=True, destructive_hint=False, open_world_hint=False
                 ),
                 _meta={"anthropic/maxResultSizeChars": RESULT_CHARS},
             )

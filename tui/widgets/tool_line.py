@@ -4,9 +4,6 @@ arguments and the result the model received."""
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +13,10 @@ from textual.message import Message
 from textual.widgets import Static
 
 from core import Session, SessionEvent
+from core.agent.tool_specs import SPECS, LabelOf
+from core.agent.tool_texts import frame_data
 from core.sessions.surface import message_content, message_payload, text_of_blocks
 from tui.services.text import visible
-
-_PAGE = re.compile(r'"totalMessages":(\d+),"from":(\d+),"to":(\d+)')
 
 
 class ToolLine(Static, can_focus=True):
@@ -54,8 +51,7 @@ class ToolLine(Static, can_focus=True):
         self.post_message(self.ShowCall(self, self._title, self._details))
 
 
-LabelOf = Callable[[str], str | None]
-"""A session id -> its title, when known (the line names a session by it)."""
+__all__ = ["LabelOf", "ToolLine", "tool_line"]
 
 
 def tool_line(event: SessionEvent, session: Session, label_of: LabelOf | None = None) -> ToolLine:
@@ -73,7 +69,8 @@ def tool_line(event: SessionEvent, session: Session, label_of: LabelOf | None = 
     name = str(call.get("name") or "tool") if call is not None else "tool"
     arguments = str(call.get("arguments") or "") if call is not None else ""
     parts = [name]
-    what = _what(name, arguments, output, label_of)
+    spec = SPECS.get(name)
+    what = spec.line(arguments, frame_data(output), label_of) if spec is not None else ""
     if what:
         parts.append(what)
     parts.append(("failed: " + output.rsplit("(", 1)[-1].rstrip(")")) if failed else _size(output))
@@ -91,27 +88,6 @@ def _call_of(session: Session, result: SessionEvent, call_id: Any) -> dict[str, 
         if event.seq in cited or event.data.get("callId") == call_id:
             return dict(event.data)
     return None
-
-
-def _what(name: str, arguments: str, output: str, label_of: LabelOf | None) -> str:
-    try:
-        parsed = json.loads(arguments) if arguments else {}
-    except ValueError:
-        return ""
-    if not isinstance(parsed, dict):
-        return ""
-    if name == "search_sessions":
-        return json.dumps(str(parsed.get("query", "")), ensure_ascii=False)
-    session = str(parsed.get("session", ""))
-    label = label_of(session) if label_of is not None and session else None
-    session = label or session
-    if name == "read_session":
-        page = _PAGE.search(output)
-        if page is not None:
-            total, start, stop = map(int, page.groups())
-            covered = f"messages {start}–{stop - 1} of {total}" if stop > start else f"none of {total}"
-            return f"{session} · {covered}"
-    return session
 
 
 def _size(text: str) -> str:
