@@ -80,7 +80,7 @@ def test_the_definitions_are_chat_completions_tools() -> None:
     assert [definition["function"]["name"] for definition in DEFINITIONS] == [
         "search_sessions", "reference_session", "read_session"
     ]  # fmt: skip
-    assert ("search_sessions", "reference_session", "read_session") == TOOL_NAMES
+    assert TOOL_NAMES == ("search_sessions", "reference_session", "read_session")
     for definition in DEFINITIONS:
         parameters = definition["function"]["parameters"]
         assert parameters["type"] == "object" and parameters["additionalProperties"] is False
