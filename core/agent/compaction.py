@@ -36,6 +36,7 @@ from core.agent.wire import wire_text
 from core.constants import COMPACT_CHECKPOINT_SOURCE
 from core.errors import SessionReferenceError, SessionrefError
 from core.reference.projection import is_compact_checkpoint_source
+from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
 from core.sessions.surface import event_message, text_of_blocks
@@ -208,9 +209,9 @@ class _Plan:
 
 
 def _is_prompt(event: SessionEvent) -> bool:
-    if event.type == "steering/message":
+    if event.type == ev.STEERING_MESSAGE:
         return True
-    return event.type == "user/message" and not is_compact_checkpoint_source(event.data.get("source"))
+    return event.type == ev.USER_MESSAGE and not is_compact_checkpoint_source(event.data.get("source"))
 
 
 def select_range(
@@ -481,7 +482,7 @@ def _write(
             ("compaction/start", bracket, None, None),
             ("compaction/summary", summary, None, None),
             (
-                "user/message",
+                ev.USER_MESSAGE,
                 {"content": frame_summary(blocks), "source": source},
                 {"op": "replace", "start": seqs[0], "end": seqs[-1]},
                 [start_seq, summary_seq, *seqs],

@@ -20,6 +20,7 @@ from typing import Any
 
 from core.agent.tokens import ContextWindow, estimate_wire_message
 from core.agent.wire import wire_messages
+from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
 from core.sessions.surface import SURFACE_EVENT_TYPES, SurfaceFolder, event_message
@@ -115,7 +116,7 @@ class ContextMeter:
         self._consumed = len(events)
 
     def _consume(self, event: SessionEvent) -> None:
-        if event.type == "assistant/message":
+        if event.type == ev.ASSISTANT_MESSAGE:
             reported = reported_prompt_tokens(event.data.get("usage"))
             if reported is not None and self._total > 0:
                 self._anchors.append((event.seq, reported, self._total))

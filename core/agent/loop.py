@@ -33,6 +33,7 @@ from core.agent.window_keeper import ContextSettings, WindowKeeper, prompt_estim
 from core.errors import SessionQueryError, SessionReferenceError
 from core.listeners import Listeners
 from core.reference.baking import bake_prompt_message
+from core.sessions import event_types as ev
 from core.sessions.models import HookContext, SessionEvent
 from core.sessions.session import Session
 from core.sessions.surface import display_prompt_content, text_of_blocks
@@ -98,7 +99,7 @@ class AgentLoop:
         self._task: asyncio.Task[None] | None = None
         self._abort: AbortController | None = None
         # Turns and steps count from 1, as dsh numbers them.
-        self._turn = 1 + sum(1 for event in session.events if event.type == "turn/start")
+        self._turn = 1 + sum(1 for event in session.events if event.type == ev.TURN_START)
         self.last_error: ModelError | None = None
 
     @property
@@ -250,8 +251,8 @@ class AgentLoop:
     def _start(self, content: list[ContentBlock], contexts: Sequence[HookContext]) -> None:
         turn = self._turn
         self._turn += 1
-        self.session.append("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}})
-        prompt = self._record_prompt("user/message", turn, content, contexts)
+        self.session.append(ev.TURN_START, {"turn": turn, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+        prompt = self._record_prompt(ev.USER_MESSAGE, turn, content, contexts)
         self._abort = AbortController()
         self._task = self._watched(self._run(turn, prompt, self._abort))
 
@@ -267,13 +268,13 @@ class AgentLoop:
         self, event_type: str, turn: int, content: list[ContentBlock], contexts: Sequence[HookContext]
     ) -> SessionEvent:
         baked = bake_prompt_message(content, contexts)
-        data = baked.data if event_type == "user/message" else {"turn": turn, **baked.data}
+        data = baked.data if event_type == ev.USER_MESSAGE else {"turn": turn, **baked.data}
         batch: list[tuple[str, dict[str, Any], Any, Any]] = [(event_type, data, "append", None)]
         for context in baked.separate_contexts:
             extra: dict[str, Any] = {"content": context.content, "source": context.source}
             if context.meta is not None:
                 extra["meta"] = context.meta
-            batch.append(("user/message", extra, "append", None))
+            batch.append((ev.USER_MESSAGE, extra, "append", None))
         return self.session.append_batch(batch)[0]
 
     async def _run(self, turn: int, prompt: SessionEvent, controller: AbortController) -> None:
@@ -316,7 +317,7 @@ class AgentLoop:
                     break
                 pending, self._steering = self._steering, []
                 for content, contexts in pending:
-                    self._record_prompt("steering/message", turn, content, contexts)
+                    self._record_prompt(ev.STEERING_MESSAGE, turn, content, contexts)
         except ModelError as failure:
             reason, error = "error", failure
         except SessionReferenceError:
@@ -326,11 +327,11 @@ class AgentLoop:
         if error is not None:
             self.last_error = error
             ending.update(step=step, message=error.message, code=error.code)
-        self.session.append("turn/end", {"turn": turn, "reason": ending})
+        self.session.append(ev.TURN_END, {"turn": turn, "reason": ending})
         if reason == "completed" and self.session.title is None:
             title = fallback_title(display_prompt_content(prompt.data))
             self.session.append(
-                "session/title", {"title": title, "messageSeqs": [prompt.seq], "source": {"kind": "fallback"}}
+                ev.SESSION_TITLE, {"title": title, "messageSeqs": [prompt.seq], "source": {"kind": "fallback"}}
             )
         # Steering that never got its step becomes the next turn, so no prompt is lost.
         self._queue.extendleft(reversed(self._steering))

@@ -14,6 +14,7 @@ from core.agent.chat_models import ChatModel, ModelError, model_chunks
 from core.agent.session_tools import SessionTools
 from core.agent.tool_steps import ToolCalls, run_calls
 from core.errors import SessionQueryError, SessionReferenceError
+from core.sessions import event_types as ev
 from core.sessions.session import Session
 from core.sessions.wire_shapes import TokenUsage
 
@@ -47,7 +48,7 @@ class StepRunner:
 
     def _append_chunk(self, data: dict[str, Any]) -> None:
         """Chunks join the log at once and reach the disk once per flush interval, in one batch."""
-        self._session.append("assistant/chunk", data, buffered=True)
+        self._session.append(ev.ASSISTANT_CHUNK, data, buffered=True)
         if self._flush_interval <= 0:
             self._session.flush()
         elif self._flush_timer is None:
@@ -68,7 +69,7 @@ class StepRunner:
         """One model request and its reply; ``completed``, ``aborted``, or ``tool-calls`` when the
         reply called tools (run and logged here: the turn goes on with a next step)."""
         signal = controller.signal
-        self._session.append("step/start", {"turn": turn, "step": step})
+        self._session.append(ev.STEP_START, {"turn": turn, "step": step})
         texts: list[str] = []
         reasoning = BoundedText(self._max_reasoning_chars)
         calls = ToolCalls()
@@ -127,11 +128,11 @@ class StepRunner:
         if usage is not None:
             message["usage"] = usage
         self._cancel_flush()
-        step_end = ("step/end", {"turn": turn, "step": step}, None, None)
+        step_end = (ev.STEP_END, {"turn": turn, "step": step}, None, None)
         if not called:  # the message and the step's end in one durable batch
-            self._session.append_batch([("assistant/message", message, "append", None), step_end])
+            self._session.append_batch([(ev.ASSISTANT_MESSAGE, message, "append", None), step_end])
         else:
-            self._session.append_batch([("assistant/message", message, "append", None)])
+            self._session.append_batch([(ev.ASSISTANT_MESSAGE, message, "append", None)])
             completed = await run_calls(self._session, self._tools, turn, step, called, signal)
             outcome = "tool-calls" if completed else "aborted"
             self._session.append_batch([step_end])

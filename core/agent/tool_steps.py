@@ -25,6 +25,7 @@ from core.abort import AbortSignal, race_abort
 from core.agent.chunks import ToolCallDelta
 from core.agent.session_tools import READ_BYTES, SessionTools, ToolResult
 from core.errors import ReferenceCancelled, SessionReferenceError
+from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
 
@@ -119,7 +120,7 @@ async def run_calls(
     aborted them (every call then has a result: the closers)."""
     for position, call in enumerate(calls):
         recorded = session.append(
-            "tool/call",
+            ev.TOOL_CALL,
             {"turn": turn, "step": step, "callId": call["id"], "name": call["name"], "arguments": call["arguments"]},
         )
         try:
@@ -133,7 +134,7 @@ async def run_calls(
             _close(session, turn, step, recorded, calls[position + 1 :])
             return False
         event = session.append(
-            "tool/result",
+            ev.TOOL_RESULT,
             result_event(turn, step, call["id"], result.text, result.is_error),
             surface_op="append",
             source_event_seqs=[recorded.seq],
@@ -149,14 +150,14 @@ def _close(session: Session, turn: int, step: int, started: SessionEvent, rest: 
     not_started = {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
     batch: list[tuple[str, dict[str, Any], Any, Any]] = [
         (
-            "tool/result",
+            ev.TOOL_RESULT,
             result_event(turn, step, started.data["callId"], OUTCOME_UNKNOWN, True, unknown),
             "append",
             [started.seq],
         )
     ]
     batch += [
-        ("tool/result", result_event(turn, step, call["id"], NOT_STARTED, True, not_started), "append", None)
+        (ev.TOOL_RESULT, result_event(turn, step, call["id"], NOT_STARTED, True, not_started), "append", None)
         for call in rest
     ]
     session.append_batch(batch)

@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 
 from core.reference.uri import encode_session_reference_uri
 from core.secrets.finder import mask_secrets
+from core.sessions import event_types as ev
 from core.sessions.models import SurfaceSnapshot
 from core.sessions.surface import display_prompt_content, message_content, text_of_blocks
 
@@ -80,36 +81,37 @@ def readable(snapshot: SurfaceSnapshot, title: str | None, *, redact: bool = Tru
     turns: list[Turn] = []
     for event in snapshot.events:
         data = event.data
-        if event.type in ("user/message", "steering/message"):
-            text = text_of_blocks(display_prompt_content(data))
-            references = []
-            envelope = data.get("envelope")
-            for context in envelope.get("prefixContexts", []) if isinstance(envelope, dict) else []:
-                meta = context.get("meta") if isinstance(context, dict) else None
-                for reference in meta.get("references", []) if isinstance(meta, dict) else []:
-                    if isinstance(reference, dict) and isinstance(reference.get("sessionId"), str):
-                        references.append(
-                            (str(reference.get("label") or reference["sessionId"]), reference["sessionId"])
-                        )
-            if text.strip() or references:
-                turns.append(Turn("user", event.time, text, references=references))
-        elif event.type == "assistant/message":
-            content = message_content(data)
-            tools = [
-                (f"call {block.get('name')}", str(block.get("arguments") or ""))
-                for block in content
-                if isinstance(block, dict) and block.get("type") == "tool-call"
-            ]
-            turn = Turn(
-                "assistant", event.time, _blocks_text(content, "text"), _blocks_text(content, "reasoning"), tools
-            )
-            if turn.text.strip() or turn.reasoning.strip() or tools:
-                turns.append(turn)
-        elif event.type == "tool/result":
-            result = data.get("content")
-            text = text_of_blocks(result) if isinstance(result, list) else json.dumps(result, ensure_ascii=False)
-            if turns and turns[-1].role == "assistant":
-                turns[-1].tools.append(("result", text))
+        match event.type:
+            case ev.USER_MESSAGE | ev.STEERING_MESSAGE:
+                text = text_of_blocks(display_prompt_content(data))
+                references = []
+                envelope = data.get("envelope")
+                for context in envelope.get("prefixContexts", []) if isinstance(envelope, dict) else []:
+                    meta = context.get("meta") if isinstance(context, dict) else None
+                    for reference in meta.get("references", []) if isinstance(meta, dict) else []:
+                        if isinstance(reference, dict) and isinstance(reference.get("sessionId"), str):
+                            references.append(
+                                (str(reference.get("label") or reference["sessionId"]), reference["sessionId"])
+                            )
+                if text.strip() or references:
+                    turns.append(Turn("user", event.time, text, references=references))
+            case ev.ASSISTANT_MESSAGE:
+                content = message_content(data)
+                tools = [
+                    (f"call {block.get('name')}", str(block.get("arguments") or ""))
+                    for block in content
+                    if isinstance(block, dict) and block.get("type") == "tool-call"
+                ]
+                turn = Turn(
+                    "assistant", event.time, _blocks_text(content, "text"), _blocks_text(content, "reasoning"), tools
+                )
+                if turn.text.strip() or turn.reasoning.strip() or tools:
+                    turns.append(turn)
+            case ev.TOOL_RESULT:
+                result = data.get("content")
+                text = text_of_blocks(result) if isinstance(result, list) else json.dumps(result, ensure_ascii=False)
+                if turns and turns[-1].role == "assistant":
+                    turns[-1].tools.append(("result", text))
     masked = 0
     if redact:
         if title:

@@ -20,6 +20,7 @@ from core.collector import collector_paused
 from core.errors import SessionQueryError
 from core.folder.jsonl_header import SESSION_QUERY_CORRUPT, corrupt_session, header_from_row, json_line
 from core.folder.jsonl_layout import Compression
+from core.sessions import event_types as ev
 from core.sessions.chunk_rows import ROW_TYPES, MalformedRowError, expand_chunk_row
 from core.sessions.models import (
     SessionEvent,
@@ -403,13 +404,13 @@ def _add_events(
                 _SET_EXTRA(event, None)
                 _SET_PRIVATE(event, None)
                 append(event)
-                if kind == "session/title":
+                if kind == ev.SESSION_TITLE:
                     title = title_from_event(event) or title
                 continue
             for event in _expand_row(row, path, run.offset(index)):
                 push(event.type, event.seq, event.surface_op, event.source_event_seqs)
                 append(event)
-                if event.type == "session/title":
+                if event.type == ev.SESSION_TITLE:
                     title = title_from_event(event) or title
     except SessionQueryError as error:
         if error.code == SESSION_QUERY_CORRUPT:

@@ -20,11 +20,12 @@ import platformdirs
 
 from core.errors import SessionQueryError
 from core.handoff.agents import AGENTS
+from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
 from core.stores import SessionStore
 
-HANDOFF_EVENT = "sessionref/handoff"
+HANDOFF_EVENT = ev.HANDOFF
 SIDE_FILE = ".sessionref-handoffs.jsonl"
 SIDE_LINE_BYTES = 64 * 1024
 """The longest line of the side file read (a note is a few hundred bytes)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from core.constants import COMPACT_CHECKPOINT_SOURCE
+from core.sessions import event_types as ev
 from core.sessions.models import ProjectedItem, SurfaceSnapshot
 from core.sessions.surface import display_prompt_content, message_content, text_of_blocks
 
@@ -33,18 +34,18 @@ def project_conversation(snapshot: SurfaceSnapshot) -> list[ProjectedItem]:
     for event in snapshot.events:
         event_type = event.type
         data = event.data
-        if event_type == "assistant/message":
+        if event_type == ev.ASSISTANT_MESSAGE:
             text = text_of_blocks(message_content(data))
             if text:
                 items.append(ProjectedItem("assistant", text, False))
-        elif event_type == "user/message":
+        elif event_type == ev.USER_MESSAGE:
             source = data.get("source")
             checkpoint = is_compact_checkpoint_source(source)
             if checkpoint or _is_user_source(source):
                 text = text_of_blocks(display_prompt_content(data))
                 if text:
                     items.append(ProjectedItem("user", text, checkpoint))
-        elif event_type == "steering/message" and _is_user_source(data.get("source")):
+        elif event_type == ev.STEERING_MESSAGE and _is_user_source(data.get("source")):
             text = text_of_blocks(display_prompt_content(data))
             if text:
                 items.append(ProjectedItem("user", text, False))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.reference.projection import project_conversation
+from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent, SurfaceSnapshot
 
 
@@ -45,7 +46,7 @@ def earlier_references(events: Sequence[SessionEvent]) -> dict[str, EarlierRefer
     """Each session the conversation's prompts referenced, as its latest reference captured it."""
     latest: dict[str, EarlierReference] = {}
     for event in events:
-        if event.type not in ("user/message", "steering/message"):
+        if event.type not in (ev.USER_MESSAGE, ev.STEERING_MESSAGE):
             continue
         for reference in references_of(event.data):
             session_id = reference.get("sessionId")

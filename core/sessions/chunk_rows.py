@@ -14,6 +14,7 @@ from itertools import pairwise
 from typing import Any
 
 from core.constants import MAX_SAFE_INTEGER
+from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent, trusted_event
 
 MIN_RUN = 3
@@ -42,7 +43,7 @@ def _number(value: Any) -> bool:
 
 def _classify(event: SessionEvent) -> str | None:
     """The delta kind of a chunk event whose whole shape is whitelisted, else ``None`` (stored verbatim)."""
-    if event.type != "assistant/chunk" or event.surface_op is not None or event.source_event_seqs is not None:
+    if event.type != ev.ASSISTANT_CHUNK or event.surface_op is not None or event.source_event_seqs is not None:
         return None
     if not _safe_int(event.seq) or event.seq < 0 or not _safe_int(event.time):
         return None
@@ -198,5 +199,5 @@ def expand_chunk_row(row: Any) -> list[SessionEvent]:
             chunk["argumentsDelta"] = member
         else:
             chunk = {"type": delta, "index": index, "text": member}
-        events.append(trusted_event("assistant/chunk", seq0 + k, time, {"turn": turn, "step": step, "chunk": chunk}))
+        events.append(trusted_event(ev.ASSISTANT_CHUNK, seq0 + k, time, {"turn": turn, "step": step, "chunk": chunk}))
     return events

@@ -17,6 +17,7 @@ from core.errors import (
 )
 from core.listeners import Listeners
 from core.serialization import NotPlainJsonError, js_json_stringify, plain_json_copy
+from core.sessions import event_types as ev
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
@@ -50,7 +51,7 @@ def already_exists(session_id: str) -> SessionQueryError:
 
 def title_from_event(event: SessionEvent) -> TitleSnapshot | None:
     """The title a ``session/title`` event sets, or ``None`` for any other event (or a title-less one)."""
-    if event.type != "session/title" or not isinstance(event.data.get("title"), str):
+    if event.type != ev.SESSION_TITLE or not isinstance(event.data.get("title"), str):
         return None
     return TitleSnapshot(
         title=event.data["title"],
@@ -278,7 +279,7 @@ class Session:
             )
         except NotPlainJsonError as error:
             raise invalid_event(f"{event_type!r}: {error}") from error
-        if event_type == "session/title" and not (
+        if event_type == ev.SESSION_TITLE and not (
             isinstance(plain.get("title"), str) and all(type(seq) is int for seq in plain.get("messageSeqs", []) or [])
         ):
             raise invalid_event("session/title needs a string title and integer messageSeqs")

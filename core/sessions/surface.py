@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from core.errors import SESSION_QUERY_INVALID_SURFACE, SessionQueryError
+from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent
 from core.sessions.wire_shapes import ContentBlock, ModelMessage, ToolResultBlock
 
-SURFACE_EVENT_TYPES = frozenset({"user/message", "steering/message", "assistant/message", "tool/result"})
+SURFACE_EVENT_TYPES = ev.SURFACE_EVENT_TYPES
 """Event types that live on the surface; every other type is log-only."""
 
 
@@ -190,12 +191,12 @@ def event_message(event: SessionEvent) -> ModelMessage | None:
     its content (``None`` when empty); ``tool/result`` a user message holding one tool-result block.
     """
     data = event.data
-    if event.type in ("user/message", "steering/message"):
+    if event.type in (ev.USER_MESSAGE, ev.STEERING_MESSAGE):
         return {"role": "user", "content": _copy(data.get("content", []))}
-    if event.type == "assistant/message":
+    if event.type == ev.ASSISTANT_MESSAGE:
         content = message_content(data)
         return {"role": "assistant", "content": _copy(content)} if content else None
-    if event.type == "tool/result":
+    if event.type == ev.TOOL_RESULT:
         message = message_payload(data)
         if message is not data:
             # A newer dsh tool result already is a user message holding its tool-result block.

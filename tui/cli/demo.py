@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from core import Session
+from core.sessions import event_types as ev
 from core.stores import SessionStore
 
 DEMO_PROJECT = "/home/demo/projects/sessionref"
@@ -21,19 +22,19 @@ def _text(value: str) -> list[dict[str, Any]]:
 
 
 def _user(session: Session, words: str) -> None:
-    session.append("user/message", {"content": _text(words), "source": {"kind": "user"}}, surface_op="append")
+    session.append(ev.USER_MESSAGE, {"content": _text(words), "source": {"kind": "user"}}, surface_op="append")
 
 
 def _assistant(session: Session, words: str, turn: int = 0) -> None:
     session.append(
-        "assistant/message",
+        ev.ASSISTANT_MESSAGE,
         {"turn": turn, "step": 0, "content": _text(words), "provenance": {"provider": "sessionref", "model": "demo"}},
         surface_op="append",
     )
 
 
 def _title(session: Session, title: str) -> None:
-    session.append("session/title", {"title": title, "messageSeqs": [0], "source": "user"})
+    session.append(ev.SESSION_TITLE, {"title": title, "messageSeqs": [0], "source": "user"})
 
 
 def _load_runs(session: Session, runs: range) -> None:
@@ -47,7 +48,7 @@ def _compact(session: Session, summary: str) -> None:
     """Replace the whole current surface with a compact checkpoint, as the compact plugin does."""
     seqs = [event.seq for event in session.surface()]
     session.append(
-        "user/message",
+        ev.USER_MESSAGE,
         {"content": _text(summary), "source": {"kind": "plugin", "plugin": "compact"}},
         surface_op={"op": "replace", "start": seqs[0], "end": seqs[-1]},
         source_event_seqs=seqs,

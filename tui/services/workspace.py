@@ -35,6 +35,7 @@ from core.agent.tool_steps import MAX_STEPS, ToolSettings
 from core.catalog.catalog import SessionCatalog
 from core.reference.staleness import moved_on_words, newer_messages
 from core.search.finder import FULL_BUDGET
+from core.sessions import event_types as ev
 from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
 from core.sessions.sources.merged import ExternalSource
@@ -174,7 +175,7 @@ class Workspace:
 
     def rename(self, title: str) -> None:
         """Write a ``session/title`` event on the target."""
-        self.session.append("session/title", {"title": title, "messageSeqs": [], "source": "user"})
+        self.session.append(ev.SESSION_TITLE, {"title": title, "messageSeqs": [], "source": "user"})
         self.catalog.titles.titles_changed()
 
     # -- search -----------------------------------------------------------------------------------

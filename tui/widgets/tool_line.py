@@ -15,6 +15,7 @@ from textual.widgets import Static
 from core import Session, SessionEvent
 from core.agent.tool_specs import SPECS, LabelOf
 from core.agent.tool_texts import frame_data
+from core.sessions import event_types as ev
 from core.sessions.surface import message_content, message_payload, text_of_blocks
 from tui.services.text import visible
 
@@ -83,7 +84,7 @@ def _call_of(session: Session, result: SessionEvent, call_id: Any) -> dict[str, 
     """The ``tool/call`` event's data for ``call_id``: the one the result cites, else the latest before it."""
     cited = set(result.source_event_seqs or ())
     for event in reversed(session.events):
-        if event.seq >= result.seq or event.type != "tool/call":
+        if event.seq >= result.seq or event.type != ev.TOOL_CALL:
             continue
         if event.seq in cited or event.data.get("callId") == call_id:
             return dict(event.data)

@@ -22,6 +22,7 @@ from core.agent.wire import wire_text
 from core.handoff.record import HANDOFF_EVENT, Handoff
 from core.reference.projection import is_compact_checkpoint_source
 from core.reference.staleness import references_of
+from core.sessions import event_types as ev
 from core.sessions.surface import message_content, message_payload, text_of_blocks
 from tui.services.palette import STYLES
 from tui.services.text import visible, visible_lines
@@ -81,7 +82,7 @@ class UserBlock(Static, can_focus=True):
     def _render_event(event: SessionEvent, freshness: Freshness | None = None) -> Content:
         data = event.data
         parts: list[str | tuple[str, str]] = [("You", STYLES["you"])]
-        if event.type == "steering/message":
+        if event.type == ev.STEERING_MESSAGE:
             parts.append((" · steering (sent while the reply streamed)", STYLES["steering"]))
         parts.append("\n" + visible_lines(text_of_blocks(display_prompt_content(data))))
         line = referenced_line(data, freshness)
@@ -134,9 +135,9 @@ def thinking_seconds(session: Session, event: SessionEvent) -> float | None:
         index = bisect.bisect_left(events, event.seq, key=lambda item: item.seq)  # a log with seq gaps
     first = last = None
     for earlier in reversed(events[:index]):
-        if earlier.type == "step/start":
+        if earlier.type == ev.STEP_START:
             break
-        if earlier.type != "assistant/chunk":
+        if earlier.type != ev.ASSISTANT_CHUNK:
             continue
         kind = (earlier.data.get("chunk") or {}).get("type")
         if kind == "reasoning-delta":
@@ -233,9 +234,14 @@ def compacted_messages(session: Session, checkpoint: SessionEvent) -> list[Sessi
     found: list[SessionEvent] = []
     for seq in checkpoint.source_event_seqs or ():
         event = events[seq] if by_seq is None else by_seq.get(seq)
-        if event is None or event.type not in ("user/message", "steering/message", "assistant/message", "tool/result"):
+        if event is None or event.type not in (
+            ev.USER_MESSAGE,
+            ev.STEERING_MESSAGE,
+            ev.ASSISTANT_MESSAGE,
+            ev.TOOL_RESULT,
+        ):
             continue
-        if event.type == "user/message" and is_compact_checkpoint_source(event.data.get("source")):
+        if event.type == ev.USER_MESSAGE and is_compact_checkpoint_source(event.data.get("source")):
             found.extend(compacted_messages(session, event))
         else:
             found.append(event)
@@ -252,9 +258,9 @@ def _compacted_text(messages: list[SessionEvent]) -> Text:
     if hidden > 0:
         text.append(f"… {hidden:,} older messages are in the log\n", style="italic")
     for event in messages[-SHOWN_COMPACTED:]:
-        if event.type == "assistant/message":
+        if event.type == ev.ASSISTANT_MESSAGE:
             who, words = "Assistant", text_of_blocks(message_content(event.data))
-        elif event.type == "tool/result":
+        elif event.type == ev.TOOL_RESULT:
             who, words = "Tool", "(result)"
         else:
             who, words = "You", text_of_blocks(display_prompt_content(event.data))
@@ -308,36 +314,37 @@ def _block_for(
     event: SessionEvent, session: Session, freshness: Freshness | None = None, label_of: LabelOf | None = None
 ) -> Widget | None:
     data = event.data
-    if event.type == "user/message":
-        source = data.get("source")
-        if is_compact_checkpoint_source(source):
-            return CheckpointBlock(event, session)
-        if isinstance(source, dict) and source.get("kind") not in (None, "user"):
-            plugin = visible(str(source.get("plugin") or source.get("kind")))
-            return NoteLine(Text(f"· context from {plugin}", style="dim"))
-        return UserBlock(event, freshness)
-    if event.type == "steering/message":
-        return UserBlock(event, freshness)
-    if event.type == "assistant/message":
-        message = message_payload(data)
-        provenance = data.get("provenance") or message.get("source") or {}
-        blocks = message_content(data)
-        reasoning = reasoning_of(blocks)
-        if (
-            not reasoning
-            and not text_of_blocks(blocks)
-            and any(isinstance(block, dict) and block.get("type") == "tool-call" for block in blocks)
-        ):
-            return None  # a step that only called tools: its calls are the lines that follow
-        return AssistantBlock(
-            text_of_blocks(blocks),
-            provenance.get("model"),
-            reasoning=reasoning,
-            seconds=thinking_seconds(session, event) if reasoning else None,
-            usage=data.get("usage"),
-        )
-    if event.type == "tool/result":
-        return tool_line(event, session, label_of)
+    match event.type:
+        case ev.USER_MESSAGE:
+            source = data.get("source")
+            if is_compact_checkpoint_source(source):
+                return CheckpointBlock(event, session)
+            if isinstance(source, dict) and source.get("kind") not in (None, "user"):
+                plugin = visible(str(source.get("plugin") or source.get("kind")))
+                return NoteLine(Text(f"· context from {plugin}", style="dim"))
+            return UserBlock(event, freshness)
+        case ev.STEERING_MESSAGE:
+            return UserBlock(event, freshness)
+        case ev.ASSISTANT_MESSAGE:
+            message = message_payload(data)
+            provenance = data.get("provenance") or message.get("source") or {}
+            blocks = message_content(data)
+            reasoning = reasoning_of(blocks)
+            if (
+                not reasoning
+                and not text_of_blocks(blocks)
+                and any(isinstance(block, dict) and block.get("type") == "tool-call" for block in blocks)
+            ):
+                return None  # a step that only called tools: its calls are the lines that follow
+            return AssistantBlock(
+                text_of_blocks(blocks),
+                provenance.get("model"),
+                reasoning=reasoning,
+                seconds=thinking_seconds(session, event) if reasoning else None,
+                usage=data.get("usage"),
+            )
+        case ev.TOOL_RESULT:
+            return tool_line(event, session, label_of)
     return None
 
 
@@ -367,19 +374,20 @@ def streaming_reply(session: Session) -> Streaming | None:
     thoughts: list[str] = []
     first = last = None
     for event in reversed(events):
-        if event.type == "assistant/chunk":
-            chunk = event.data.get("chunk") or {}
-            if chunk.get("type") == "reasoning-delta":
-                thoughts.append(str(chunk.get("text", "")))
-                first = event.time
-                last = last if last is not None else event.time
-            else:
-                texts.append(str(chunk.get("text", "")))
-        elif event.type == "step/start":
-            seconds = None if first is None or last is None else (last - first) / 1000
-            return Streaming("".join(reversed(texts)), "".join(reversed(thoughts)), seconds)
-        elif event.type in ("assistant/message", "step/end", "turn/end"):
-            return None
+        match event.type:
+            case ev.ASSISTANT_CHUNK:
+                chunk = event.data.get("chunk") or {}
+                if chunk.get("type") == "reasoning-delta":
+                    thoughts.append(str(chunk.get("text", "")))
+                    first = event.time
+                    last = last if last is not None else event.time
+                else:
+                    texts.append(str(chunk.get("text", "")))
+            case ev.STEP_START:
+                seconds = None if first is None or last is None else (last - first) / 1000
+                return Streaming("".join(reversed(texts)), "".join(reversed(thoughts)), seconds)
+            case ev.ASSISTANT_MESSAGE | ev.STEP_END | ev.TURN_END:
+                return None
     return None
 
 

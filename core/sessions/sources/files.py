@@ -17,6 +17,7 @@ from typing import Any
 
 from core.collector import collector_paused
 from core.files import Revision, file_revision, open_regular
+from core.sessions import event_types as ev
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
@@ -199,16 +200,16 @@ class SurfaceBuilder:
     def user(self, seq: int, time: int, text: str) -> None:
         self.turn += 1
         data = {"content": text_blocks(text), "source": {"kind": "user"}}
-        self.events.append(surface_event("user/message", seq, time, data))
+        self.events.append(surface_event(ev.USER_MESSAGE, seq, time, data))
 
     def assistant(self, seq: int, time: int, text: str) -> None:
         data = {"turn": max(1, self.turn), "step": 0, "content": text_blocks(text)}
-        self.events.append(surface_event("assistant/message", seq, time, data))
+        self.events.append(surface_event(ev.ASSISTANT_MESSAGE, seq, time, data))
 
     def checkpoint(self, seq: int, time: int, text: str) -> None:
         source = {"kind": "plugin", "plugin": "compact"}
         data = {"content": text_blocks(text), "source": source}
-        self.events = [surface_event("user/message", seq, time, data)]
+        self.events = [surface_event(ev.USER_MESSAGE, seq, time, data)]
 
 
 class FileSource(ABC):
