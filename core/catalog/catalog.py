@@ -20,7 +20,6 @@ from core.listeners import Listeners
 from core.search.index_values import IndexedSession, indexed_session, revision_key
 from core.sessions.models import SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
-from core.sessions.session import MemorySessionStore
 from core.sessions.sources.merged import ExternalSource, source_of
 from core.stores import SessionStore, hosted, run_to_end
 
@@ -126,7 +125,7 @@ class SessionCatalog:
         first: list[tuple[str, str]] = []
         rest: list[tuple[str, str]] = []
         for record in self.records:
-            if not record.persisted and not isinstance(self.store, MemorySessionStore):
+            if not record.persisted and self.hosted.location is not None:  # (a memory store persists nothing)
                 continue
             entry = (record.header.id, revision_key(self.revision(record)))
             (first if record.header.cwd == target_cwd else rest).append(entry)

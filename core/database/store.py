@@ -72,6 +72,7 @@ from core.sessions.session import (
     not_found,
     system_clock,
 )
+from core.sessions.store_location import StoreLocation
 from core.sessions.surface import fold_surface
 
 __all__ = [
@@ -174,6 +175,11 @@ class PostgresSessionStore:
     def listed_titles(self) -> dict[str, tuple[str, str | None]]:
         """Session id -> (revision key, title) as the last listing saw them."""
         return self.reader.listed_titles()
+
+    @property
+    def location(self) -> StoreLocation:
+        """The database, by its URL."""
+        return StoreLocation(url=self.url)
 
     def message_index(self) -> PgMessageIndex:
         """Message search on this database (kept current by every append)."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from core.agent.tool_specs import TOOL_NAMES
 from core.handoff.briefing import SERVER_NAME, HandoffError
+from core.stores import SessionStore, hosted
 
 ARGUMENT_BYTES = 120_000
 """The largest argument an agent is started with (Linux refuses one over 128 KiB)."""
@@ -72,17 +73,13 @@ class ToolServer:
         return cls(python, args, env)
 
     @classmethod
-    def of_store(cls, store: object, *, config: str | None = None, redact: bool = True) -> ToolServer | None:
+    def of_store(cls, store: SessionStore, *, config: str | None = None, redact: bool = True) -> ToolServer | None:
         """``sessionref mcp`` on the same store as ``store`` (``None`` for a memory store: no other
         process can read it)."""
-        from core.database.store import PostgresSessionStore
-        from core.folder.jsonl_store import JsonlSessionStore
-
-        if isinstance(store, JsonlSessionStore):
-            return cls.for_store(root=str(store.root), url=None, config=config, redact=redact)
-        if isinstance(store, PostgresSessionStore):
-            return cls.for_store(root=None, url=store.url, config=config, redact=redact)
-        return None
+        location = hosted(store).location
+        if location is None:
+            return None
+        return cls.for_store(root=location.root, url=location.url, config=config, redact=redact)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from core.handoff.agents import AGENTS
 from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
-from core.stores import SessionStore
+from core.stores import SessionStore, hosted
 
 HANDOFF_EVENT = ev.HANDOFF
 SIDE_FILE = ".sessionref-handoffs.jsonl"
@@ -78,14 +78,10 @@ def side_file(root: str | None, state_folder: str | None = None) -> str:
 
 def side_file_of(store: SessionStore) -> str | None:
     """The side file of ``store`` (``None`` for a memory store: its notes live only in its logs)."""
-    from core.database.store import PostgresSessionStore
-    from core.folder.jsonl_store import JsonlSessionStore
-
-    if isinstance(store, JsonlSessionStore):
-        return side_file(str(store.root))
-    if isinstance(store, PostgresSessionStore):
-        return side_file(None)
-    return None
+    location = hosted(store).location
+    if location is None:
+        return None
+    return side_file(location.root)  # (a database's: in the user's state folder)
 
 
 def record_handoff(

@@ -22,16 +22,15 @@ from typing import Any, cast
 from core.agent.session_tools import READ_BYTES, SessionTools, ToolResult
 from core.agent.tool_specs import TOOLS
 from core.catalog import SessionCatalog
-from core.folder.jsonl_store import JsonlSessionStore
 from core.mcp.wire import Lines, Wire, claim_stdio
 from core.reference.service import SessionReferenceService
-from core.search.body_index import BodyIndex, index_path_beside
 from core.search.finder import SearchConfig, SessionSearch
-from core.search.index_keeper import BuilderTarget, IndexKeeper
+from core.search.index_keeper import IndexKeeper
 from core.search.index_values import IndexStatus
 from core.search.meaning import Embedder
 from core.search.meaning_index import MeaningProgress
 from core.sessions.models import ReferenceConfig
+from core.stores import open_message_index
 
 STILL_POLLS = 25
 """Looks at the vectors' progress without a change after which ``wait_for_index`` stops waiting."""
@@ -124,25 +123,19 @@ class SessionToolServer:
         self.cwd = cwd
         self.read_bytes = read_bytes
         self.service = SessionReferenceService(catalog, config, redact=redact)
-        store = catalog.store
-        self.own_index = catalog.hosted.message_index() if body_search else None
-        if self.own_index is not None:
-            self.own_index.use_meaning(embedder)
-        self.body_index: BodyIndex | None = None
+        opened = open_message_index(catalog.hosted, body_search=body_search, embedder=embedder, index_path=index_path)
+        self.own_index = opened.own
+        self.body_index = opened.body
         self.keeper: IndexKeeper | None = None
-        if body_search and self.own_index is None and isinstance(store, JsonlSessionStore):
-            self.body_index = BodyIndex(
-                index_path if index_path is not None else index_path_beside(store.root), embedder=embedder
-            )
+        if self.body_index is not None:
             self.keeper = IndexKeeper(
                 self.body_index,
                 catalog,
                 accept_titles=catalog.titles.accept_titles,
                 first_cwd=lambda: cwd,
-                builder_store=BuilderTarget(str(store.root), store.compression),
+                builder_store=opened.builder,
             )
-        searched = self.own_index if self.own_index is not None else self.body_index
-        self.search = SessionSearch(searched, SearchConfig(body_search=body_search, embedder=embedder))
+        self.search = SessionSearch(opened.searched, SearchConfig(body_search=body_search, embedder=embedder))
         self._refreshing = threading.Lock()
 
     def start(self) -> None:

@@ -8,6 +8,7 @@ all satisfy ``SessionStore``; mypy checks each against it (``session_store``).
 from __future__ import annotations
 
 from core.stores.hosted import HostedStore, LocalStore, OwnIndex, hosted
+from core.stores.message_search import StoreIndex, open_message_index
 from core.stores.opening import is_database_url, open_store
 from core.stores.session_store import SessionStore, run_to_end
 
@@ -16,8 +17,10 @@ __all__ = [
     "LocalStore",
     "OwnIndex",
     "SessionStore",
+    "StoreIndex",
     "hosted",
     "is_database_url",
+    "open_message_index",
     "open_store",
     "run_to_end",
 ]

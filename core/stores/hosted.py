@@ -15,6 +15,7 @@ from core.listeners import Listeners
 from core.search.meaning import Embedder
 from core.search.message_index import MessageIndex
 from core.sessions.models import StoreProblem
+from core.sessions.store_location import StoreLocation
 from core.stores.session_store import SessionStore
 
 
@@ -54,6 +55,11 @@ class HostedStore(Protocol):
         """Told (from any thread) when ``unavailable`` or ``waiting`` changes."""
         ...
 
+    @property
+    def location(self) -> StoreLocation | None:
+        """Where another process opens this store (``None``: only this process can, a memory store)."""
+        ...
+
     def message_index(self) -> OwnIndex | None:
         """The store's own message search (``None``: the host builds one beside it)."""
         ...
@@ -89,6 +95,14 @@ class LocalStore:
     def health(self) -> Listeners[None]:
         """Never told: a local store's health does not change."""
         return self._health
+
+    @property
+    def location(self) -> StoreLocation | None:
+        """A folder store's folder (a memory store has none)."""
+        store = self._store
+        if isinstance(store, JsonlSessionStore):
+            return StoreLocation(root=str(store.root), compression=store.compression)
+        return None
 
     def message_index(self) -> OwnIndex | None:
         """None: the host keeps a SQLite index beside the folder (in memory for a memory store)."""

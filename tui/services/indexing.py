@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from core import (
-    JsonlSessionStore,
     SearchResult,
 )
-from core.search.index_keeper import BuilderTarget, IndexKeeper
+from core.search.index_keeper import IndexKeeper
 from core.search.index_values import INDEX_DISK_FULL, INDEX_READ_ONLY
 from core.search.search_query import MIN_PREFIX
 from tui.services.workspace import Workspace
@@ -72,7 +71,6 @@ class MessageIndexer:
         self.workspace = workspace
         self.index = workspace.body_index
         self.post = post
-        store = workspace.store
         self.keeper: IndexKeeper | None = None
         """What keeps the index (``None`` without a body index: a database's own, or search off)."""
         if self.index is not None:
@@ -82,9 +80,7 @@ class MessageIndexer:
                 catalog,
                 accept_titles=catalog.titles.accept_titles,
                 first_cwd=lambda: workspace.session.cwd,
-                builder_store=(
-                    BuilderTarget(str(store.root), store.compression) if isinstance(store, JsonlSessionStore) else None
-                ),
+                builder_store=workspace.store_index.builder,
                 pause=_Politeness(last_key),
                 changed=lambda titles: post(self.Changed(titles)),
                 builder_failed=lambda message: post(self.BuilderFailed(message)),

@@ -18,7 +18,6 @@ from core import (
     AgentLoop,
     BodyIndex,
     ChatModel,
-    JsonlSessionStore,
     MessageIndex,
     ReferenceConfig,
     SearchConfig,
@@ -27,7 +26,6 @@ from core import (
     SessionQueryError,
     SessionReferenceService,
     SessionSearch,
-    index_path_beside,
 )
 from core.agent.loop import ContextSettings
 from core.agent.session_tools import READ_BYTES, SessionTools
@@ -39,7 +37,7 @@ from core.sessions import event_types as ev
 from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
 from core.sessions.sources.merged import ExternalSource
-from core.stores import OwnIndex, SessionStore, run_to_end
+from core.stores import OwnIndex, SessionStore, open_message_index, run_to_end
 
 Clock = Callable[[], int]
 
@@ -82,23 +80,17 @@ class Workspace:
         self.service = SessionReferenceService(self.catalog, config, redact=redact)
         """Prepares references (their secrets masked unless ``redact`` is off, ``--no-redaction``)."""
         self.search_config = search_config if search_config is not None else SearchConfig()
-        if index_path is None and isinstance(store, JsonlSessionStore):
-            index_path = index_path_beside(store.root)
         # A database store keeps its own message index current with every append; a folder store's
         # (or memory store's) is the SQLite index the app builds and keeps beside it.
-        self._own_index: OwnIndex | None = (
-            self.catalog.hosted.message_index() if self.search_config.body_search else None
+        self.store_index = open_message_index(
+            self.catalog.hosted,
+            body_search=self.search_config.body_search,
+            embedder=self.search_config.embedder,
+            index_path=index_path,
         )
-        if self._own_index is not None:
-            self._own_index.use_meaning(self.search_config.embedder)
-        self.body_index: BodyIndex | None = (
-            BodyIndex(
-                index_path if isinstance(store, JsonlSessionStore) else None, embedder=self.search_config.embedder
-            )
-            if self.search_config.body_search and self._own_index is None
-            else None
-        )
-        self.message_index: MessageIndex | None = self._own_index if self._own_index is not None else self.body_index
+        self._own_index: OwnIndex | None = self.store_index.own
+        self.body_index: BodyIndex | None = self.store_index.body
+        self.message_index: MessageIndex | None = self.store_index.searched
         self.search = SessionSearch(self.message_index, self.search_config)
         self._search_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="search")
         self.session = session
