@@ -87,10 +87,22 @@ class PickerRow(NamedTuple):
     """One line of the dropdown: a group heading or note (``candidate`` is ``None``), a candidate, or
     the line under a candidate saying why it matched (``detail``)."""
 
-    text: str
     segments: list[Segment]
     candidate: Candidate | None
     detail: bool = False
+
+    @property
+    def text(self) -> str:
+        """What the line says (its segments' text)."""
+        return "".join(segment.text for segment in self.segments)
+
+
+class _Parts(NamedTuple):
+    """The row parts' styles, read once a fill (each read asks the theme)."""
+
+    muted: Style
+    match: Style
+    badge: Style
 
 
 class MentionPicker(RowList, can_focus=False):
@@ -190,19 +202,20 @@ class MentionPicker(RowList, can_focus=False):
         self.note = note
         rows: list[PickerRow] = []
         current = -1
+        parts = _Parts(self.part("muted"), self.part("match"), self.part("badge"))
         for hit in result.hits:
             group = group_of(hit.candidate, target_cwd)
             if group != current:
                 current = group
                 heading = GROUP_TITLES[group]
-                rows.append(PickerRow(heading, [Segment(fit_cells(heading, ROW_WIDTH), self.part("heading"))], None))
-            rows.extend(self._rows(hit, query, now))
+                rows.append(PickerRow([Segment(fit_cells(heading, ROW_WIDTH), self.part("heading"))], None))
+            rows.extend(self._rows(hit, query, now, parts))
         if not rows:
             empty = fit_cells(f"No sessions match “{elide_middle(visible(query), 30)}”", ROW_WIDTH)
-            rows.append(PickerRow(empty, [Segment(empty, self.part("muted") + _ITALIC)], None))
+            rows.append(PickerRow([Segment(empty, parts.muted + _ITALIC)], None))
         if note:
             shown = fit_cells(visible(note), ROW_WIDTH)
-            rows.append(PickerRow(shown, [Segment(shown, self.part("muted") + _ITALIC)], None))
+            rows.append(PickerRow([Segment(shown, parts.muted + _ITALIC)], None))
         self.rows = rows
         self.highlighted = next((i for i in range(len(rows)) if self.is_selectable(i)), None)
         self.virtual_size = Size(ROW_WIDTH, len(rows))
@@ -219,7 +232,7 @@ class MentionPicker(RowList, can_focus=False):
         self._paint_pending = True
         self.refresh()
 
-    def _rows(self, hit: SearchHit, query: str, now: int) -> list[PickerRow]:
+    def _rows(self, hit: SearchHit, query: str, now: int, parts: _Parts) -> list[PickerRow]:
         candidate = hit.candidate
         badge = self.badge_of(candidate.session_id)
         label = fit_cells(visible(candidate.label), LABEL_WIDTH - (cell_len(badge) + 1 if badge else 0))
@@ -227,8 +240,8 @@ class MentionPicker(RowList, can_focus=False):
         # Mark the match where the row shows it; what it does not show goes on a line below.
         in_label = hit.field in ("title", "id") and _contains(label, query)
         in_cwd = hit.field == "cwd" and candidate.cwd is not None and _contains(cwd, query)
-        muted, match = self.part("muted"), self.part("match")
-        segments = [Segment(badge, self.part("badge")), Segment(" ")] if badge else []
+        muted, match = parts.muted, parts.match
+        segments = [Segment(badge, parts.badge), Segment(" ")] if badge else []
         if not in_label and hit.title_marks:  # the title's words matched, not the query as typed
             words = [candidate.label[start:end] for start, end in hit.title_marks]
             segments += words_marked(label, words, None, match)
@@ -237,13 +250,13 @@ class MentionPicker(RowList, can_focus=False):
         when = age(candidate.created_at, now).rjust(4)
         segments += [Segment(" "), *marked_segments(cwd, query if in_cwd else "", muted, match)]
         segments += [Segment(" "), Segment(when, muted)]
-        rows = [PickerRow("".join(segment.text for segment in segments), segments, candidate)]
-        detail = self._detail(hit, query, in_label or in_cwd)
+        rows = [PickerRow(segments, candidate)]
+        detail = self._detail(hit, query, in_label or in_cwd, parts)
         if detail is not None:
-            rows.append(PickerRow("".join(segment.text for segment in detail), detail, candidate, detail=True))
+            rows.append(PickerRow(detail, candidate, detail=True))
         return rows
 
-    def _detail(self, hit: SearchHit, query: str, shown: bool) -> list[Segment] | None:
+    def _detail(self, hit: SearchHit, query: str, shown: bool, parts: _Parts) -> list[Segment] | None:
         candidate = hit.candidate
         if hit.field == "body" and hit.snippet is not None:
             prefix = DETAIL_INDENT + ROLE_PREFIX.get(hit.snippet.role, "")
@@ -257,12 +270,12 @@ class MentionPicker(RowList, can_focus=False):
             prefix, text = DETAIL_INDENT + "title ", fit_cells(visible(candidate.label), ROW_WIDTH - 10)
         else:
             return None
-        muted = self.part("muted")
+        muted = parts.muted
         snippet = hit.snippet if hit.field == "body" else None
         if snippet is not None and snippet.marks:
             words = [snippet.text[start:end] for start, end in snippet.marks]
-            return [Segment(prefix, muted), *words_marked(text, words, muted, self.part("match"))]
-        return [Segment(prefix, muted), *marked_segments(text, query, muted, self.part("match"))]
+            return [Segment(prefix, muted), *words_marked(text, words, muted, parts.match)]
+        return [Segment(prefix, muted), *marked_segments(text, query, muted, parts.match)]
 
     def row_count(self) -> int:
         return len(self.rows)
