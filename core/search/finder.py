@@ -16,8 +16,7 @@ import contextlib
 import heapq
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from core.abort import AbortSignal
 from core.errors import INVALID_REFERENCE, SessionReferenceError
@@ -31,12 +30,12 @@ from core.search.message_index import MessageIndex
 from core.search.ranking import PASSAGES, Passage, RankedWords, TitleIndex, idf
 from core.search.search_config import SearchConfig
 from core.search.search_query import SearchQuery, parse_query, typed_stem
+from core.search.search_result import BodyState, SearchHit, SearchResult
 from core.search.substring import sessions_containing
 from core.search.words import word_spans
-from core.sessions.models import Candidate, SessionRecord
+from core.sessions.models import SessionRecord
 
-__all__ = ["MatchField", "SearchConfig"]
-BodyState = Literal["off", "short", "indexing", "ready", "unavailable"]
+__all__ = ["BodyState", "MatchField", "SearchConfig", "SearchHit", "SearchResult"]
 FIRST_BUDGET = 0.006
 """Seconds a keystroke's search may spend verifying body matches before it answers with what it
 has (``SearchResult.complete`` is then false and a host searches again with ``FULL_BUDGET``)."""
@@ -46,49 +45,11 @@ HOLDERS_CHECKED = 3
 """A phrase or identifier most sessions may hold is checked in this many times a page's best scored."""
 QUICK_BUDGET = 0.05
 """A budget below this (seconds) is a keystroke's first answer: an index may read less for it."""
+QUICK_SNIPPETS = 4
+"""The hits whose snippets a keystroke's first answer to one word reads: the picker's eight lines show
+four hits and their snippets."""
 SUBSTRING_SCORE = 0.5
 """The score of a session that holds a one-word query only inside a longer word."""
-
-
-# -- results ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One session the picker lists and why.
-
-    ``field`` is what matched best (``None`` for an empty query); for ``"title"``, ``"id"`` and
-    ``"cwd"``, ``span`` is the match inside that field's text; ``snippet`` shows the message that
-    matches best, when what was said matched.
-    """
-
-    candidate: Candidate
-    field: MatchField | None = None
-    span: tuple[int, int] | None = None
-    snippet: Snippet | None = None
-    snippets: tuple[Snippet, ...] = ()
-    """The best-matching messages, best first (``snippet`` is the first)."""
-    score: float = 0.0
-    """How well the session matched (BM25, see ``ranking``; 0 for an empty query)."""
-    title_marks: tuple[tuple[int, int], ...] = ()
-    """Where the query's words are in the label (for marking them)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """What ``SessionSearch.search`` found.
-
-    ``body`` says what the message search did: ``"off"`` (switched off or no index), ``"short"``
-    (the query has fewer than ``MIN_BODY_QUERY`` characters), ``"indexing"`` (searched what is
-    indexed so far), ``"ready"`` or ``"unavailable"`` (the index failed; ``status`` says why).
-    """
-
-    hits: list[SearchHit]
-    body: BodyState
-    status: IndexStatus | None = None
-    complete: bool = True
-    """False when the verification budget ran out before the list was full: more body matches may
-    exist (search again with a larger ``budget``)."""
 
 
 class SessionSearch:
@@ -441,8 +402,12 @@ class _Run:
         return len(self.query.terms) + (1 if self.query.prefix else 0) + len(self.query.needles)
 
     def _reads(self) -> int:
-        """How many of the best sessions have their best messages read for their snippets."""
-        return ranking.RERANKED if self._words() >= 2 else ranking.SNIPPETS_OF_ONE_WORD
+        """How many of the best sessions have their best messages read for their snippets (a
+        keystroke's first answer to one word: those a picker shows before it scrolls; the full
+        answer follows once typing pauses)."""
+        if self._words() >= 2:
+            return ranking.RERANKED
+        return QUICK_SNIPPETS if self.budget < QUICK_BUDGET else ranking.SNIPPETS_OF_ONE_WORD
 
     def _hit(self, position: int, score: float, passages: int, *, read: bool) -> SearchHit:
         header = self.records[position].header
