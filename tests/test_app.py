@@ -50,7 +50,7 @@ async def test_choosing_a_session_in_the_sidebar_switches_the_target(app: Sessio
         sidebar.highlight_id("load-test-log")
         await pilot.press("up", "up", "enter")  # from the load test up past the retention work
         await until(pilot, lambda: app.workspace.session.id == "design-notes")
-        assert "Storage design" in app.sub_title
+        assert "Storage design" in app.screen.sub_title
         assert len(app.chat.query(UserBlock)) == 2
         await settle(pilot)
         await open_picker(pilot)
@@ -69,7 +69,7 @@ async def test_new_session_and_rename(app: SessionRefApp) -> None:
         await pilot.press("enter")
         await until(pilot, lambda: app.workspace.session.title is not None)
         assert app.workspace.session.title.title == "Fresh start"
-        assert "Fresh start" in app.sub_title
+        assert "Fresh start" in app.screen.sub_title
 
 
 async def test_sessions_written_by_other_programs_show_up(app: SessionRefApp, tmp_path: Path) -> None:
@@ -123,4 +123,4 @@ async def test_the_command_palette_switches_to_a_session_by_title(app: SessionRe
         await pilot.pause(0.5)
         await pilot.press("enter")
         await until(pilot, lambda: app.workspace.session.id == "website-redesign")
-        assert "Website redesign" in app.sub_title
+        assert "Website redesign" in app.screen.sub_title

@@ -168,8 +168,7 @@ class SessionRefApp(App[None]):
     def on_chat_screen_ready(self, _message: ChatScreen.Ready) -> None:
         self.listing.start()
         if self.draft:
-            self.chat.prompt.load_text(self.draft)
-            self.chat.prompt.move_cursor(self.chat.prompt.document.end)
+            self.chat.prompt.offer_draft(self.draft)
             self.draft = None
 
     def on_picker_control_shown(self, message: PickerControl.Shown) -> None:

@@ -129,7 +129,7 @@ class ChatScreen(Screen[None]):
         session = workspace.session
         title = session.title.title if session.title is not None else "New session"
         usage = context_summary(draft_context(workspace.agent, [], ()))
-        self.app.sub_title = f"{visible(title)} · {short_cwd(session.cwd, 48, workspace.home)} · {usage}"
+        self.sub_title = f"{visible(title)} · {short_cwd(session.cwd, 48, workspace.home)} · {usage}"
         self._transcript.sync(session, workspace.model.name)
         self.show_sessions()
 
@@ -208,9 +208,7 @@ class ChatScreen(Screen[None]):
 
     @on(Sender.DraftKept)
     def _draft_kept(self, event: Sender.DraftKept) -> None:
-        if not self.prompt.text:
-            self.prompt.load_text(event.text)
-            self.prompt.move_cursor(self.prompt.document.end)
+        self.prompt.offer_draft(event.text, keep_typed=True)
 
     @on(PromptArea.QueryChanged, "#prompt")
     def _query_changed(self, event: PromptArea.QueryChanged) -> None:

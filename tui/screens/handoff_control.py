@@ -110,7 +110,7 @@ class HandoffControl:
             self._screen.post_message(self.Handed(new_target=True))
             prompt = getattr(self._screen, "prompt", None)
             if prompt is not None:
-                prompt.load_text(f"{mention} {briefing.goal}")
+                prompt.offer_draft(f"{mention} {briefing.goal}")
             return
         server = ToolServer.of_store(workspace.store, redact=briefing.redacted)
         if server is None:

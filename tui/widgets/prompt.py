@@ -159,6 +159,14 @@ class PromptArea(TextArea):
         """Load a canonical draft: its mentions that parse become chips."""
         super().load_text(self.chips.chipify(text, self.badge_of))
 
+    def offer_draft(self, text: str, *, keep_typed: bool = False) -> None:
+        """Put a canonical draft in the prompt, the cursor at its end, ready to edit or send
+        (``keep_typed``: only if the prompt is empty, so nothing the user typed is lost)."""
+        if keep_typed and self.text:
+            return
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+
     def tokens(self, line: str) -> list[tuple[int, int]]:
         """The spans of ``line`` that are one unit: chips, and mentions that do not parse."""
         return self._tokens.spans(line)
