@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from core.errors import SessionrefError
+from core.sessions.sources.registry import agent_names
 from core.sessions.wire_shapes import ToolDefinition
 
 SEARCH_LIMIT = 10
@@ -166,8 +167,8 @@ SEARCH_SESSIONS = ToolSpec(
     name="search_sessions",
     title="Search sessions",
     describe=lambda _read_bytes: (
-        "Search the user's other chat sessions (this store; other agents' sessions: Claude Code, Codex, "
-        "Gemini CLI, Qwen Code, opencode, Copilot CLI; sessions teammates shared) by the words said in "
+        f"Search the user's other chat sessions (this store; other agents' sessions: {agent_names()}; "
+        "sessions teammates shared) by the words said in "
         "them, their title, id and folder. The query is words in any order, or a question as the user "
         "would ask it: sessions holding more of its rarer words rank first, a word in the title counts "
         'more, case and word forms are folded (crash finds crashed); "quoted words" must occur as '

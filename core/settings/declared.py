@@ -23,6 +23,8 @@ from core.agent.session_tools import READ_BYTES
 from core.agent.tool_steps import MAX_STEPS
 from core.agent.window_keeper import MAX_REASONING_CHARS
 from core.constants import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES
+from core.sessions.sources.registry import BY_KEY as SOURCE_AGENTS
+from core.sessions.sources.registry import agent_names
 
 Value = TypeVar("Value")
 Options = ParamSpec("Options")
@@ -76,6 +78,23 @@ def _declaring(declare: Callable[Options, Declared]) -> Callable[Concatenate[Val
 
 setting = _declaring(Declared)
 """A field of ``Settings``: its default, then its ``Declared`` (help first)."""
+
+
+def source_root(key: str) -> str | None:
+    """The folder setting of the agent ``key`` (``core.sessions.sources.registry``), declared from its
+    row: ``--<key>-root``, ``[sources] <key>``, its help and its environment."""
+    agent = SOURCE_AGENTS[key]
+    return setting(
+        None,
+        agent.help(),
+        flag=agent.flag,
+        metavar="DIR",
+        file=("sources", agent.key),
+        env=agent.env,
+        min_length=1,
+        must="a folder",
+        unset=agent.unset,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,88 +323,18 @@ class Settings:
     )
     external: bool = setting(
         True,
-        "list only this store's sessions, not other agents' (Claude Code's, Codex's, Gemini CLI's, Qwen Code's, "
-        "opencode's, Kilo CLI's, Copilot CLI's); --demo lists another "
+        f"list only this store's sessions, not other agents' ({agent_names()}); --demo lists another "
         "agent's only when its folder is given",
         flag="--no-external",
         file=("sources", "enabled"),
     )
-    claude_root: str | None = setting(
-        None,
-        "Claude Code's folder, whose sessions are listed read-only (default: $CLAUDE_CONFIG_DIR, else ~/.claude)",
-        flag="--claude-root",
-        metavar="DIR",
-        file=("sources", "claude"),
-        env="CLAUDE_CONFIG_DIR",
-        min_length=1,
-        must="a folder",
-        unset="~/.claude",
-    )
-    codex_root: str | None = setting(
-        None,
-        "Codex CLI's folder, whose sessions are listed read-only (default: $CODEX_HOME, else ~/.codex)",
-        flag="--codex-root",
-        metavar="DIR",
-        file=("sources", "codex"),
-        env="CODEX_HOME",
-        min_length=1,
-        must="a folder",
-        unset="~/.codex",
-    )
-    gemini_root: str | None = setting(
-        None,
-        "Gemini CLI's folder, whose sessions are listed read-only (default: $GEMINI_CLI_HOME/.gemini, else ~/.gemini)",
-        flag="--gemini-root",
-        metavar="DIR",
-        file=("sources", "gemini"),
-        min_length=1,
-        must="a folder",
-        unset="~/.gemini",
-    )
-    qwen_root: str | None = setting(
-        None,
-        "Qwen Code's folder, whose sessions are listed read-only (default: $QWEN_RUNTIME_DIR, else $QWEN_HOME, "
-        "else ~/.qwen)",
-        flag="--qwen-root",
-        metavar="DIR",
-        file=("sources", "qwen"),
-        min_length=1,
-        must="a folder",
-        unset="~/.qwen",
-    )
-    opencode_root: str | None = setting(
-        None,
-        "opencode's data folder, whose database's sessions are listed read-only (default: $XDG_DATA_HOME/opencode, "
-        "else ~/.local/share/opencode; $OPENCODE_DB names another database)",
-        flag="--opencode-root",
-        metavar="DIR",
-        file=("sources", "opencode"),
-        min_length=1,
-        must="a folder",
-        unset="~/.local/share/opencode",
-    )
-    kilo_root: str | None = setting(
-        None,
-        "Kilo CLI's data folder, whose kilo.db sessions are listed read-only (default: $XDG_DATA_HOME/kilo, else "
-        "~/.local/share/kilo)",
-        flag="--kilo-root",
-        metavar="DIR",
-        file=("sources", "kilo"),
-        min_length=1,
-        must="a folder",
-        unset="~/.local/share/kilo",
-    )
-    copilot_root: str | None = setting(
-        None,
-        "GitHub Copilot CLI's folder, whose sessions are listed read-only (default: $COPILOT_HOME, else ~/.copilot)",
-        flag="--copilot-root",
-        metavar="DIR",
-        file=("sources", "copilot"),
-        env="COPILOT_HOME",
-        min_length=1,
-        must="a folder",
-        unset="~/.copilot",
-    )
+    claude_root: str | None = source_root("claude")
+    codex_root: str | None = source_root("codex")
+    gemini_root: str | None = source_root("gemini")
+    qwen_root: str | None = source_root("qwen")
+    opencode_root: str | None = source_root("opencode")
+    kilo_root: str | None = source_root("kilo")
+    copilot_root: str | None = source_root("copilot")
 
 
 def declarations() -> list[tuple[str, object, Declared]]:

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.sessions.sources.claude import ClaudeCodeSource, claude_root
-from core.sessions.sources.codex import CodexSource, codex_root
-from core.sessions.sources.copilot import CopilotCliSource, copilot_root
-from core.sessions.sources.gemini import GeminiCliSource, gemini_root
 from core.sessions.sources.merged import ExternalSource
-from core.sessions.sources.opencode import KiloSource, OpenCodeSource, kilo_root, opencode_root
-from core.sessions.sources.qwen import QwenCodeSource, qwen_root
+from core.sessions.sources.registry import AGENTS
 from core.settings.effective import Effective
 
 
@@ -32,18 +27,8 @@ def external_sources(effective: Effective, *, demo: bool = False) -> tuple[Exter
     if not settings.external:
         return ()
     sources: list[ExternalSource] = []
-    if not demo or _chosen(origins["claude_root"]):
-        sources.append(ClaudeCodeSource(_folder(settings.claude_root) or claude_root()))
-    if not demo or _chosen(origins["codex_root"]):
-        sources.append(CodexSource(_folder(settings.codex_root) or codex_root()))
-    if not demo or _chosen(origins["gemini_root"]):
-        sources.append(GeminiCliSource(_folder(settings.gemini_root) or gemini_root()))
-    if not demo or _chosen(origins["qwen_root"]):
-        sources.append(QwenCodeSource(_folder(settings.qwen_root) or qwen_root()))
-    if not demo or _chosen(origins["opencode_root"]):
-        sources.append(OpenCodeSource(_folder(settings.opencode_root) or opencode_root()))
-    if not demo or _chosen(origins["kilo_root"]):
-        sources.append(KiloSource(_folder(settings.kilo_root) or kilo_root()))
-    if not demo or _chosen(origins["copilot_root"]):
-        sources.append(CopilotCliSource(_folder(settings.copilot_root) or copilot_root()))
+    for agent in AGENTS:
+        if not demo or _chosen(origins[agent.setting]):
+            folder = getattr(settings, agent.setting)
+            sources.append(agent.reader(_folder(folder) or agent.default_root()))
     return tuple(sources)

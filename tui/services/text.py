@@ -14,6 +14,7 @@ from core.agent.tokens import ESTIMATOR as ESTIMATOR  # the app's one estimate
 from core.agent.tokens import estimate_tokens as estimate_tokens
 from core.display import visible as visible  # the app's one way to show data text
 from core.display import visible_lines as visible_lines
+from core.sessions.sources.registry import badge_of
 
 
 def markup_escape(text: str) -> str:
@@ -95,19 +96,6 @@ def bar(used: int, total: int, width: int = 10) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
-TOOL_BADGES = {
-    "claude:": "CC",
-    "codex:": "CX",
-    "gemini:": "GM",
-    "qwen:": "QW",
-    "opencode:": "OC",
-    "kilo:": "KL",
-    "copilot:": "CP",
-}
-"""The badge of a session another agent wrote, by its id's namespace: Claude Code, Codex CLI, Gemini
-CLI, Qwen Code, opencode, Kilo CLI, GitHub Copilot CLI."""
-
-
 OWNER_BADGE_CELLS = 10
 
 
@@ -119,11 +107,9 @@ def owner_badge(owner: str) -> str:
 
 
 def tool_badge(session_id: str) -> str | None:
-    """``CC`` / ``CX`` for a Claude Code / Codex session, ``None`` for a session of this store."""
-    for prefix, badge in TOOL_BADGES.items():
-        if session_id.startswith(prefix):
-            return badge
-    return None
+    """The badge of a session another agent wrote (``CC`` for Claude Code's, ``CX`` for Codex's…: the
+    agents' table, ``core.sessions.sources.registry``), ``None`` for a session of this store."""
+    return badge_of(session_id)
 
 
 def session_badge(session_id: str, owner: str | None) -> str | None:

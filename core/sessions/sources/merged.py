@@ -1,32 +1,55 @@
-"""Other tools' sources beside the store: which source an id belongs to, and one listing over all.
-
-Adding a tool: a module beside ``claude``, ``codex``, ``gemini`` and ``qwen`` with a ``FileSource``
-subclass (or, for a database, a class with ``OpenCodeSource``'s methods), its class in
-``ExternalSource`` below, and its folder in ``core.settings``.
+"""Other tools' sources beside the store: what a source is (``ExternalSource``), which source an id
+belongs to, and one listing over all. The sources themselves are listed in ``registry``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
 
+from core.files import Revision
 from core.sessions.models import (
     SessionRecord,
+    StoreProblem,
     SurfaceSnapshot,
     TitleSnapshot,
 )
 from core.sessions.query import SessionQuery, listing_order_key
-from core.sessions.sources.claude import ClaudeCodeSource
-from core.sessions.sources.codex import CodexSource
-from core.sessions.sources.copilot import CopilotCliSource
-from core.sessions.sources.gemini import GeminiCliSource
-from core.sessions.sources.opencode import KiloSource, OpenCodeSource
-from core.sessions.sources.qwen import QwenCodeSource
 
-ExternalSource = (
-    ClaudeCodeSource | CodexSource | GeminiCliSource | QwenCodeSource | OpenCodeSource | KiloSource | CopilotCliSource
-)
-"""A read-only source of another agent's sessions."""
+
+class ExternalSource(Protocol):
+    """A read-only source of another agent's sessions (a ``FileSource``, or a database's reader such
+    as ``OpenCodeSource``): its ids start with ``prefix``; it is read synchronously by the catalog
+    and asynchronously as a ``SessionQuery``."""
+
+    prefix: str
+    name: str
+    root: Path
+    problems: list[StoreProblem]
+
+    def listing(self) -> list[SessionRecord]:
+        """List the sessions (refreshing what changed since the last listing)."""
+        ...
+
+    def revision(self, session_id: str) -> Revision | None:
+        """The revision a session was listed at."""
+        ...
+
+    def surface(self, session_id: str) -> SurfaceSnapshot:
+        """A session's surface."""
+        ...
+
+    def title(self, session_id: str) -> TitleSnapshot | None:
+        """A session's title."""
+        ...
+
+    async def list_sessions(self) -> list[SessionRecord]: ...
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot: ...
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None: ...
 
 
 def source_of(sources: Sequence[ExternalSource], session_id: str) -> ExternalSource | None:

@@ -1,0 +1,161 @@
+"""Every other agent whose sessions sessionref reads, one record each (``AGENTS``).
+
+From this table come the sources a run lists (``core.settings.sources``), each agent's folder setting
+and its flag (``core.settings.declared``), the two-letter badge the app shows, the agents the
+``search_sessions`` description names, and the rows of ``docs/other-tools.md`` (a test holds the
+page to the table). Adding an agent is its reader module, one row here, its folder setting (one line
+in ``Settings``, declared from the row) and its tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.sessions.sources.claude import CLAUDE_PREFIX, ClaudeCodeSource, claude_root
+from core.sessions.sources.codex import CODEX_PREFIX, CodexSource, codex_root
+from core.sessions.sources.copilot import COPILOT_PREFIX, CopilotCliSource, copilot_root
+from core.sessions.sources.gemini import GEMINI_PREFIX, GeminiCliSource, gemini_root
+from core.sessions.sources.merged import ExternalSource
+from core.sessions.sources.opencode import (
+    KILO_PREFIX,
+    OPENCODE_PREFIX,
+    KiloSource,
+    OpenCodeSource,
+    kilo_root,
+    opencode_root,
+)
+from core.sessions.sources.qwen import QWEN_PREFIX, QwenCodeSource, qwen_root
+
+
+@dataclass(frozen=True)
+class AgentSource:
+    """One agent's record: its key (the setting ``<key>_root``, the flag ``--<key>-root``, the config
+    key ``[sources] <key>``), ids' prefix, name, badge, where it keeps its sessions by default and the
+    environment that moves it, and its reader."""
+
+    key: str
+    prefix: str
+    label: str
+    badge: str
+    default_help: str
+    """Where its folder is by default, as the help says it (the environment first)."""
+    unset: str
+    """The folder when nothing in the environment names one."""
+    default_root: Callable[[], Path]
+    reader: Callable[[Path], ExternalSource]
+    env: str | None = None
+    """The environment variable the setting shows as its origin, when the agent has exactly one."""
+    what: str = "folder"
+    held: str = "sessions"
+    """What of the folder is listed, as the help says it."""
+
+    @property
+    def setting(self) -> str:
+        return f"{self.key}_root"
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.key}-root"
+
+    def help(self) -> str:
+        return f"{self.label}'s {self.what}, whose {self.held} are listed read-only (default: {self.default_help})"
+
+
+AGENTS: tuple[AgentSource, ...] = (
+    AgentSource(
+        "claude",
+        CLAUDE_PREFIX,
+        "Claude Code",
+        "CC",
+        "$CLAUDE_CONFIG_DIR, else ~/.claude",
+        "~/.claude",
+        claude_root,
+        ClaudeCodeSource,
+        env="CLAUDE_CONFIG_DIR",
+    ),
+    AgentSource(
+        "codex",
+        CODEX_PREFIX,
+        "Codex CLI",
+        "CX",
+        "$CODEX_HOME, else ~/.codex",
+        "~/.codex",
+        codex_root,
+        CodexSource,
+        env="CODEX_HOME",
+    ),
+    AgentSource(
+        "gemini",
+        GEMINI_PREFIX,
+        "Gemini CLI",
+        "GM",
+        "$GEMINI_CLI_HOME/.gemini, else ~/.gemini",
+        "~/.gemini",
+        gemini_root,
+        GeminiCliSource,
+    ),
+    AgentSource(
+        "qwen",
+        QWEN_PREFIX,
+        "Qwen Code",
+        "QW",
+        "$QWEN_RUNTIME_DIR, else $QWEN_HOME, else ~/.qwen",
+        "~/.qwen",
+        qwen_root,
+        QwenCodeSource,
+    ),
+    AgentSource(
+        "opencode",
+        OPENCODE_PREFIX,
+        "opencode",
+        "OC",
+        "$XDG_DATA_HOME/opencode, else ~/.local/share/opencode; $OPENCODE_DB names another database",
+        "~/.local/share/opencode",
+        opencode_root,
+        OpenCodeSource,
+        what="data folder",
+        held="database's sessions",
+    ),
+    AgentSource(
+        "kilo",
+        KILO_PREFIX,
+        "Kilo CLI",
+        "KL",
+        "$XDG_DATA_HOME/kilo, else ~/.local/share/kilo",
+        "~/.local/share/kilo",
+        kilo_root,
+        KiloSource,
+        what="data folder",
+        held="kilo.db sessions",
+    ),
+    AgentSource(
+        "copilot",
+        COPILOT_PREFIX,
+        "GitHub Copilot CLI",
+        "CP",
+        "$COPILOT_HOME, else ~/.copilot",
+        "~/.copilot",
+        copilot_root,
+        CopilotCliSource,
+        env="COPILOT_HOME",
+    ),
+)
+"""Every agent whose sessions sessionref reads, in the order they are listed and named."""
+
+BY_KEY: dict[str, AgentSource] = {agent.key: agent for agent in AGENTS}
+
+
+def agent_names() -> str:
+    """The agents by name, as prose names them ("Claude Code, Codex CLI, … and GitHub Copilot CLI")."""
+    labels = [agent.label for agent in AGENTS]
+    return ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def badge_of(session_id: str) -> str | None:
+    """The badge of the agent a namespaced session id belongs to (``None``: not another agent's)."""
+    for agent in AGENTS:
+        if session_id.startswith(agent.prefix):
+            return agent.badge
+    return None
