@@ -202,7 +202,7 @@ class MentionPicker(RowList, can_focus=False):
         self.note = note
         rows: list[PickerRow] = []
         current = -1
-        parts = _Parts(self.part("muted"), self.part("match"), self.part("badge"))
+        parts = self._row_parts()
         for hit in result.hits:
             group = group_of(hit.candidate, target_cwd)
             if group != current:
@@ -232,7 +232,12 @@ class MentionPicker(RowList, can_focus=False):
         self._paint_pending = True
         self.refresh()
 
-    def _rows(self, hit: SearchHit, query: str, now: int, parts: _Parts) -> list[PickerRow]:
+    def _row_parts(self) -> _Parts:
+        return _Parts(self.part("muted"), self.part("match"), self.part("badge"))
+
+    def _rows(self, hit: SearchHit, query: str, now: int, parts: _Parts | None = None) -> list[PickerRow]:
+        if parts is None:
+            parts = self._row_parts()
         candidate = hit.candidate
         badge = self.badge_of(candidate.session_id)
         label = fit_cells(visible(candidate.label), LABEL_WIDTH - (cell_len(badge) + 1 if badge else 0))
