@@ -4,6 +4,7 @@ order, rows, filtering, keys, the mouse, escaping, superseded lookups.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -87,6 +88,31 @@ async def test_tab_accepts_and_places_the_cursor_after_mention_and_space(app: Se
         assert app.chat.prompt.text == f"compare {mention} "
         assert app.chat.prompt.cursor_location == (0, len(app.chat.prompt.document.get_line(0)))  # after the chip
         assert not app.chat.picker.is_open
+
+
+async def test_tab_before_the_rows_of_what_was_typed_takes_theirs_not_the_stale_ones(app: SessionRefApp) -> None:
+    # A fast typist: "@" shows every session ("Storage design" first), then "ret" and Tab come before
+    # the rows for "ret" are in. Tab takes the first row for "ret", never the stale highlight.
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_picker(pilot)
+        assert picker_ids(app)[0] == "design-notes"
+        workspace = app.workspace
+        search = workspace.search_sessions
+        released = asyncio.Event()
+
+        async def held_search(query: str, *args: Any, **kwargs: Any) -> Any:
+            if query == "ret":
+                await released.wait()  # the rows for "ret" come after the Tab
+            return await search(query, *args, **kwargs)
+
+        workspace.search_sessions = held_search  # type: ignore[method-assign]
+        await pilot.press("r", "e", "t", "tab")
+        assert app.chat.picker.is_open  # Tab waits for the rows of what was typed
+        released.set()
+        await until(pilot, lambda: not app.chat.picker.is_open)
+        parsed = parse_session_reference_text(app.chat.prompt.text)
+        assert [r.session_id for r in parsed.references] == ["retention-work"]
 
 
 async def test_enter_accepts_the_highlighted_row_and_does_not_send(app: SessionRefApp) -> None:

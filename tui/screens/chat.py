@@ -197,8 +197,8 @@ class ChatScreen(Screen[None]):
         self.picker.move(step)
 
     def action_picker_accept(self) -> None:
-        """Accept the highlighted candidate."""
-        self.picker.accept()
+        """Accept the highlighted candidate (of the rows for what was typed)."""
+        self.picker_control.accept()
 
     @on(Sender.DraftSent)
     def _draft_sent(self, event: Sender.DraftSent) -> None:

@@ -77,6 +77,8 @@ class PickerControl:
         self._lookup_generation = 0
         self._shown_for_key: float | None = None
         self._key_unanswered = False
+        self._accept_for: PickerQuery | None = None
+        """Tab or Enter came before the rows of this query did: the first of them is accepted."""
 
     def close(self) -> None:
         """Close the picker and abort its lookup."""
@@ -86,6 +88,7 @@ class PickerControl:
             self.lookup_abort = None
         self._lookup_generation += 1
         self._key_unanswered = False
+        self._accept_for = None
 
     def dismiss(self) -> None:
         """Escape: close the picker and keep it closed until its token is edited."""
@@ -96,6 +99,8 @@ class PickerControl:
     def query_changed(self, query: PickerQuery | None, row: int) -> None:
         """The prompt's `@query` changed (``None``: the cursor left it)."""
         self._query, self._query_row = query, row
+        if query != self._accept_for:
+            self._accept_for = None
         if query is None:
             self.close()
             return
@@ -142,6 +147,10 @@ class PickerControl:
                 result, query.query, workspace.session.cwd, workspace.clock(), self._indexer.note(result), keep=keep
             )
             self._place(query)
+            if self._accept_for == query:
+                self._accept_for = None
+                self._picker.accept()  # (Tab came before these rows: what was typed is what is taken)
+                return
             if from_key and budget == FIRST_BUDGET:
                 # The next paint answers this keystroke (even if the full answer is in by then).
                 self._shown_for_key = self._prompt.last_key_at
@@ -168,6 +177,15 @@ class PickerControl:
         row, column = prompt.cursor_location
         typed = prompt.document.get_line(row)[query.start : column]
         self._picker.place(cursor.x - cell_len(typed), cursor.y, self._host.size.height)
+
+    def accept(self) -> None:
+        """Tab or Enter: take the highlighted candidate of the rows for what was typed; when those
+        rows are still being looked up (a fast typist), the first of them once they are in."""
+        query = self._query
+        if query is not None and self._picker.query_text != query.query:
+            self._accept_for = query
+            return
+        self._picker.accept()
 
     def accepted(self, session_id: str, label: str) -> None:
         """A candidate was accepted: its mention replaces the `@query`."""
