@@ -161,6 +161,16 @@ def postings_of(indexed: Indexed) -> dict[str, Counter[str]]:
     return found
 
 
+def edit_shards(indexed: Indexed, *statements: str) -> None:
+    """Close the index and run ``statements`` on each of its files (an older or stopped writer's)."""
+    indexed.index.close()
+    for shard in indexed.index.shards:
+        assert shard.path is not None
+        with sqlite3.connect(shard.path) as connection:
+            for statement in statements:
+                connection.execute(statement)
+
+
 def vocabulary_of(connection: sqlite3.Connection) -> dict[str, int]:
     """The shard's vocabulary (word -> sessions holding it), which must be current."""
     assert connection.execute("SELECT value FROM meta WHERE key = 'vocabulary'").fetchone() == ("fresh",)
@@ -220,12 +230,7 @@ def test_a_big_batch_makes_the_vocabulary_again_and_a_file_without_one_is_search
     indexed.sync()
     assert postings_of(indexed) == expected_postings(indexed)
     # A file written before the vocabulary existed (or mid-build): counted from the postings.
-    indexed.index.close()
-    for shard in indexed.index.shards:
-        assert shard.path is not None
-        with sqlite3.connect(shard.path) as connection:
-            connection.execute("DELETE FROM meta WHERE key = 'vocabulary'")
-            connection.execute("DELETE FROM words")
+    edit_shards(indexed, "DELETE FROM meta WHERE key = 'vocabulary'", "DELETE FROM words")
     reopened = Indexed(indexed.root)
     reopened.index.open()
     ranked = reopened.index.rank(parse_query("retry rebas", typing=True))
@@ -238,12 +243,7 @@ def test_a_big_batch_makes_the_vocabulary_again_and_a_file_without_one_is_search
 def test_an_index_of_the_older_layout_is_rebuilt(indexed: Indexed) -> None:
     say_user(indexed.session("s"), "the marmot decision")
     indexed.sync()
-    indexed.index.close()
-    for shard in indexed.index.shards:
-        assert shard.path is not None
-        with sqlite3.connect(shard.path) as connection:
-            connection.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
-            connection.execute("DROP TABLE postings")
+    edit_shards(indexed, "UPDATE meta SET value = '4' WHERE key = 'schema'", "DROP TABLE postings")
     reopened = Indexed(indexed.root)
     reopened.sync()
     assert reopened.ids("marmot") == ["s"]

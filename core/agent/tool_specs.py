@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from core.agent.tool_texts import frame_data
 from core.errors import SessionrefError
 from core.sessions.sources.registry import agent_names
 from core.sessions.wire_shapes import ToolDefinition
@@ -86,8 +87,9 @@ class ToolSpec:
     describe: Callable[[int], str]
     """Its description, for pages of at most this many bytes."""
     parameters: tuple[Parameter, ...]
-    what: Callable[[Mapping[str, Any], Any, LabelOf | None], str]
-    """What a call looked at, for the transcript: from its arguments and its result's frame data."""
+    what: Callable[[Mapping[str, Any], str, LabelOf | None], str]
+    """What a call looked at, for the transcript: from its arguments and its result's text (a tool
+    that needs its frame's data parses it, ``frame_data``; the others never do)."""
 
     def definition(self, read_bytes: int) -> ToolDefinition:
         """The tool in the Chat Completions ``tools`` shape."""
@@ -117,14 +119,14 @@ class ToolSpec:
             raise ToolCallError(f"unknown argument {json.dumps(unknown[0])}", TOOL_INVALID_ARGUMENTS)
         return {parameter.name: parameter.checked(arguments) for parameter in self.parameters}
 
-    def line(self, arguments: str, frame: Any, label_of: LabelOf | None = None) -> str:
+    def line(self, arguments: str, output: str, label_of: LabelOf | None = None) -> str:
         """What a call looked at (the transcript's line), from the arguments the model sent (JSON
-        text) and its result's frame data (``frame_data``); empty when they say nothing."""
+        text) and its result's text; empty when they say nothing."""
         try:
             parsed = json.loads(arguments) if arguments else {}
         except ValueError:
             return ""
-        return self.what(parsed, frame, label_of) if isinstance(parsed, dict) else ""
+        return self.what(parsed, output, label_of) if isinstance(parsed, dict) else ""
 
 
 def _kib(read_bytes: int) -> str:
@@ -138,16 +140,17 @@ def _session_named(arguments: Mapping[str, Any], label_of: LabelOf | None) -> st
     return label or session
 
 
-def _searched(arguments: Mapping[str, Any], _frame: Any, _label_of: LabelOf | None) -> str:
+def _searched(arguments: Mapping[str, Any], _output: str, _label_of: LabelOf | None) -> str:
     return json.dumps(str(arguments.get("query", "")), ensure_ascii=False)
 
 
-def _referenced(arguments: Mapping[str, Any], _frame: Any, label_of: LabelOf | None) -> str:
+def _referenced(arguments: Mapping[str, Any], _output: str, label_of: LabelOf | None) -> str:
     return _session_named(arguments, label_of)
 
 
-def _read(arguments: Mapping[str, Any], frame: Any, label_of: LabelOf | None) -> str:
+def _read(arguments: Mapping[str, Any], output: str, label_of: LabelOf | None) -> str:
     session = _session_named(arguments, label_of)
+    frame = frame_data(output)
     if isinstance(frame, dict):
         total, start, stop = frame.get("totalMessages"), frame.get("from"), frame.get("to")
         if isinstance(total, int) and isinstance(start, int) and isinstance(stop, int):

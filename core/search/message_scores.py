@@ -66,7 +66,7 @@ def best_messages(
     first = []
     for one, found in zip(read, counted, strict=True):
         among = found.keys() | one.holding
-        first.append(_merged({index: found[index] for index in found}, lighter.count(one.folded, one.starts, among)))
+        first.append(_merged(dict(found), lighter.count(one.folded, one.starts, among)))
     best = scoring.best(read, first)
     if len(best) >= count and best[0][0] > bound:
         return scoring.passages(best)

@@ -14,7 +14,6 @@ from textual.widgets import Static
 
 from core import Session, SessionEvent
 from core.agent.tool_specs import SPECS, LabelOf
-from core.agent.tool_texts import frame_data
 from core.sessions import event_types as ev
 from core.sessions.surface import message_content, message_payload, text_of_blocks
 from tui.services.text import visible
@@ -71,7 +70,7 @@ def tool_line(event: SessionEvent, session: Session, label_of: LabelOf | None = 
     arguments = str(call.get("arguments") or "") if call is not None else ""
     parts = [name]
     spec = SPECS.get(name)
-    what = spec.line(arguments, frame_data(output), label_of) if spec is not None else ""
+    what = spec.line(arguments, output, label_of) if spec is not None else ""
     if what:
         parts.append(what)
     parts.append(("failed: " + output.rsplit("(", 1)[-1].rstrip(")")) if failed else _size(output))
