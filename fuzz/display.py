@@ -34,7 +34,7 @@ from tui.services.text import markup_escape
 from tui.widgets.picker import MentionPicker
 from tui.widgets.preview import render_report
 from tui.widgets.sidebar import SessionSidebar, SidebarRow
-from tui.widgets.transcript import AssistantBlock, UserBlock, _compacted_text, usage_line
+from tui.widgets.transcript_blocks import AssistantBlock, UserBlock, _compacted_text, usage_line
 
 _FORMAT = "\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
 FORBIDDEN_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_FORMAT}\ud800-\udfff]")

@@ -356,7 +356,7 @@ def test_from_environment_prefers_deepseek_key(monkeypatch: pytest.MonkeyPatch) 
 
 async def test_the_bytes_on_the_wire_are_the_baked_blocks_and_what_the_app_shows(store) -> None:
     from tui.services.preview_report import PreviewReport
-    from tui.widgets.transcript import model_received
+    from tui.widgets.transcript_blocks import model_received
 
     source = store.create("source", cwd="/p")
     say_user(source, "remember <b>this</b>")

@@ -26,7 +26,7 @@ from tui.app.sessionref_app import SessionRefApp
 from tui.cli.demo import DEMO_PROJECT
 from tui.screens.dialogs import RenameScreen
 from tui.widgets.sidebar import SessionSidebar
-from tui.widgets.transcript import UserBlock
+from tui.widgets.transcript_blocks import UserBlock
 
 # -- sessions -------------------------------------------------------------------------------------
 

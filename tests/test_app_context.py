@@ -19,7 +19,7 @@ from tests.support.fake_deepseek import FakeDeepSeek
 from tests.support.rc8 import NODE, dsh
 from tui.app.sessionref_app import SessionRefApp
 from tui.widgets.preview import PreviewPane
-from tui.widgets.transcript import AssistantBlock, CheckpointBlock
+from tui.widgets.transcript_blocks import AssistantBlock, CheckpointBlock
 
 BIG = ("big-one", "big-two", "big-three")
 

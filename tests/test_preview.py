@@ -28,7 +28,7 @@ from tests.support.app_harness import (
 from tui.app.sessionref_app import SessionRefApp
 from tui.cli.demo import DEMO_PROJECT
 from tui.screens.dialogs import ViewerScreen
-from tui.widgets.transcript import UserBlock
+from tui.widgets.transcript_blocks import UserBlock
 
 # -- the preview ----------------------------------------------------------------------------------
 

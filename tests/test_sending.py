@@ -24,7 +24,7 @@ from tests.support.app_harness import (
 )
 from tui.app.sessionref_app import SessionRefApp
 from tui.widgets.tool_line import ToolLine
-from tui.widgets.transcript import AssistantBlock, UserBlock
+from tui.widgets.transcript_blocks import AssistantBlock, UserBlock
 
 # -- sending --------------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from tests.support.app_harness import SIZE, open_app, settle, until
 from tui.app.sessionref_app import SessionRefApp
 from tui.screens.dialogs import ViewerScreen
 from tui.widgets.preview import PreviewPane
-from tui.widgets.transcript import AssistantBlock, CheckpointBlock
+from tui.widgets.transcript_blocks import AssistantBlock, CheckpointBlock
 
 
 async def _preview_ready(pilot: Any) -> None:
@@ -167,7 +167,7 @@ def test_transcript_with_referenced_sessions_line(snap_compare: Any, app: Sessio
         pilot.app.chat.prompt.load_text(f"what changed in {mention}")
         await pilot.press("enter")
         await until(pilot, lambda: pilot.app.trace.sent == 1 and pilot.app.workspace.agent.status == "idle")
-        await until(pilot, lambda: pilot.app.chat.query(AssistantBlock) and not pilot.app.chat.sender.streaming)
+        await until(pilot, lambda: pilot.app.chat.query(AssistantBlock) and not pilot.app.chat.transcript.streaming)
         await _preview_ready(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -237,7 +237,7 @@ async def _two_turns(pilot: Any) -> None:
         app.chat.prompt.load_text(words)
         await pilot.press("enter")
         await until(pilot, lambda sent=sent: app.trace.sent == sent + 1 and app.workspace.agent.status == "idle")
-        await until(pilot, lambda: not app.chat.sender.streaming)
+        await until(pilot, lambda: not app.chat.transcript.streaming)
     await _preview_ready(pilot)
 
 

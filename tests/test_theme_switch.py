@@ -14,7 +14,7 @@ from core import format_session_reference_mention
 from tests.support.app_harness import SIZE, open_app, settle, until
 from tui.services.palette import STYLES, default_paint
 from tui.widgets.preview import PreviewPane
-from tui.widgets.transcript import AssistantBlock
+from tui.widgets.transcript_blocks import AssistantBlock
 
 ON_SCREEN = ("you", "assistant", "mention", "over", "caution", "fits", "badge-compacted", "badge-truncated")
 """The roles the scene below shows."""
@@ -37,7 +37,7 @@ async def test_a_theme_switch_repaints_every_coloured_part(demo_template: Path, 
         app.chat.prompt.load_text(f"what changed in {mention}")
         await pilot.press("enter")
         await until(pilot, lambda: app.trace.sent == 1 and app.workspace.agent.status == "idle")
-        await until(pilot, lambda: app.chat.query(AssistantBlock) and not app.chat.sender.streaming)
+        await until(pilot, lambda: app.chat.query(AssistantBlock) and not app.chat.transcript.streaming)
         for key in ["@", "l", "o", "a", "d"]:
             await pilot.press(key)
         await until(pilot, lambda: app.chat.picker.is_open and app.chat.picker.candidates)

@@ -19,7 +19,7 @@ from tests.support.app_harness import (
 from tui.cli.demo import DEMO_PROJECT
 from tui.screens.dialogs import ViewerScreen
 from tui.widgets.tool_line import ToolLine
-from tui.widgets.transcript import AssistantBlock, CheckpointBlock, NoteLine, UserBlock
+from tui.widgets.transcript_blocks import AssistantBlock, CheckpointBlock, NoteLine, UserBlock
 
 # -- transcript -----------------------------------------------------------------------------------
 

@@ -21,16 +21,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TextArea
 
+from core import AbortController
 from tui.screens.compaction_control import CompactionControl
 from tui.screens.dialogs import RenameScreen, ViewerScreen
 from tui.screens.handoff_control import HandoffControl
+from tui.screens.notice import Notice
 from tui.screens.picker_control import PickerControl
 from tui.screens.preview_control import PREVIEW_DELAY, PreviewControl
-from tui.screens.prompt_status import CompactionShown, PromptStatus
-from tui.screens.sender import Sender
+from tui.screens.prompt_status import PromptStatus
+from tui.screens.sender import NotSent, Sender
 from tui.screens.session_control import SessionControl
 from tui.screens.sessions_view import SessionsView
 from tui.services.context_view import context_summary, draft_context, model_view_figures
@@ -42,7 +45,8 @@ from tui.widgets.preview import PreviewBody, PreviewPane
 from tui.widgets.prompt import PromptArea
 from tui.widgets.sidebar import SessionSidebar
 from tui.widgets.tool_line import ToolLine
-from tui.widgets.transcript import Transcript, UserBlock, model_received
+from tui.widgets.transcript import Transcript
+from tui.widgets.transcript_blocks import UserBlock, model_received
 
 
 class ChatScreen(Screen[None]):
@@ -71,6 +75,11 @@ class ChatScreen(Screen[None]):
     class Sent(Message):
         """A message went to the model."""
 
+    preparing = reactive(False, init=False)
+    """Whether a send is being prepared: its references, or a compaction before it (Esc cancels it)."""
+    compacting = reactive(False, init=False)
+    """Whether the target's agent compacts its history (the prompt's title shows how far)."""
+
     def __init__(self, workspace: Workspace, indexer: MessageIndexer, *, cursor_blink: bool = True) -> None:
         super().__init__()
         self.workspace = workspace
@@ -89,9 +98,10 @@ class ChatScreen(Screen[None]):
         self.sessions_view = SessionsView(workspace, indexer, self._sidebar, self._transcript)
         self.picker_control = PickerControl(self, workspace, indexer, self.prompt, self.picker)
         self.preview_control = PreviewControl(self, workspace, self.prompt, self._pane)
-        self.sender = Sender(self, workspace)
-        self.compaction_control = CompactionControl(self, workspace)
-        self.session_control = SessionControl(self, workspace)
+        self.sender = Sender(workspace)
+        self._send_abort: AbortController | None = None
+        self.compaction_control = CompactionControl(workspace)
+        self.session_control = SessionControl(workspace)
         self.handoff_control = HandoffControl(self, workspace)
 
     # -- layout -----------------------------------------------------------------------------------
@@ -120,9 +130,19 @@ class ChatScreen(Screen[None]):
         self.schedule_preview(0)  # the context meter shows before anything is typed
 
     @property
-    def preparing(self) -> bool:
-        """Whether a send is being prepared (Esc cancels it)."""
-        return self.sender.preparing
+    def transcript(self) -> Transcript:
+        """The transcript of the target session."""
+        return self._transcript
+
+    def show_notice(self, notice: Notice) -> None:
+        """Tell the user what a part had to say."""
+        self.notify(notice.message, title=notice.title, severity=notice.severity, markup=False)
+
+    def watch_preparing(self, on: bool) -> None:
+        self.prompt_status.set_preparing(on)
+
+    def watch_compacting(self, on: bool) -> None:
+        self.prompt_status.watch_compaction(on)
 
     def _show_target(self) -> None:
         workspace = self.workspace
@@ -130,7 +150,7 @@ class ChatScreen(Screen[None]):
         title = session.title.title if session.title is not None else "New session"
         usage = context_summary(draft_context(workspace.agent, [], ()))
         self.sub_title = f"{visible(title)} · {short_cwd(session.cwd, 48, workspace.home)} · {usage}"
-        self._transcript.sync(session, workspace.model.name)
+        self._transcript.show_session(session, workspace.agent, workspace.model.name)
         self.show_sessions()
 
     def show_sessions(self) -> None:
@@ -141,32 +161,22 @@ class ChatScreen(Screen[None]):
         """The sidebar's subtitle: how many sessions, and how far message indexing is."""
         self.sessions_view.show_progress(count)
 
-    @on(Sender.TargetChanged)
-    @on(CompactionControl.Compacted)
-    @on(SessionControl.Renamed)
     def _target_moved_on(self) -> None:
         self._show_target()
         self.schedule_preview(0)
 
-    @on(Sender.ReplyMoved)
+    @on(Transcript.Moved)
     def _reply_moved(self) -> None:
-        self._transcript.sync(self.workspace.session, self.workspace.model.name)
         self.prompt_status.show()
 
-    @on(Sender.Preparing)
-    def _preparing(self, event: Sender.Preparing) -> None:
-        self.prompt_status.set_preparing(event.on)
+    @on(Transcript.TurnEnded)
+    def _turn_ended(self) -> None:
+        self._target_moved_on()
+        for notice in self.sender.turn_ended():
+            self.show_notice(notice)
 
-    @on(CompactionShown)
-    def _compaction_shown(self, event: CompactionShown) -> None:
-        self.prompt_status.watch_compaction(event.on)
-
-    @on(SessionControl.Switched)
     def _target_switched(self) -> None:
-        self.sender.stop_following()
         self._show_target()
-        if self.workspace.agent.status != "idle":
-            self.sender.follow_stream()
         self.schedule_preview(0)
         self.prompt.focus()
 
@@ -186,8 +196,8 @@ class ChatScreen(Screen[None]):
             self.picker_control.dismiss()
         elif agent.status == "compacting":
             agent.cancel()
-        elif self.sender.cancel_preparing():
-            pass
+        elif self.preparing and self._send_abort is not None:
+            self._send_abort.abort("cancelled by the user")
         elif agent.status == "running":
             agent.cancel()
             self.notify("Reply stopped; what arrived is kept.", title="Stopped")
@@ -199,16 +209,6 @@ class ChatScreen(Screen[None]):
     def action_picker_accept(self) -> None:
         """Accept the highlighted candidate (of the rows for what was typed)."""
         self.picker_control.accept()
-
-    @on(Sender.DraftSent)
-    def _draft_sent(self, event: Sender.DraftSent) -> None:
-        if self.prompt.text == event.text:
-            self.prompt.clear()
-        self.post_message(self.Sent())
-
-    @on(Sender.DraftKept)
-    def _draft_kept(self, event: Sender.DraftKept) -> None:
-        self.prompt.offer_draft(event.text, keep_typed=True)
 
     @on(PromptArea.QueryChanged, "#prompt")
     def _query_changed(self, event: PromptArea.QueryChanged) -> None:
@@ -239,7 +239,36 @@ class ChatScreen(Screen[None]):
         if not event.text.strip():
             return
         self.picker_control.close()
-        self.sender.send(event.text)
+        self._send(event.text)
+
+    @work(exclusive=True, group="send")
+    async def _send(self, text: str) -> None:
+        """Prepare and send ``text``; nothing of it is sent when preparing fails or is cancelled
+        (the prompt gets the draft back if it was emptied meanwhile)."""
+        controller = self._send_abort = AbortController()
+        self.preparing = True
+        try:
+            prepared = await self.sender.prepare(text, controller.signal)
+            self._send_abort = None
+            # Still "preparing" while a compaction runs before the send: a second Enter is refused,
+            # Escape cancels the compaction, and its progress is in the prompt's title.
+            told = await self.sender.deliver(prepared, lambda on: setattr(self, "compacting", on))
+        except NotSent as refusal:
+            self.show_notice(refusal.notice)
+            self.prompt.offer_draft(text, keep_typed=True)
+            if refusal.moved:
+                self._target_moved_on()
+            return
+        finally:
+            self._send_abort = None
+            self.preparing = False
+        for notice in told:
+            self.show_notice(notice)
+        if self.prompt.text == text:
+            self.prompt.clear()
+        self.post_message(self.Sent())
+        self._transcript.show_session(self.workspace.session, self.workspace.agent, self.workspace.model.name)
+        self.prompt_status.show()
 
     @on(SessionSidebar.MenuWanted, "#sidebar")
     def _menu_wanted(self, event: SessionSidebar.MenuWanted) -> None:
@@ -269,22 +298,51 @@ class ChatScreen(Screen[None]):
 
     def switch_to(self, session_id: str) -> None:
         """Make ``session_id`` the target (keeps the draft)."""
-        self.session_control.switch_to(session_id)
+        if session_id == self.workspace.session.id:
+            return
+        refused = self.session_control.switch_to(session_id)
+        if refused is not None:
+            self.show_notice(refused)
+            return
+        self._target_switched()
 
     def action_new_session(self) -> None:
         """Start a new session in the launch cwd and make it the target."""
-        self.session_control.new_session()
+        notice = self.session_control.new_session()
+        self._target_switched()
+        self.show_notice(notice)
 
     def action_rename_session(self) -> None:
         """Ask for a new title and write it as a ``session/title`` event."""
-        self.app.push_screen(RenameScreen(self.session_control.title), self.session_control.rename)
+        self.app.push_screen(RenameScreen(self.session_control.title), self._renamed)
+
+    def _renamed(self, title: str | None) -> None:
+        if title is None:
+            return  # the dialog was dismissed
+        refused = self.session_control.rename(title)
+        if refused is not None:
+            self.show_notice(refused)
+            return
+        self._target_moved_on()
 
     def action_compact(self) -> None:
         """Compact the session's older history into a checkpoint now (Esc cancels)."""
-        if self.preparing:
-            self.notify("Wait for the reply to finish, then compact.", title="Compact history")
+        refused = self.compaction_control.refusal()
+        if self.preparing or refused is not None:
+            self.show_notice(refused or Notice("Wait for the reply to finish, then compact.", "Compact history"))
             return
-        self.compaction_control.compact()
+        self._compact()
+
+    @work(exclusive=True, group="compact")
+    async def _compact(self) -> None:
+        self.compacting = True
+        try:
+            notice, compacted = await self.compaction_control.compact()
+        finally:
+            self.compacting = False
+        self.show_notice(notice)
+        if compacted:
+            self._target_moved_on()
 
     def action_toggle_sidebar(self) -> None:
         """Show or hide the sessions sidebar."""

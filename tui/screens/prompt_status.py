@@ -4,19 +4,9 @@ neither), told to the prompt as its ``mode``, which it shows in its title and bo
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-
-from textual.message import Message
 
 from tui.services.workspace import Workspace
 from tui.widgets.prompt import PromptArea, PromptMode
-
-
-@dataclass
-class CompactionShown(Message):
-    """While ``on``, the prompt shows the agent's compaction progress (posted by the part that compacts)."""
-
-    on: bool
 
 
 class PromptStatus:
@@ -31,7 +21,7 @@ class PromptStatus:
         self._workspace = workspace
         self._prompt = prompt
         self.preparing = False
-        """Whether the draft's references are being prepared (as the sender said)."""
+        """Whether the draft's references are being prepared (the screen's ``preparing``)."""
         self._unsubscribe: Callable[[], None] | None = None
 
     def show(self) -> None:

@@ -4,69 +4,50 @@ tool's session and a teammate's are never opened for writing: the user is told t
 
 from __future__ import annotations
 
-from textual.message import Message
-
 from core import SessionQueryError
-from tui.services.host import Host
+from tui.screens.notice import Notice
 from tui.services.text import visible
 from tui.services.workspace import Workspace
 
 
 class SessionControl:
-    """The target session, for the chat screen.
-
-    It changes the workspace's target and posts what became of it to the screen: ``Switched`` (another
-    session is the target: the screen follows it) and ``Renamed`` (the target's title changed).
+    """The target session, for the chat screen: each change says what to tell the user, if anything
+    (``None``: it was done, and the screen shows the new target).
 
     Args:
-        host: the screen (notifications, the messages above).
         workspace: the store and the target.
     """
 
-    class Switched(Message):
-        """Another session became the target (the draft stays)."""
-
-    class Renamed(Message):
-        """The target's title changed."""
-
-    def __init__(self, host: Host, workspace: Workspace) -> None:
-        self._host = host
+    def __init__(self, workspace: Workspace) -> None:
         self._workspace = workspace
 
-    def switch_to(self, session_id: str) -> None:
-        """Make ``session_id`` the target (keeps the draft)."""
+    def switch_to(self, session_id: str) -> Notice | None:
+        """Make ``session_id`` the target (keeps the draft); a ``Notice`` when it cannot be."""
         workspace = self._workspace
-        notify = self._host.notify
-        if session_id == workspace.session.id:
-            return
         source = workspace.catalog.source_of(session_id)
         if source is not None:
             # Another agent's session is never written here: it can only be referenced.
-            notify(
+            return Notice(
                 f"{source.name} sessions are read-only here: type @ in the prompt to reference it.",
-                title="Cannot open session",
+                "Cannot open session",
             )
-            return
         owner = workspace.catalog.owner_of(session_id)
         if owner is not None:
             # A teammate's session: the database would refuse a write anyway; say why up front.
-            notify(
+            return Notice(
                 f"{visible(owner)}'s sessions are read-only here: type @ in the prompt to reference it.",
-                title="Cannot open session",
+                "Cannot open session",
             )
-            return
         try:
             workspace.open_session(session_id)
         except SessionQueryError as error:
-            notify(error.line, severity="error", title="Cannot open session")
-            return
-        self._host.post_message(self.Switched())
+            return Notice(error.line, "Cannot open session", "error")
+        return None
 
-    def new_session(self) -> None:
+    def new_session(self) -> Notice:
         """Start a new session in the launch cwd and make it the target."""
         self._workspace.new_session()
-        self._host.post_message(self.Switched())
-        self._host.notify("New session started.", title="Sessions")
+        return Notice("New session started.", "Sessions")
 
     @property
     def title(self) -> str:
@@ -74,13 +55,10 @@ class SessionControl:
         title = self._workspace.session.title
         return title.title if title is not None else ""
 
-    def rename(self, title: str | None) -> None:
-        """Write ``title`` as the target's ``session/title`` event (``None``: the dialog was dismissed)."""
-        if title is None:
-            return
+    def rename(self, title: str) -> Notice | None:
+        """Write ``title`` as the target's ``session/title`` event; a ``Notice`` when it failed."""
         try:
             self._workspace.rename(title)
         except SessionQueryError as error:
-            self._host.notify(error.line, severity="error", title="Cannot rename")
-            return
-        self._host.post_message(self.Renamed())
+            return Notice(error.line, "Cannot rename", "error")
+        return None

@@ -1,0 +1,16 @@
+"""``Notice``: what a part of the chat screen has to tell the user; the screen shows it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.notifications import SeverityLevel
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A notification's words (plain text: the app never parses a notification as markup)."""
+
+    message: str
+    title: str = ""
+    severity: SeverityLevel = "information"
