@@ -1,4 +1,4 @@
-"""Pilot tests of the `@` picker (``tui.screens.picker_control``, ``tui.widgets.picker``): groups and
+"""Pilot tests of the `@` picker (``tui.widgets.session_picker``, ``tui.widgets.picker``): groups and
 order, rows, filtering, keys, the mouse, escaping, superseded lookups.
 """
 
@@ -200,7 +200,7 @@ async def test_superseded_lookups_are_aborted_and_dropped(app: SessionRefApp) ->
 
         def slow_first(needle: str, cap: Any = None, budget: Any = None) -> Any:
             if not signals:
-                signals.append(app.chat.picker_control.lookup_abort.signal)
+                signals.append(app.chat.picker.lookup_abort.signal)
                 time.sleep(0.5)
             return original(needle, cap, budget)
 

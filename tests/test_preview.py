@@ -1,4 +1,4 @@
-"""Pilot tests of the live preview (``tui.screens.preview_control``, ``tui.widgets.preview``): what
+"""Pilot tests of the live preview (``tui.widgets.live_preview``, ``tui.widgets.preview``): what
 each reference sends, its problems in place, the model view, staleness.
 """
 

@@ -31,11 +31,11 @@ from tui.app.listing_keeper import ListingKeeper, StoreChanged, StoreHealthChang
 from tui.app.trace import AppTrace
 from tui.screens.chat import ChatScreen
 from tui.screens.commands import SessionCommands
-from tui.screens.picker_control import PickerControl
-from tui.screens.preview_control import PreviewControl
 from tui.services.indexing import MessageIndexer
 from tui.services.text import visible, visible_lines
 from tui.services.workspace import Clock, Workspace, open_for_writing
+from tui.widgets.live_preview import LivePreview
+from tui.widgets.session_picker import SessionPicker
 
 
 class SessionRefApp(App[None]):
@@ -171,10 +171,10 @@ class SessionRefApp(App[None]):
             self.chat.prompt.offer_draft(self.draft)
             self.draft = None
 
-    def on_picker_control_shown(self, message: PickerControl.Shown) -> None:
+    def on_session_picker_shown(self, message: SessionPicker.Shown) -> None:
         self.trace.picker_latencies.append(message.seconds)
 
-    def on_preview_control_shown(self, message: PreviewControl.Shown) -> None:
+    def on_live_preview_shown(self, message: LivePreview.Shown) -> None:
         self.trace.preview_seconds.append(message.seconds)
 
     def on_chat_screen_sent(self, _message: ChatScreen.Sent) -> None:

@@ -30,8 +30,6 @@ from tui.screens.compaction_control import CompactionControl
 from tui.screens.dialogs import RenameScreen, ViewerScreen
 from tui.screens.handoff_control import HandoffControl
 from tui.screens.notice import Notice
-from tui.screens.picker_control import PickerControl
-from tui.screens.preview_control import PREVIEW_DELAY, PreviewControl
 from tui.screens.prompt_status import PromptStatus
 from tui.screens.sender import NotSent, Sender
 from tui.screens.session_control import SessionControl
@@ -40,9 +38,9 @@ from tui.services.context_view import context_summary, draft_context, model_view
 from tui.services.indexing import MessageIndexer
 from tui.services.text import session_badge, short_cwd, visible
 from tui.services.workspace import Workspace
-from tui.widgets.picker import MentionPicker
-from tui.widgets.preview import PreviewBody, PreviewPane
+from tui.widgets.live_preview import PREVIEW_DELAY, LivePreview
 from tui.widgets.prompt import PromptArea
+from tui.widgets.session_picker import SessionPicker
 from tui.widgets.sidebar import SessionSidebar
 from tui.widgets.tool_line import ToolLine
 from tui.widgets.transcript import Transcript
@@ -87,17 +85,15 @@ class ChatScreen(Screen[None]):
         home = workspace.home
         self.prompt = PromptArea(id="prompt", cursor_blink=cursor_blink)
         """The prompt."""
-        self.picker = MentionPicker(id="picker", home=home)
+        self.picker = SessionPicker(workspace, indexer, self.prompt, id="picker")
         """The `@` picker."""
         self._sidebar = SessionSidebar(id="sidebar", home=home)
         self._transcript = Transcript(
             id="transcript", freshness=workspace.moved_on, label_of=workspace.catalog.titles.title
         )
-        self._pane = PreviewPane(id="preview", home=home)
+        self._pane = LivePreview(workspace, lambda: self.prompt.text, id="preview")
         self.prompt_status = PromptStatus(workspace, self.prompt)
         self.sessions_view = SessionsView(workspace, indexer, self._sidebar, self._transcript)
-        self.picker_control = PickerControl(self, workspace, indexer, self.prompt, self.picker)
-        self.preview_control = PreviewControl(self, workspace, self.prompt, self._pane)
         self.sender = Sender(workspace)
         self._send_abort: AbortController | None = None
         self.compaction_control = CompactionControl(workspace)
@@ -193,7 +189,7 @@ class ChatScreen(Screen[None]):
         """Close the picker, else cancel preparing, else stop the streaming reply."""
         agent = self.workspace.agent
         if self.picker.is_open:
-            self.picker_control.dismiss()
+            self.picker.dismiss()
         elif agent.status == "compacting":
             agent.cancel()
         elif self.preparing and self._send_abort is not None:
@@ -208,28 +204,20 @@ class ChatScreen(Screen[None]):
 
     def action_picker_accept(self) -> None:
         """Accept the highlighted candidate (of the rows for what was typed)."""
-        self.picker_control.accept()
+        self.picker.accept()
 
     @on(PromptArea.QueryChanged, "#prompt")
     def _query_changed(self, event: PromptArea.QueryChanged) -> None:
-        self.picker_control.query_changed(event.query, event.row)
+        self.picker.query_changed(event.query, event.row)
 
-    @on(MentionPicker.Painted, "#picker")
-    def _picker_painted(self, event: MentionPicker.Painted) -> None:
-        self.picker_control.painted(event.painted_at)
-
-    @on(MentionPicker.Accepted, "#picker")
-    def _picker_accepted(self, event: MentionPicker.Accepted) -> None:
-        self.picker_control.accepted(event.candidate.session_id, event.candidate.label)
-
-    @on(PickerControl.MentionChosen)
-    def _mention_chosen(self, event: PickerControl.MentionChosen) -> None:
+    @on(SessionPicker.MentionChosen)
+    def _mention_chosen(self, event: SessionPicker.MentionChosen) -> None:
         self.prompt.insert_mention(event.query, event.row, event.mention)
         self.prompt.focus()
 
     def refresh_picker(self) -> None:
         """Look the open picker's query up again (titles that were still loading may be in now)."""
-        self.picker_control.refresh()
+        self.picker.look_again()
 
     @on(PromptArea.Submitted, "#prompt")
     def _submitted(self, event: PromptArea.Submitted) -> None:
@@ -238,7 +226,7 @@ class ChatScreen(Screen[None]):
             return
         if not event.text.strip():
             return
-        self.picker_control.close()
+        self.picker.close()
         self._send(event.text)
 
     @work(exclusive=True, group="send")
@@ -360,15 +348,7 @@ class ChatScreen(Screen[None]):
 
     def schedule_preview(self, delay: float = PREVIEW_DELAY) -> None:
         """Recompute the preview after ``delay`` (a newer call replaces a pending one)."""
-        self.preview_control.schedule(delay)
-
-    @on(PreviewControl.Ready)
-    def _preview_ready(self, event: PreviewControl.Ready) -> None:
-        self.preview_control.show(event.report, event.generation)
-
-    @on(PreviewBody.Painted)
-    def _preview_painted(self, event: PreviewBody.Painted) -> None:
-        self.preview_control.painted(event.painted_at)
+        self._pane.schedule(delay)
 
     def action_show_model_view(self) -> None:
         """Open the exact model-visible text of the draft's prefix and request."""

@@ -1,22 +1,22 @@
-"""The `@` picker's logic: the prompt reports the `@query`, a lookup answers it in two steps (what
-a keystroke's budget finds at once, then the full message search behind it), Tab or Enter inserts
-the mention, Escape dismisses it until the token is edited. The search itself is ``core``'s
-(``SessionSearch``, through ``Workspace.search_sessions``).
+"""The app's `@` picker: a ``MentionPicker`` that answers the prompt's `@query` itself. A lookup runs
+in two steps in its own worker (what a keystroke's budget finds at once, then the full message search
+behind it once typing pauses); Tab or Enter takes the highlighted session, Escape dismisses it until
+the token is edited. The search itself is ``core``'s (``SessionSearch``, through
+``Workspace.search_sessions``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from functools import partial
 
 from rich.cells import cell_len
+from textual import on, work
 from textual.message import Message
 
 from core import AbortController, SessionReferenceError, format_session_reference_mention
 from core.errors import CANCELLED
 from core.search.finder import FIRST_BUDGET, FULL_BUDGET
-from tui.services.host import Host
 from tui.services.indexing import MessageIndexer
 from tui.services.mentions import PickerQuery
 from tui.services.preview_report import problem_of
@@ -31,19 +31,17 @@ VISIBLE_HITS = 24
 """Picker hits whose titles are fetched when a lookup shows them (the rest load when scrolled to)."""
 
 
-class PickerControl:
-    """The `@` picker's lookups and keys, for the chat screen.
+class SessionPicker(MentionPicker):
+    """The `@` picker of the chat screen: it looks up what the prompt's `@query` asks.
 
-    It owns the picker widget; of the prompt it only reads the draft and the cursor. What it has to
-    say it posts to the screen: ``MentionChosen`` (the screen's prompt takes the mention) and
-    ``Shown`` (a keystroke's rows reached the screen).
+    Of the prompt it only reads the draft and the cursor. What it has to say it posts:
+    ``MentionChosen`` (the screen's prompt takes the mention) and ``Shown`` (a keystroke's rows
+    reached the screen; the app keeps the latency).
 
     Args:
-        host: the screen (the lookup worker, notifications, its height, the messages above).
         workspace: what is searched, and the target session (its cwd comes first).
-        indexer: how far message indexing is (the picker says so under its rows).
-        prompt: the prompt whose `@` queries it answers (read, never changed).
-        picker: the picker widget it shows and places.
+        indexer: how far message indexing is (said under the rows).
+        prompt: the prompt whose `@` queries it answers.
     """
 
     @dataclass
@@ -61,13 +59,12 @@ class PickerControl:
         seconds: float
 
     def __init__(
-        self, host: Host, workspace: Workspace, indexer: MessageIndexer, prompt: PromptArea, picker: MentionPicker
+        self, workspace: Workspace, indexer: MessageIndexer, prompt: PromptArea, *, id: str | None = None
     ) -> None:
-        self._host = host
+        super().__init__(id=id, home=workspace.home)
         self._workspace = workspace
         self._indexer = indexer
         self._prompt = prompt
-        self._picker = picker
         self._query: PickerQuery | None = None
         self._query_row = 0
         self._dismissed: tuple[int, int, str] | None = None
@@ -82,7 +79,7 @@ class PickerControl:
 
     def close(self) -> None:
         """Close the picker and abort its lookup."""
-        self._picker.close()
+        super().close()
         if self.lookup_abort is not None:
             self.lookup_abort.abort("picker closed")
             self.lookup_abort = None
@@ -108,14 +105,14 @@ class PickerControl:
             if self._dismissed == (row, query.start, self._prompt.text):
                 return  # the same token, unedited since Escape: stay closed
             self._dismissed = None
-        self._lookup(query)
+        self._look_up(query)
 
-    def refresh(self) -> None:
+    def look_again(self) -> None:
         """Look the open picker's query up again (titles that were still loading may be in now)."""
-        if self._picker.is_open and self._query is not None:
-            self._lookup(self._query, from_key=False)
+        if self.is_open and self._query is not None:
+            self._look_up(self._query, from_key=False)
 
-    def _lookup(self, query: PickerQuery, from_key: bool = True) -> None:
+    def _look_up(self, query: PickerQuery, from_key: bool = True) -> None:
         # A refresh that supersedes a keystroke's lookup before it was shown answers that keystroke.
         from_key = from_key or self._key_unanswered
         self._key_unanswered = from_key
@@ -124,12 +121,10 @@ class PickerControl:
         controller = AbortController()
         self.lookup_abort = controller
         self._lookup_generation += 1
-        work = partial(self._run_lookup, query, controller, self._lookup_generation, from_key)
-        self._host.run_worker(work, "_run_lookup", "picker", exclusive=True)
+        self._lookup(query, controller, self._lookup_generation, from_key)
 
-    async def _run_lookup(
-        self, query: PickerQuery, controller: AbortController, generation: int, from_key: bool
-    ) -> None:
+    @work(exclusive=True, group="picker")
+    async def _lookup(self, query: PickerQuery, controller: AbortController, generation: int, from_key: bool) -> None:
         workspace = self._workspace
         budget = FIRST_BUDGET
         while True:
@@ -137,19 +132,19 @@ class PickerControl:
                 result = await workspace.search_sessions(query.query, controller.signal, budget)
             except SessionReferenceError as error:
                 if error.code != CANCELLED:
-                    self._host.notify(problem_of(error).describe(), severity="error", title="Lookup failed")
+                    self.notify(problem_of(error).describe(), severity="error", title="Lookup failed", markup=False)
                 return
             if generation != self._lookup_generation or self._query != query:
                 return  # a newer keystroke already asked again
             workspace.catalog.titles.request_titles([hit.candidate.session_id for hit in result.hits[:VISIBLE_HITS]])
             keep = budget != FIRST_BUDGET or not from_key
-            self._picker.show(
+            self.show(
                 result, query.query, workspace.session.cwd, workspace.clock(), self._indexer.note(result), keep=keep
             )
             self._place(query)
             if self._accept_for == query:
                 self._accept_for = None
-                self._picker.accept()  # (Tab came before these rows: what was typed is what is taken)
+                super().accept()  # (Tab came before these rows: what was typed is what is taken)
                 return
             if from_key and budget == FIRST_BUDGET:
                 # The next paint answers this keystroke (even if the full answer is in by then).
@@ -164,11 +159,12 @@ class PickerControl:
                 return
             budget = FULL_BUDGET
 
-    def painted(self, painted_at: float) -> None:
-        """The picker's rows reached the screen: a keystroke's answer reports its latency."""
+    @on(MentionPicker.Painted)
+    def _painted(self, event: MentionPicker.Painted) -> None:
+        event.stop()
         if self._shown_for_key is None:
             return  # a refresh after titles loaded, not a keystroke
-        self._host.post_message(self.Shown(painted_at - self._shown_for_key))
+        self.post_message(self.Shown(event.painted_at - self._shown_for_key))
         self._shown_for_key = None
 
     def _place(self, query: PickerQuery) -> None:
@@ -176,22 +172,23 @@ class PickerControl:
         cursor = prompt.cursor_screen_offset
         row, column = prompt.cursor_location
         typed = prompt.document.get_line(row)[query.start : column]
-        self._picker.place(cursor.x - cell_len(typed), cursor.y, self._host.size.height)
+        self.place(cursor.x - cell_len(typed), cursor.y, self.screen.size.height)
 
     def accept(self) -> None:
         """Tab or Enter: take the highlighted candidate of the rows for what was typed; when those
         rows are still being looked up (a fast typist), the first of them once they are in."""
         query = self._query
-        if query is not None and self._picker.query_text != query.query:
+        if query is not None and self.query_text != query.query:
             self._accept_for = query
             return
-        self._picker.accept()
+        super().accept()
 
-    def accepted(self, session_id: str, label: str) -> None:
-        """A candidate was accepted: its mention replaces the `@query`."""
+    @on(MentionPicker.Accepted)
+    def _accepted(self, event: MentionPicker.Accepted) -> None:
+        event.stop()
         query = self._query
         self.close()
         if query is None:
             return
-        mention = format_session_reference_mention(session_id, visible(label))
-        self._host.post_message(self.MentionChosen(query, self._query_row, mention))
+        mention = format_session_reference_mention(event.candidate.session_id, visible(event.candidate.label))
+        self.post_message(self.MentionChosen(query, self._query_row, mention))
