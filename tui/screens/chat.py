@@ -33,7 +33,6 @@ from tui.screens.notice import Notice
 from tui.screens.prompt_status import PromptStatus
 from tui.screens.sender import NotSent, Sender
 from tui.screens.session_control import SessionControl
-from tui.screens.sessions_view import SessionsView
 from tui.services.context_view import context_summary, draft_context, model_view_figures
 from tui.services.indexing import MessageIndexer
 from tui.services.text import session_badge, short_cwd, visible
@@ -42,6 +41,7 @@ from tui.widgets.live_preview import PREVIEW_DELAY, LivePreview
 from tui.widgets.prompt import PromptArea
 from tui.widgets.session_picker import SessionPicker
 from tui.widgets.sidebar import SessionSidebar
+from tui.widgets.store_sidebar import StoreSidebar
 from tui.widgets.tool_line import ToolLine
 from tui.widgets.transcript import Transcript
 from tui.widgets.transcript_blocks import UserBlock, model_received
@@ -82,18 +82,16 @@ class ChatScreen(Screen[None]):
         super().__init__()
         self.workspace = workspace
         self.indexer = indexer
-        home = workspace.home
         self.prompt = PromptArea(id="prompt", cursor_blink=cursor_blink)
         """The prompt."""
         self.picker = SessionPicker(workspace, indexer, self.prompt, id="picker")
         """The `@` picker."""
-        self._sidebar = SessionSidebar(id="sidebar", home=home)
+        self._sidebar = StoreSidebar(workspace, indexer, id="sidebar")
         self._transcript = Transcript(
             id="transcript", freshness=workspace.moved_on, label_of=workspace.catalog.titles.title
         )
         self._pane = LivePreview(workspace, lambda: self.prompt.text, id="preview")
         self.prompt_status = PromptStatus(workspace, self.prompt)
-        self.sessions_view = SessionsView(workspace, indexer, self._sidebar, self._transcript)
         self.sender = Sender(workspace)
         self._send_abort: AbortController | None = None
         self.compaction_control = CompactionControl(workspace)
@@ -116,7 +114,6 @@ class ChatScreen(Screen[None]):
         self.prompt_status.show()
         self.prompt.focus()
         sidebar = self._sidebar
-        sidebar.border_subtitle = "loading…"
         catalog = self.workspace.catalog
         sidebar.badge_of = self.picker.badge_of = self.prompt.badge_of = lambda session_id: session_badge(
             session_id, catalog.owner_of(session_id)
@@ -151,11 +148,12 @@ class ChatScreen(Screen[None]):
 
     def show_sessions(self) -> None:
         """Repaint the sidebar from the catalog, and what the transcript says of referenced sessions."""
-        self.sessions_view.show()
+        self._transcript.refresh_references()
+        self._sidebar.show_store()
 
     def show_index_progress(self, count: int | None = None) -> None:
         """The sidebar's subtitle: how many sessions, and how far message indexing is."""
-        self.sessions_view.show_progress(count)
+        self._sidebar.show_progress(count)
 
     def _target_moved_on(self) -> None:
         self._show_target()
@@ -274,11 +272,6 @@ class ChatScreen(Screen[None]):
             self._target_switched()
         else:
             self._transcript.sync(self.workspace.session, self.workspace.model.name)
-
-    @on(SessionSidebar.FilterChanged, "#sidebar")
-    @work(exclusive=True, group="sidebar-filter")
-    async def _filter_changed(self, event: SessionSidebar.FilterChanged) -> None:
-        await self.sessions_view.filter(event.text)
 
     @on(SessionSidebar.Chosen, "#sidebar")
     def _chosen(self, event: SessionSidebar.Chosen) -> None:

@@ -271,7 +271,12 @@ class SessionSidebar(RowList, can_focus=True):
         event.prevent_default()
         self.border_title = markup_escape(visible(self.filter.title()))  # a border title is markup
         if taken:
-            self.post_message(self.FilterChanged(self, self.filter.text))
+            self.filter_changed(self.filter.text)
+
+    def filter_changed(self, text: str) -> None:
+        """The filter's text changed: posts ``FilterChanged`` (a sidebar that searches itself lists
+        what it finds instead)."""
+        self.post_message(self.FilterChanged(self, text))
 
     def show_found(self, headers: list[SessionHeader] | None) -> None:
         """List only ``headers`` (what the filter found, best first) or, with ``None``, every session
