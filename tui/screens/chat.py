@@ -14,8 +14,6 @@ a plain object given what it uses: the picker's lookups (``PickerControl``), the
 
 from __future__ import annotations
 
-from functools import partial
-
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -26,9 +24,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, TextArea
 
 from core import AbortController
+from core.handoff.agents import AGENTS, Agent
+from core.handoff.briefing import HandoffError
 from tui.screens.compaction_control import CompactionControl
 from tui.screens.dialogs import RenameScreen, ViewerScreen
 from tui.screens.handoff_control import HandoffControl
+from tui.screens.handoff_dialog import ContinueMenu, HandoffScreen
 from tui.screens.notice import Notice
 from tui.screens.prompt_status import PromptStatus
 from tui.screens.sender import NotSent, Sender
@@ -96,7 +97,7 @@ class ChatScreen(Screen[None]):
         self._send_abort: AbortController | None = None
         self.compaction_control = CompactionControl(workspace)
         self.session_control = SessionControl(workspace)
-        self.handoff_control = HandoffControl(self, workspace)
+        self.handoff_control = HandoffControl(workspace)
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -257,21 +258,48 @@ class ChatScreen(Screen[None]):
         self.prompt_status.show()
 
     @on(SessionSidebar.MenuWanted, "#sidebar")
-    def _menu_wanted(self, event: SessionSidebar.MenuWanted) -> None:
+    @work(exclusive=True, group="handoff")
+    async def _menu_wanted(self, event: SessionSidebar.MenuWanted) -> None:
+        """A sidebar row's menu: Open, and Continue in each agent found."""
         session_id = event.session_id
         can_open = self.workspace.catalog.is_own(session_id)
-        self.handoff_control.menu(session_id, can_open, partial(self.switch_to, session_id))
+        title, lines = self.handoff_control.menu_lines(session_id)
+        choice = await self.app.push_screen_wait(ContinueMenu(title, self.handoff_control.agents(), can_open, lines))
+        if choice == "open":
+            self.switch_to(session_id)
+        elif choice in AGENTS:
+            await self._hand_off(session_id, AGENTS[choice])
 
     def continue_in(self, agent: str) -> None:
         """Hand the target session to ``agent`` (the palette's "Continue in …")."""
-        self.handoff_control.begin(self.workspace.session.id, agent)
+        self.hand_off(self.workspace.session.id, agent)
 
-    @on(HandoffControl.Handed)
-    def _handed(self, event: HandoffControl.Handed) -> None:
-        if event.new_target:
+    @work(exclusive=True, group="handoff")
+    async def hand_off(self, session_id: str, agent: str) -> None:
+        """Hand ``session_id`` to ``agent``: its briefing (built off the UI thread), shown for the
+        user to start or cancel, then the agent run in this terminal (or a new session here)."""
+        await self._hand_off(session_id, AGENTS[agent])
+
+    async def _hand_off(self, session_id: str, agent: Agent) -> None:
+        handoffs = self.handoff_control
+        try:
+            briefing = await handoffs.briefing(session_id, agent)
+        except HandoffError as error:
+            self.show_notice(Notice(error.line, "Cannot hand off", "error"))
+            return
+        goal = await self.app.push_screen_wait(HandoffScreen(briefing, agent))
+        if goal is None:
+            return
+        briefing = briefing.with_goal(goal)
+        if agent.build is None:  # sessionref: a new session here, its draft referencing the source
+            draft, told = handoffs.into_sessionref(briefing)
             self._target_switched()
+            self.prompt.offer_draft(draft)
         else:
+            told = handoffs.run_agent(self.app, briefing, agent)
             self._transcript.sync(self.workspace.session, self.workspace.model.name)
+        for notice in told:
+            self.show_notice(notice)
 
     @on(SessionSidebar.Chosen, "#sidebar")
     def _chosen(self, event: SessionSidebar.Chosen) -> None:
