@@ -7,10 +7,12 @@ same factory. All session logic lives in ``core``; this module wires widgets to 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
+from textual import work
 from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -27,10 +29,17 @@ from core.sessions.query import Watcher
 from core.sessions.session import system_clock
 from core.sessions.sources.merged import ExternalSource
 from core.stores import SessionStore
-from tui.app.listing_keeper import ListingKeeper, StoreChanged, StoreHealthChanged, TitlesWanted
+from tui.app.listing_keeper import (
+    FIRST_PAINT_WAIT,
+    ListingKeeper,
+    StoreChanged,
+    StoreHealthChanged,
+    TitlesWanted,
+)
 from tui.app.trace import AppTrace
 from tui.screens.chat import ChatScreen
 from tui.screens.commands import SessionCommands
+from tui.screens.notice import Notice
 from tui.services.indexing import MessageIndexer
 from tui.services.text import visible, visible_lines
 from tui.services.workspace import Clock, Workspace, open_for_writing
@@ -88,18 +97,14 @@ class SessionRefApp(App[None]):
         self.cursor_blink = cursor_blink
         self.indexer = MessageIndexer(workspace, post=self.post_message, last_key=self._last_key)
         self.listing = ListingKeeper(
-            self,
             workspace.catalog,
             workspace.catalog_loaded,
             refresh_interval=refresh_interval,
             watch_store=watch_store,
             target_cwd=lambda: workspace.session.cwd,
-            last_key=self._last_key,
-            start_index=self.start_index,
-            changed=self._catalog_changed,
-            live=lambda: bool(self.screen_stack),
         )
-        """Keeps the listing current (first listing, watcher or re-listing, store health)."""
+        """Keeps the listing current (first listing, watcher or re-listing, store health); its
+        reading runs in the app's workers below."""
         self.trace = AppTrace()
         """What the app measured about itself (``SESSIONREF_TRACE`` writes it on exit)."""
 
@@ -109,18 +114,92 @@ class SessionRefApp(App[None]):
         failed: the listing polls."""
         return self.listing.watcher
 
+    # -- keeping the listing current (``ListingKeeper``) ------------------------------------------
+
+    def _start_listing(self) -> None:
+        """List the store and read the likely titles off the UI thread (the screen paints first), then
+        keep the listing current (every ``refresh_interval``, and when the watcher hears a change)."""
+        self._load_catalog()
+        self.workspace.catalog.health.subscribe(lambda _news: self.post_message(StoreHealthChanged()))
+        # Files other programs write where nothing watches them (other agents' folders, a store whose
+        # watcher failed) are looked at again on a timer; everything else is told.
+        self.set_interval(self.listing.refresh_interval, self.refresh_catalog)
+
+    @work(thread=True, group="catalog", exclusive=True)
+    def _load_catalog(self) -> None:
+        # The sidebar shows the listing at once (what the listing cache remembers first, then what
+        # the files say when it differs); the likely titles replace ids as they are read.
+        listing = self.listing
+        if listing.remember():
+            painted = threading.Event()
+            self.call_from_thread(self._show_then, painted.set)
+            painted.wait(FIRST_PAINT_WAIT)
+        if listing.catalog.refresh():
+            self.call_from_thread(self._catalog_changed)
+        listing.read_titles_first()
+        self.call_from_thread(self._catalog_loaded)
+
+    def _show_then(self, done: Callable[[], None]) -> None:
+        self._catalog_changed()
+        self.call_after_refresh(done)
+
+    def _catalog_loaded(self) -> None:
+        self.listing.loaded()
+        self._catalog_changed()
+        self.workspace.catalog.titles.wanted_news.subscribe(lambda _news: self.post_message(TitlesWanted()))
+        self.on_titles_wanted()  # (what was wanted before)
+        self.start_index()
+        self.listing.start_watching(lambda: self.post_message(StoreChanged()))
+
     def refresh_catalog(self, force: bool = False) -> None:
-        """Pick up sessions other programs wrote (``ListingKeeper.refresh``)."""
-        self.listing.refresh(force)
+        """Pick up sessions other programs wrote: the cheap periodic revision check (``force``: even
+        while the user types, or the watcher says nothing changed)."""
+        if not self.screen_stack:
+            return  # the app is closing (a timer can fire after the screen went)
+        when = self.listing.relist_when(force, self._last_key())
+        if when == 0:
+            self._relist()
+        elif when is not None:
+            self.set_timer(when, self._typing_paused)
 
-    def on_store_changed(self, _message: StoreChanged) -> None:
-        self.listing.store_changed()
+    def _typing_paused(self) -> None:
+        self.listing.typing_paused()
+        self.refresh_catalog()
 
-    def on_store_health_changed(self, _message: StoreHealthChanged) -> None:
-        self.listing.tell_store_health()
+    @work(thread=True, group="catalog", exclusive=True)
+    def _relist(self) -> None:
+        if self.listing.catalog.refresh():
+            self.call_from_thread(self._catalog_changed)
+        self.call_from_thread(self.start_index)
 
-    def on_titles_wanted(self, _message: TitlesWanted) -> None:
-        self.listing.load_wanted_titles()
+    def on_store_changed(self, _message: StoreChanged | None = None) -> None:
+        """The watcher heard a change: say once when it failed, and re-list."""
+        notice = self.listing.watch_failure()
+        if notice is not None:
+            self._tell(notice)
+        self.refresh_catalog()
+
+    def on_store_health_changed(self, _message: StoreHealthChanged | None = None) -> None:
+        notice = self.listing.store_health()
+        if notice is not None:
+            self._tell(notice)
+
+    def on_titles_wanted(self, _message: TitlesWanted | None = None) -> None:
+        """Read the titles the sidebar or the picker showed without knowing them, off the UI thread."""
+        if self.workspace.catalog.titles.wanted and not self.listing.titles_loading:
+            self.listing.titles_loading = True
+            self._read_wanted_titles()
+
+    @work(thread=True, group="titles")
+    def _read_wanted_titles(self) -> None:
+        read, more = self.listing.read_wanted_titles()
+        if read:
+            self.call_from_thread(self._catalog_changed)
+        if more:  # wanted while the last ones were read
+            self.post_message(TitlesWanted())
+
+    def _tell(self, notice: Notice) -> None:
+        self.notify(notice.message, title=notice.title, severity=notice.severity, timeout=notice.timeout)
 
     def chat_is_live(self) -> bool:
         """Whether the chat screen can be repainted: composed and mounted (it paints what is there
@@ -166,7 +245,7 @@ class SessionRefApp(App[None]):
     # -- what the chat screen says ----------------------------------------------------------------
 
     def on_chat_screen_ready(self, _message: ChatScreen.Ready) -> None:
-        self.listing.start()
+        self._start_listing()
         if self.draft:
             self.chat.prompt.offer_draft(self.draft)
             self.draft = None

@@ -130,7 +130,7 @@ class ChatScreen(Screen[None]):
 
     def show_notice(self, notice: Notice) -> None:
         """Tell the user what a part had to say."""
-        self.notify(notice.message, title=notice.title, severity=notice.severity, markup=False)
+        self.notify(notice.message, title=notice.title, severity=notice.severity, timeout=notice.timeout, markup=False)
 
     def watch_preparing(self, on: bool) -> None:
         self.prompt_status.set_preparing(on)

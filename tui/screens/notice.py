@@ -14,3 +14,5 @@ class Notice:
     message: str
     title: str = ""
     severity: SeverityLevel = "information"
+    timeout: float | None = None
+    """Seconds it shows (``None``: Textual's default)."""
