@@ -19,8 +19,8 @@ from textual.message import Message
 
 from core.catalog.catalog import SessionCatalog
 from core.sessions.query import Watcher
-from tui.screens.notice import Notice
 from tui.services.indexing import TYPING_PAUSE
+from tui.services.notice import Notice
 
 FIRST_PAINT_WAIT = 1.0
 """Seconds the first listing waits for the remembered one to be painted (a closing app never paints)."""

@@ -39,8 +39,8 @@ from tui.app.listing_keeper import (
 from tui.app.trace import AppTrace
 from tui.screens.chat import ChatScreen
 from tui.screens.commands import SessionCommands
-from tui.screens.notice import Notice
 from tui.services.indexing import MessageIndexer
+from tui.services.notice import Notice
 from tui.services.text import visible, visible_lines
 from tui.services.workspace import Clock, Workspace, open_for_writing
 from tui.widgets.live_preview import LivePreview

@@ -30,12 +30,12 @@ from tui.screens.compaction_control import CompactionControl
 from tui.screens.dialogs import RenameScreen, ViewerScreen
 from tui.screens.handoff_control import HandoffControl
 from tui.screens.handoff_dialog import ContinueMenu, HandoffScreen
-from tui.screens.notice import Notice
 from tui.screens.prompt_status import PromptStatus
 from tui.screens.sender import NotSent, Sender
 from tui.screens.session_control import SessionControl
 from tui.services.context_view import context_summary, draft_context, model_view_figures
 from tui.services.indexing import MessageIndexer
+from tui.services.notice import Notice
 from tui.services.text import session_badge, short_cwd, visible
 from tui.services.workspace import Workspace
 from tui.widgets.live_preview import PREVIEW_DELAY, LivePreview

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from core import SessionQueryError
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
-from tui.screens.notice import Notice
 from tui.services.context_view import draft_context, tokens
+from tui.services.notice import Notice
 from tui.services.workspace import Workspace
 
 

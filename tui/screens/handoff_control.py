@@ -18,7 +18,7 @@ from core.handoff.agents import Agent, ToolServer, installed_agents
 from core.handoff.briefing import Briefing, HandoffError, build_briefing
 from core.handoff.record import Handoff, handoffs_beside, now_ms, record_handoff, side_file_of
 from core.reference.uri import format_session_reference_mention
-from tui.screens.notice import Notice
+from tui.services.notice import Notice
 from tui.services.text import age
 from tui.services.workspace import Workspace
 

@@ -12,7 +12,7 @@ from core import AbortSignal, PreparedMessage, SessionQueryError, SessionReferen
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
 from core.errors import CANCELLED
 from core.sessions.wire_shapes import ContentBlock
-from tui.screens.notice import Notice
+from tui.services.notice import Notice
 from tui.services.preview_report import problem_of
 from tui.services.workspace import Workspace
 

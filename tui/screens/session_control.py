@@ -5,7 +5,7 @@ tool's session and a teammate's are never opened for writing: the user is told t
 from __future__ import annotations
 
 from core import SessionQueryError
-from tui.screens.notice import Notice
+from tui.services.notice import Notice
 from tui.services.text import visible
 from tui.services.workspace import Workspace
 

@@ -1,4 +1,4 @@
-"""``Notice``: what a part of the chat screen has to tell the user; the screen shows it."""
+"""``Notice``: what a part of the app has to tell the user, as data; the screen or the app shows it."""
 
 from __future__ import annotations
 
