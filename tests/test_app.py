@@ -106,12 +106,16 @@ async def test_a_corrupt_session_is_listed_as_unreadable_and_the_app_keeps_worki
 async def test_command_palette_offers_the_app_commands(app: SessionRefApp) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        titles = [command.title for command in app.get_system_commands(app.screen)]
+        titles = [command.title for command in app.chat.palette_commands()]
         for title in ("New session", "Rename session", "Show model view", "Show what the model received"):
             assert title in titles
         await pilot.press("ctrl+p")
         await pilot.pause()
         assert app.screen.__class__.__name__ == "CommandPalette"
+        await type_text(pilot, "rename sess")
+        await pilot.pause(0.5)
+        await pilot.press("enter")  # the chat screen's own command, found by the palette
+        await until(pilot, lambda: app.screen.__class__.__name__ == "RenameScreen")
 
 
 async def test_the_command_palette_switches_to_a_session_by_title(app: SessionRefApp) -> None:

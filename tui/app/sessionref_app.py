@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
-from functools import partial
-from typing import Any
+from collections.abc import Callable
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import App
 from textual.notifications import SeverityLevel
-from textual.screen import Screen
 
 from core import (
     ChatModel,
@@ -38,7 +35,6 @@ from tui.app.listing_keeper import (
 )
 from tui.app.trace import AppTrace
 from tui.screens.chat import ChatScreen
-from tui.screens.commands import SessionCommands
 from tui.services.indexing import MessageIndexer
 from tui.services.notice import Notice
 from tui.services.text import visible, visible_lines
@@ -53,7 +49,6 @@ class SessionRefApp(App[None]):
     TITLE = "sessionref"
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = True
-    COMMANDS = App.COMMANDS | {SessionCommands}
 
     def __init__(
         self,
@@ -286,33 +281,6 @@ class SessionRefApp(App[None]):
         chat.refresh_picker()
 
     # -- command palette --------------------------------------------------------------------------
-
-    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        chat = self.chat
-        yield SystemCommand("New session", "Start a new session in the launch folder", chat.action_new_session)
-        yield SystemCommand("Rename session", "Give the current session a title", chat.action_rename_session)
-        yield SystemCommand(
-            "Show model view", "The exact text the model will receive for the draft", chat.action_show_model_view
-        )
-        yield SystemCommand(
-            "Show what the model received",
-            "The exact text the model received for the latest message",
-            chat.action_show_last_received,
-        )
-        yield SystemCommand(
-            "Compact history",
-            "Summarize the older messages of this session into a checkpoint (frees context)",
-            chat.action_compact,
-        )
-        for agent in chat.handoff_control.agents():
-            yield SystemCommand(
-                f"Continue in {agent.label}",
-                f"Hand this session to {agent.label}: a briefing you see first, the session tools attached",
-                partial(chat.continue_in, agent.name),
-            )
-        yield SystemCommand("Toggle sessions sidebar", "Show or hide the session list", chat.action_toggle_sidebar)
-        yield SystemCommand("Toggle preview", "Show or hide the reference preview", chat.action_toggle_preview)
 
     def action_command_palette(self) -> None:
         # Ctrl+P moves up in an open picker; otherwise it opens the palette as usual.

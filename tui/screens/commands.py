@@ -1,30 +1,77 @@
-"""Command palette provider: switch to any session of the store by its title or id."""
+"""The chat screen's command palette providers: its own commands (new session, rename, model view,
+compaction, "Continue in …", the panes) and switching to any session of the store by its title or id.
+Textual's own commands (themes, keys, quit) stay the app's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from tui.screens.chat import ChatScreen
 from tui.services.text import markup_escape, visible
+from tui.services.workspace import Workspace
 
 MAX_HITS = 30
 """Matches shown for one query (the palette is for jumping, the sidebar for browsing)."""
 
 
+class PaletteCommand(Protocol):
+    """What a palette command is: a title, a help line, and what it runs."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def help(self) -> str: ...
+
+    @property
+    def callback(self) -> Callable[[], object]: ...
+
+
+class CommandsScreen(Protocol):
+    """The screen whose palette these providers fill (the chat screen)."""
+
+    workspace: Workspace
+
+    def switch_to(self, session_id: str) -> None:
+        """Make ``session_id`` the target."""
+        ...
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        """The screen's own commands, in order."""
+        ...
+
+
+def _screen(provider: Provider) -> CommandsScreen | None:
+    screen = provider.screen
+    return screen if hasattr(screen, "palette_commands") and hasattr(screen, "workspace") else None  # type: ignore[return-value]
+
+
+class ChatCommands(Provider):
+    """The chat screen's own commands: discovery lists them all, a query matches their titles."""
+
+    async def discover(self) -> Hits:
+        chat = _screen(self)
+        for command in chat.palette_commands() if chat is not None else []:
+            yield DiscoveryHit(command.title, command.callback, help=command.help)
+
+    async def search(self, query: str) -> Hits:
+        chat = _screen(self)
+        matcher = self.matcher(query)
+        for command in chat.palette_commands() if chat is not None else []:
+            score = matcher.match(command.title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(command.title), command.callback, help=command.help)
+
+
 class SessionCommands(Provider):
-    """``Switch to: <title>`` for every listed session; discovery offers the newest ones.
-
-    The sessions are the chat screen's (the palette may be open over another screen).
-    """
-
-    def _chat(self) -> ChatScreen | None:
-        return next((screen for screen in self.app.screen_stack if isinstance(screen, ChatScreen)), None)
+    """``Switch to: <title>`` for every listed session; discovery offers the newest ones."""
 
     def _entries(self) -> list[tuple[str, str]]:
-        chat = self._chat()
+        chat = _screen(self)
         if chat is None:
             return []
         catalog = chat.workspace.catalog
@@ -36,7 +83,7 @@ class SessionCommands(Provider):
         ]
 
     def _switch(self, session_id: str) -> None:
-        chat = self._chat()
+        chat = _screen(self)
         if chat is not None:
             chat.switch_to(session_id)
 
