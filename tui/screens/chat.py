@@ -14,8 +14,6 @@ a plain object given what it uses: the picker's lookups (``PickerControl``), the
 
 from __future__ import annotations
 
-from functools import partial
-
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -28,7 +26,7 @@ from textual.widgets import Footer, Header, TextArea
 from core import AbortController
 from core.handoff.agents import AGENTS, Agent
 from core.handoff.briefing import HandoffError
-from tui.screens.commands import ChatCommands, SessionCommands
+from tui.screens.commands import ChatCommands, SessionCommands, chat_commands
 from tui.screens.compaction_control import CompactionControl
 from tui.screens.dialogs import RenameScreen, ViewerScreen
 from tui.screens.handoff_control import HandoffControl
@@ -277,38 +275,7 @@ class ChatScreen(Screen[None]):
 
     def palette_commands(self) -> list[SystemCommand]:
         """The chat's own commands in the command palette (``ChatCommands``), in order."""
-        commands = [
-            SystemCommand("New session", "Start a new session in the launch folder", self.action_new_session),
-            SystemCommand("Rename session", "Give the current session a title", self.action_rename_session),
-            SystemCommand(
-                "Show model view", "The exact text the model will receive for the draft", self.action_show_model_view
-            ),
-            SystemCommand(
-                "Show what the model received",
-                "The exact text the model received for the latest message",
-                self.action_show_last_received,
-            ),
-            SystemCommand(
-                "Compact history",
-                "Summarize the older messages of this session into a checkpoint (frees context)",
-                self.action_compact,
-            ),
-        ]
-        for agent in self.handoff_control.agents():
-            commands.append(
-                SystemCommand(
-                    f"Continue in {agent.label}",
-                    f"Hand this session to {agent.label}: a briefing you see first, the session tools attached",
-                    partial(self.continue_in, agent.name),
-                )
-            )
-        commands.append(
-            SystemCommand("Toggle sessions sidebar", "Show or hide the session list", self.action_toggle_sidebar)
-        )
-        commands.append(
-            SystemCommand("Toggle preview", "Show or hide the reference preview", self.action_toggle_preview)
-        )
-        return commands
+        return chat_commands(self, [(agent.name, agent.label) for agent in self.handoff_control.agents()])
 
     def continue_in(self, agent: str) -> None:
         """Hand the target session to ``agent`` (the palette's "Continue in …")."""

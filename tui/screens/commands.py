@@ -4,10 +4,10 @@ Textual's own commands (themes, keys, quit) stay the app's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import Protocol
 
+from textual.app import SystemCommand
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
@@ -16,19 +16,6 @@ from tui.services.workspace import Workspace
 
 MAX_HITS = 30
 """Matches shown for one query (the palette is for jumping, the sidebar for browsing)."""
-
-
-class PaletteCommand(Protocol):
-    """What a palette command is: a title, a help line, and what it runs."""
-
-    @property
-    def title(self) -> str: ...
-
-    @property
-    def help(self) -> str: ...
-
-    @property
-    def callback(self) -> Callable[[], object]: ...
 
 
 class CommandsScreen(Protocol):
@@ -40,9 +27,50 @@ class CommandsScreen(Protocol):
         """Make ``session_id`` the target."""
         ...
 
-    def palette_commands(self) -> list[PaletteCommand]:
+    def palette_commands(self) -> list[SystemCommand]:
         """The screen's own commands, in order."""
         ...
+
+    def continue_in(self, agent: str) -> None: ...
+    def action_new_session(self) -> None: ...
+    def action_rename_session(self) -> None: ...
+    def action_show_model_view(self) -> None: ...
+    def action_show_last_received(self) -> None: ...
+    def action_compact(self) -> None: ...
+    def action_toggle_sidebar(self) -> None: ...
+    def action_toggle_preview(self) -> None: ...
+
+
+def chat_commands(chat: CommandsScreen, agents: list[tuple[str, str]]) -> list[SystemCommand]:
+    """The chat screen's own commands, in order; ``agents``: (name, label) of each it can hand to."""
+    handing = [
+        SystemCommand(
+            f"Continue in {label}",
+            f"Hand this session to {label}: a briefing you see first, the session tools attached",
+            partial(chat.continue_in, name),
+        )
+        for name, label in agents
+    ]
+    return [
+        SystemCommand("New session", "Start a new session in the launch folder", chat.action_new_session),
+        SystemCommand("Rename session", "Give the current session a title", chat.action_rename_session),
+        SystemCommand(
+            "Show model view", "The exact text the model will receive for the draft", chat.action_show_model_view
+        ),
+        SystemCommand(
+            "Show what the model received",
+            "The exact text the model received for the latest message",
+            chat.action_show_last_received,
+        ),
+        SystemCommand(
+            "Compact history",
+            "Summarize the older messages of this session into a checkpoint (frees context)",
+            chat.action_compact,
+        ),
+        *handing,
+        SystemCommand("Toggle sessions sidebar", "Show or hide the session list", chat.action_toggle_sidebar),
+        SystemCommand("Toggle preview", "Show or hide the reference preview", chat.action_toggle_preview),
+    ]
 
 
 def _screen(provider: Provider) -> CommandsScreen | None:
