@@ -101,6 +101,26 @@ def source_root(key: str) -> str | None:
 class Settings:
     """The settings the app and ``sessionref mcp`` run with (each field declared with ``setting``)."""
 
+    root: str | None = setting(
+        None,
+        "the session store folder (default: the platform's user data folder, "
+        "~/.local/share/sessionref/sessions on Linux)",
+        flag="--root",
+        metavar="DIR",
+        min_length=1,
+        must="a folder",
+        unset="the platform's user data folder (~/.local/share/sessionref/sessions on Linux)",
+    )
+    config: str | None = setting(
+        None,
+        "the config file, used when it exists; flags override it (default: the platform's user config "
+        "folder, ~/.config/sessionref/config.toml on Linux)",
+        flag="--config",
+        metavar="PATH",
+        min_length=1,
+        must="a file's path",
+        unset="the platform's user config folder (~/.config/sessionref/config.toml on Linux)",
+    )
     profile: str | None = setting(
         None,
         "the model profile of the config file to use (default: its default_profile)",

@@ -9,7 +9,7 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from core.settings.config_file import ConfigError, default_config_path
+from core.settings.config_file import ConfigError
 from core.settings.declared import declarations, value_type
 from core.settings.effective import database_url
 
@@ -90,8 +90,7 @@ def given(args: argparse.Namespace) -> dict[str, object]:
 
 def add_database_options(parser: argparse.ArgumentParser) -> None:
     """``--store`` and ``--config``, for a command that works on the team store."""
-    add_setting_flags(parser, ["store"])
-    parser.add_argument("--config", metavar="PATH", help=f"the config file (default: {default_config_path()})")
+    add_setting_flags(parser, ["store", "config"])
 
 
 def required_database_url(parser: argparse.ArgumentParser, args: argparse.Namespace, missing: str) -> str:

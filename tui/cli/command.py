@@ -40,7 +40,6 @@ from core.settings import (
     Effective,
     LoadedConfig,
     add_setting_flags,
-    default_config_path,
     effective_settings,
     embedder_of,
     external_sources,
@@ -168,7 +167,7 @@ def _add_doctor_command(commands: CommandTaker) -> None:
         "leftovers of an interrupted create. Exit 0 when healthy, 1 when something needs attention.",
     )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--root", metavar="DIR", help=f"the store folder (default: {default_root()})")
+    add_setting_flags(where, ["root"])
     where.add_argument(
         "--store",
         metavar="URL",
@@ -189,11 +188,8 @@ def _add_doctor_command(commands: CommandTaker) -> None:
         help="also list the sessions that hold secrets (keys, tokens, passwords): their kinds, counts and "
         "messages, never a value (a warning each)",
     )
-    parser.add_argument(
-        "--config", metavar="PATH", help=f"the config file whose [sources] it reads (default: {default_config_path()})"
-    )
     # The other agents' folders, noted (what each lists, what it cannot read): never the store's health.
-    add_setting_flags(parser, source_settings())
+    add_setting_flags(parser, [*source_settings(), "config"])
     parser.set_defaults(run=doctor, parser=parser)
 
 

@@ -26,7 +26,6 @@ from core.handoff.record import Handoff, now_ms, record_handoff, side_file
 from core.reference.uri import format_session_reference_mention
 from core.settings import (
     CommandTaker,
-    default_config_path,
     external_sources,
 )
 from core.stores import SessionStore
@@ -64,7 +63,7 @@ def add_commands(commands: CommandTaker) -> None:
         help="run the agent's non-interactive mode (claude -p, codex exec, gemini -p, opencode run): its output "
         "and exit code are passed through",
     )
-    add_store_options(parser, f"the config file (default: {default_config_path()}, used when it exists)")
+    add_store_options(parser)
     parser.set_defaults(run=handoff_command, parser=parser, demo=False)
 
 

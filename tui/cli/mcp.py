@@ -14,20 +14,16 @@ from core.settings import CommandTaker
 
 def add_commands(commands: CommandTaker) -> None:
     """``sessionref mcp`` in the command line's parser."""
-    from core.settings import default_config_path
     from tui.cli.options import add_store_options
 
     parser = commands.add_parser(
         "mcp",
         help="serve the session tools to another agent (Claude Code, Codex, Cursor, Zed) over MCP",
         description="Serve the session tools (search_sessions, reference_session, read_session) to an agent over "
-        "the Model Context Protocol on stdio. Read-only.",
+        "the Model Context Protocol on stdio. Read-only. The config file's [store] url, [reference] limits, "
+        "[search] and [tools] read_bytes apply; --root and --store override its store.",
     )
-    add_store_options(
-        parser,
-        f"the config file (default: {default_config_path()}, used when it exists): its [store] url, "
-        "[reference] limits, [search] and [tools] read_bytes apply; --root and --store override its store",
-    )
+    add_store_options(parser)
     parser.set_defaults(run=mcp_command, parser=parser, demo=False)
 
 

@@ -16,7 +16,6 @@ from core.settings import (
     ConfigError,
     Effective,
     add_setting_flags,
-    default_config_path,
     effective_settings,
     given,
     load_config,
@@ -62,9 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
 def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     """The app's options (also ``sessionref config``'s)."""
     parser.add_argument(
-        "--root", metavar="DIR", help=f"the session store folder (default: {default_root()}); created when missing"
-    )
-    parser.add_argument(
         "--cwd",
         metavar="DIR",
         help="the working directory new sessions belong to, absolute (default: the current directory)",
@@ -88,11 +84,6 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="write every streamed chunk as its own line instead of packing runs of them into one "
         "text-chunks row as dsh does (reading is the same either way)",
-    )
-    parser.add_argument(
-        "--config",
-        metavar="PATH",
-        help=f"the config file (default: {default_config_path()}, used when it exists); flags override it",
     )
     add_setting_flags(parser)
     parser.add_argument(
@@ -152,14 +143,12 @@ def open_command_store(command: str, *, root: str | None, url: str | None, keep_
         raise CommandError(f"sessionref {command}: {error.line}", EXIT_ROOT) from error
 
 
-def add_store_options(parser: argparse.ArgumentParser, config_help: str) -> None:
+def add_store_options(parser: argparse.ArgumentParser) -> None:
     """A subcommand's store (``--root`` or ``--store``), other agents' folders, ``--no-redaction``,
-    ``--no-meaning`` and ``--config`` (``config_help``: what it says)."""
+    ``--no-meaning`` and ``--config``."""
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--root", metavar="DIR", help=f"the session store folder (default: {default_root()})")
-    add_setting_flags(where, ["store"])
-    add_setting_flags(parser, [*source_settings(), "redaction", "meaning"])
-    parser.add_argument("--config", metavar="PATH", help=config_help)
+    add_setting_flags(where, ["root", "store"])
+    add_setting_flags(parser, [*source_settings(), "redaction", "meaning", "config"])
 
 
 def command_settings(command: str, args: argparse.Namespace) -> tuple[Effective, ReferenceConfig]:

@@ -25,7 +25,6 @@ MAX_LIMIT = 200
 
 def add_commands(commands: CommandTaker) -> None:
     """``sessionref search`` in the command line's parser."""
-    from core.settings import default_config_path
     from tui.cli.options import add_store_options
 
     parser = commands.add_parser(
@@ -33,18 +32,15 @@ def add_commands(commands: CommandTaker) -> None:
         help="find sessions by what was said in them, ranked, with the messages that match",
         description="Search sessions (this store and other agents') by words in any order or a question; "
         '"quoted words" match as a phrase, identifiers (retry_budget.py) as typed. Prints the best '
-        "matches first, each with its best-matching messages and their positions (read_session's).",
+        "matches first, each with its best-matching messages and their positions (read_session's). The config "
+        "file's [store] url, [search] and the other agents' folders apply; --root and --store override its store.",
     )
     parser.add_argument("query", help="words to look for, or a question")
     parser.add_argument(
         "--limit", type=int, default=DEFAULT_LIMIT, metavar="N", help=f"sessions at most (default {DEFAULT_LIMIT})"
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON (search_sessions' shape)")
-    add_store_options(
-        parser,
-        f"the config file (default: {default_config_path()}, used when it exists): its [store] url, "
-        "[search] and the other agents' folders apply; --root and --store override its store",
-    )
+    add_store_options(parser)
     parser.set_defaults(run=search_command, parser=parser, demo=False)
 
 

@@ -68,11 +68,7 @@ def add_commands(commands: CommandTaker) -> None:
             help="write one session as people read it (title, folder, times, turns; reasoning folded, tool calls cut)",
         )
         parser.add_argument("-o", "--output", metavar="FILE", help="with --format: the file to write (default: stdout)")
-        parser.add_argument(
-            "--root", metavar="DIR", help="with --format: the session store folder (default: the app's)"
-        )
-        parser.add_argument("--config", metavar="PATH", help="with --format: the config file ([sources], [redaction])")
-        add_setting_flags(parser, [*source_settings(), "redaction"])
+        add_setting_flags(parser, [*source_settings(), "redaction", "root", "config"])
         parser.set_defaults(run=transfer_command, parser=parser)
 
 
