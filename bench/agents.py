@@ -204,15 +204,16 @@ def sources(roots: dict[str, Path]) -> list[ExternalSource]:
 
 
 async def _keystrokes(roots: dict[str, Path], rounds: int) -> list[float]:
+    from core.settings import RunConfig
     from tui.app.sessionref_app import make_app
 
     app = make_app(
         MemorySessionStore(),
         EchoModel(),
+        RunConfig(sources=tuple(sources(roots))),
         cwd=PROJECT,
         refresh_interval=3600,
         cursor_blink=False,
-        external=tuple(sources(roots)),
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 120)

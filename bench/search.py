@@ -30,6 +30,7 @@ from core.search.finder import FIRST_BUDGET, SearchConfig, SessionSearch
 from core.search.index_values import indexed_session, revision_key
 from core.search.meaning import LocalEmbedder
 from core.serialization import js_json_stringify
+from core.settings import RunConfig
 
 SESSIONS = 10_000
 MESSAGES = 100
@@ -271,7 +272,7 @@ async def _idle_build(root: Path) -> float:
 
     store = JsonlSessionStore(root)
     app = make_app(
-        store, EchoModel(), cwd=_Target.cwd, refresh_interval=3600, cursor_blink=False, search_config=_SHIPPED
+        store, EchoModel(), RunConfig(search=_SHIPPED), cwd=_Target.cwd, refresh_interval=3600, cursor_blink=False
     )
     async with app.run_test(size=(120, 40)):
         await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 120)
@@ -291,7 +292,7 @@ async def _picker(root: Path, rounds: int, *, during_build: bool) -> tuple[list[
 
     store = JsonlSessionStore(root)
     app = make_app(
-        store, EchoModel(), cwd=_Target.cwd, refresh_interval=3600, cursor_blink=False, search_config=_SHIPPED
+        store, EchoModel(), RunConfig(search=_SHIPPED), cwd=_Target.cwd, refresh_interval=3600, cursor_blink=False
     )
     typed = 0
     async with app.run_test(size=(120, 40)) as pilot:

@@ -133,12 +133,13 @@ async def test_a_body_only_word_is_referenced_and_baked_into_the_prompt(demo_tem
 
 async def test_without_body_search_only_titles_ids_and_cwds_match(demo_template: Path, tmp_path: Path) -> None:
     from core import SearchConfig
+    from core.settings import RunConfig
 
     shutil.copytree(demo_template, tmp_path / "store")
     store = JsonlSessionStore(tmp_path / "store", clock=fixed_clock)
     app = app_module.make_app(
-        store, EchoModel(), session_id="today", cwd=DEMO_PROJECT, clock=fixed_clock,
-        cursor_blink=False, refresh_interval=3600, search_config=SearchConfig(body_search=False),
+        store, EchoModel(), RunConfig(search=SearchConfig(body_search=False)), session_id="today",
+        cwd=DEMO_PROJECT, clock=fixed_clock, cursor_blink=False, refresh_interval=3600,
     )  # fmt: skip
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

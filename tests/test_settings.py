@@ -87,7 +87,8 @@ def test_sessionref_config_prints_every_setting_with_its_origin(
 def test_the_bounds_on_what_a_model_writes_come_from_the_file_and_reach_the_model_and_the_loop(
     tmp_path: Path,
 ) -> None:
-    from tui.cli.command import _context, _model, _settings, build_parser
+    from core.settings import run_config
+    from tui.cli.command import _model, _settings, build_parser
 
     path = tmp_path / "config.toml"
     path.write_text(
@@ -96,10 +97,10 @@ def test_the_bounds_on_what_a_model_writes_come_from_the_file_and_reach_the_mode
         + "max_summary_chars = 9000\n"
     )  # fmt: skip
     parser = build_parser()
-    settings = _settings(parser, parser.parse_args(["--config", str(path), "--reply-timeout", "45"]))[1].settings
-    model = _model(settings)
+    effective = _settings(parser, parser.parse_args(["--config", str(path), "--reply-timeout", "45"]))[1]
+    model = _model(effective.settings)
     assert (model.reply_seconds, model.max_reply_bytes) == (45.0, 1_000_000)  # type: ignore[attr-defined]
-    context = _context(settings)
+    context = run_config(effective).compaction
     assert (context.max_reasoning_chars, context.policy.summary_max_chars) == (5000, 9000)
     with pytest.raises(SystemExit):
         _settings(parser, parser.parse_args(["--config", str(path), "--reply-timeout", "0"]))

@@ -256,7 +256,7 @@ async def test_the_context_meter_counts_tool_results(tmp_path: Path) -> None:
 def test_tools_can_be_switched_off(tmp_path: Path) -> None:
     from core import EchoModel
     from core.agent.tool_steps import ToolSettings
-    from core.settings import effective_settings, load_config
+    from core.settings import RunConfig, effective_settings, load_config
     from tui.app.sessionref_app import make_app
 
     path = tmp_path / "config.toml"
@@ -264,9 +264,9 @@ def test_tools_can_be_switched_off(tmp_path: Path) -> None:
     assert effective_settings(load_config(str(path)), {}, {})["tools"] is False
     assert effective_settings(load_config(str(path)), {"tools": True}, {})["tools"] is True
     store = JsonlSessionStore(tmp_path / "store")
-    app = make_app(store, EchoModel(), cwd="/w", tools=None)
+    app = make_app(store, EchoModel(), RunConfig(offer_tools=False), cwd="/w")
     assert app.workspace.agent.tools is None
-    on = make_app(store, EchoModel(), cwd="/w", tools=ToolSettings(read_bytes=4096, max_steps=2))
+    on = make_app(store, EchoModel(), RunConfig(tools=ToolSettings(read_bytes=4096, max_steps=2)), cwd="/w")
     agent = on.workspace.agent
     assert agent.tools is not None and agent.tools.read_bytes == 4096 and agent.max_steps == 2
     path.write_text("[tools]\nread_bytes = 8192\nmax_steps = 3\n")

@@ -14,7 +14,7 @@ from core.settings.config_file import (
     window_memory_path,
 )
 from core.settings.declared import Settings
-from core.settings.effective import Effective, effective_settings, embedder_of, format_effective, reference_config
+from core.settings.effective import Effective, effective_settings, embedder_of, format_effective
 from core.settings.flags import (
     CommandTaker,
     add_database_options,
@@ -23,6 +23,7 @@ from core.settings.flags import (
     required_database_url,
     source_settings,
 )
+from core.settings.run_config import RunConfig, run_config
 from core.settings.sources import external_sources
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "ConfigError",
     "Effective",
     "LoadedConfig",
+    "RunConfig",
     "Settings",
     "add_database_options",
     "add_setting_flags",
@@ -42,8 +44,8 @@ __all__ = [
     "given",
     "load_config",
     "redact_conninfo",
-    "reference_config",
     "required_database_url",
+    "run_config",
     "source_settings",
     "window_memory_path",
 ]

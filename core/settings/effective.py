@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from core.agent.tokens import WindowMemory, reference_bytes_for, resolve_window
 from core.display import visible
 from core.search.meaning import Embedder, embedder_for
-from core.sessions.models import ReferenceConfig
 from core.settings.config_file import (
     CONFIG_INVALID,
     ConfigError,
@@ -128,21 +127,6 @@ def effective_settings(config: LoadedConfig, flags: Mapping[str, object], enviro
             f"({settings.compaction_threshold}, from {origins['compaction_threshold']}) ({CONFIG_INVALID})"
         )
     return Effective(settings, origins)
-
-
-def reference_config(settings: Settings) -> ReferenceConfig:
-    """The engine's reference limits from the settings.
-
-    Raises:
-        SessionReferenceError: a limit the engine refuses (its code says which).
-    """
-    return ReferenceConfig.model_validate(
-        {
-            "max_reference_bytes": settings.max_reference_bytes,
-            "max_references": settings.max_references,
-            "candidate_limit": settings.candidate_limit,
-        }
-    )
 
 
 def database_url(flag: str | None, config_path: str | None) -> str | None:

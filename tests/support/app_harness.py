@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 from core import ChatModel, EchoModel, JsonlSessionStore, ReferenceConfig, format_session_reference_mention
 from core.agent.loop import ContextSettings
 from core.sessions.sources.merged import ExternalSource
+from core.settings import RunConfig
 from tui.app.sessionref_app import SessionRefApp, make_app
 from tui.cli.demo import DEMO_PROJECT, DEMO_START, seed_demo
 from tui.widgets.preview import PreviewPane, render_report
@@ -67,15 +68,17 @@ def open_app(
     app = make_app(
         store,
         model or EchoModel(),
+        settings=RunConfig(
+            reference=config or ReferenceConfig(),
+            compaction=context or ContextSettings(),
+            sources=external,
+        ),
         cwd=cwd,
         session_id=session,
-        config=config,
         clock=fixed_clock,
         home=HOME,
         cursor_blink=False,
         refresh_interval=refresh_interval,
-        external=external,
-        context=context,
     )
     return app, store
 

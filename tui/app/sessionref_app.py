@@ -16,15 +16,11 @@ from textual.notifications import SeverityLevel
 
 from core import (
     ChatModel,
-    ReferenceConfig,
-    SearchConfig,
     Session,
 )
-from core.agent.loop import ContextSettings
-from core.agent.tool_steps import ToolSettings
 from core.sessions.query import Watcher
 from core.sessions.session import system_clock
-from core.sessions.sources.merged import ExternalSource
+from core.settings.run_config import RunConfig
 from core.stores import SessionStore
 from tui.app.listing_keeper import (
     FIRST_PAINT_WAIT,
@@ -57,18 +53,13 @@ class SessionRefApp(App[None]):
         model: ChatModel,
         session: Session,
         cwd: str | None,
-        config: ReferenceConfig | None = None,
+        settings: RunConfig,
         clock: Clock = system_clock,
         home: str | None = None,
         cursor_blink: bool = True,
         refresh_interval: float = 2.0,
-        search_config: SearchConfig | None = None,
         index_path: str | os.PathLike[str] | None = None,
-        external: tuple[ExternalSource, ...] = (),
-        context: ContextSettings | None = None,
         watch_store: bool = True,
-        tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
-        redact: bool = True,
         draft: str | None = None,
     ) -> None:
         super().__init__()
@@ -81,13 +72,8 @@ class SessionRefApp(App[None]):
             cwd=cwd,
             clock=clock,
             home=home,
-            config=config,
-            search_config=search_config,
+            settings=settings,
             index_path=index_path,
-            external=external,
-            context=context,
-            tools=tools,
-            redact=redact,
         )
         self.cursor_blink = cursor_blink
         self.indexer = MessageIndexer(workspace, post=self.post_message, last_key=self._last_key)
@@ -293,31 +279,27 @@ class SessionRefApp(App[None]):
 def make_app(
     store: SessionStore,
     model: ChatModel,
+    settings: RunConfig | None = None,
     *,
     cwd: str | None = None,
     session_id: str | None = None,
-    config: ReferenceConfig | None = None,
     clock: Clock = system_clock,
     home: str | None = None,
     cursor_blink: bool = True,
     refresh_interval: float = 2.0,
-    search_config: SearchConfig | None = None,
     index_path: str | os.PathLike[str] | None = None,
-    external: tuple[ExternalSource, ...] = (),
-    context: ContextSettings | None = None,
     watch_store: bool = True,
-    tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
-    redact: bool = True,
     draft: str | None = None,
 ) -> SessionRefApp:
-    """Build the app on ``store``: open ``session_id`` (or start a new session in ``cwd``).
+    """Build the app on ``store`` with ``model``, configured by ``settings`` (``core.settings.RunConfig``:
+    the reference limits, compaction, the session tools, other agents' sessions, message search,
+    masking; default: the engine's defaults, no other agent's sessions, search by words only). It opens
+    ``session_id``, or starts a new session in ``cwd``; ``draft`` is what the prompt starts with.
 
-    ``search_config`` turns message search off (``SearchConfig(body_search=False)``); the body
-    index lives at ``index_path`` (default: beside the store's root; in memory for a memory store).
-    ``external`` adds other agents' sessions (Claude Code, Codex) to the listing, read-only.
-    ``context`` sets the model's window, where learned windows are kept and the compaction policy.
-    ``tools`` offers the model the session tools (search, reference and read sessions); ``None``: none.
-    ``redact`` masks secrets in what references and the session tools carry (``core.secrets``).
+    The rest is for tests and benchmarks: ``clock`` and ``home`` (what ages and short folders are
+    counted from), ``cursor_blink``, how often the listing is looked at without a watcher
+    (``refresh_interval``) or whether it watches at all (``watch_store``), and where the message index
+    lives (``index_path``; default: beside the store's root, in memory for a memory store).
 
     Raises:
         SessionQueryError: the session is missing, locked or corrupt.
@@ -328,17 +310,12 @@ def make_app(
         model=model,
         session=session,
         cwd=cwd,
-        config=config,
+        settings=settings if settings is not None else RunConfig(),
         clock=clock,
         home=home if home is not None else os.path.expanduser("~"),
         cursor_blink=cursor_blink,
         refresh_interval=refresh_interval,
-        search_config=search_config,
         index_path=index_path,
-        external=external,
-        context=context,
         watch_store=watch_store,
-        tools=tools,
-        redact=redact,
         draft=draft,
     )

@@ -20,37 +20,24 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from core import (
-    ChatModel,
-    EchoModel,
-    OpenAICompatibleModel,
-    ReferenceConfig,
-    SearchConfig,
-    SessionQueryError,
-    SessionReferenceError,
-)
-from core.agent.compaction import CompactionPolicy
-from core.agent.loop import ContextSettings
-from core.agent.tokens import WindowMemory
-from core.agent.tool_steps import ToolSettings
+from core import ChatModel, EchoModel, OpenAICompatibleModel, SessionQueryError, SessionReferenceError
 from core.folder.doctor import Finding, diagnose, format_diagnosis
 from core.settings import (
     CommandTaker,
     ConfigError,
     Effective,
     LoadedConfig,
+    RunConfig,
+    Settings,
     add_setting_flags,
     effective_settings,
-    embedder_of,
     external_sources,
     format_effective,
     given,
     load_config,
-    reference_config,
+    run_config,
     source_settings,
-    window_memory_path,
 )
-from core.settings import Settings as RunSettings
 from core.stores import SessionStore, open_store
 from tui.cli.command_error import CommandError
 from tui.cli.options import (
@@ -103,7 +90,7 @@ def _fail(message: str, code: int) -> CommandError:
     return CommandError(f"sessionref: {message}", code)
 
 
-def _model(settings: RunSettings) -> ChatModel:
+def _model(settings: Settings) -> ChatModel:
     if settings.backend == "openai":
         return OpenAICompatibleModel.from_environment(
             base_url=settings.base_url,
@@ -123,21 +110,6 @@ def _settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tupl
     except ConfigError as error:
         parser.exit(EXIT_USAGE, f"sessionref: {visible(str(error))}\n")
     return config, effective
-
-
-def _context(settings: RunSettings) -> ContextSettings:
-    policy = CompactionPolicy(
-        threshold_ratio=settings.compaction_threshold,
-        retain_ratio=min(settings.compaction_retain, settings.compaction_threshold / 2),
-        auto=settings.auto_compact,
-        summary_max_chars=settings.max_summary_chars,
-    )
-    return ContextSettings(
-        window=settings.context_window,
-        memory=WindowMemory(window_memory_path()),
-        policy=policy,
-        max_reasoning_chars=settings.max_reasoning_chars,
-    )
 
 
 def _add_config_command(commands: CommandTaker) -> None:
@@ -294,18 +266,15 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequen
         return _serve(parser, args, list(sys.argv[1:] if argv is None else argv))
 
     try:
-        config = reference_config(settings)
+        run = run_config(effective, demo=args.demo)
     except SessionReferenceError as error:
         parser.error(error.line)
-    search_config = SearchConfig(body_search=settings.body_search, embedder=embedder_of(settings))
 
-    root = args.root
-    if settings.store is not None:
+    root = run.store.root
+    if run.store.url is not None:
         if args.demo or root is not None:
             parser.error("--store names a database: leave out --root and --demo")
-        return _run_app(
-            args, effective, _database_store(settings.store, args.pack_chunks), cwd, config, search_config, None
-        )
+        return _run_app(args, _model(settings), run, _database_store(run.store.url, args.pack_chunks), cwd, None)
     if args.demo and root is None:
         root = tempfile.mkdtemp(prefix="sessionref-demo-")
     if root is None:
@@ -322,7 +291,7 @@ def _app(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequen
     except OSError as error:
         raise _fail(f"cannot use the store folder {root}: {error.strerror or error}", EXIT_ROOT) from error
 
-    return _run_app(args, effective, store, cwd, config, search_config, root)
+    return _run_app(args, _model(settings), run, store, cwd, root)
 
 
 def _database_store(url: str, pack_chunks: bool) -> SessionStore:
@@ -338,15 +307,8 @@ def _database_store(url: str, pack_chunks: bool) -> SessionStore:
 
 
 def _run_app(
-    args: argparse.Namespace,
-    effective: Effective,
-    store: SessionStore,
-    cwd: str,
-    config: ReferenceConfig,
-    search_config: SearchConfig,
-    root: str | None,
+    args: argparse.Namespace, model: ChatModel, run: RunConfig, store: SessionStore, cwd: str, root: str | None
 ) -> int:
-    settings = effective.settings
     # Textual paints at most TEXTUAL_FPS frames a second (60 by default), on a fixed grid: a change
     # waits for the next slot. 240 cuts that wait from up to 16.7 ms to 4.2 ms; frames are still only
     # drawn when something changed. An explicit TEXTUAL_FPS wins.
@@ -363,21 +325,7 @@ def _run_app(
                 store.release(seeded)
         session_id, cwd = ids["target"], DEMO_PROJECT
     try:
-        app = make_app(
-            store,
-            _model(settings),
-            cwd=cwd,
-            session_id=session_id,
-            config=config,
-            search_config=search_config,
-            external=external_sources(effective, demo=args.demo),
-            redact=settings.redaction,
-            draft=args.draft,
-            context=_context(settings),
-            tools=ToolSettings(read_bytes=settings.tool_read_bytes, max_steps=settings.max_steps)
-            if settings.tools
-            else None,
-        )
+        app = make_app(store, model, run, cwd=cwd, session_id=session_id, draft=args.draft)
     except SessionQueryError as error:
         raise _fail(f"cannot open session: {error.line}", EXIT_SESSION) from error
     try:

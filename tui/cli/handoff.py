@@ -26,7 +26,6 @@ from core.handoff.record import Handoff, now_ms, record_handoff, side_file
 from core.reference.uri import format_session_reference_mention
 from core.settings import (
     CommandTaker,
-    external_sources,
 )
 from core.stores import SessionStore
 from tui.cli.command_error import CommandError
@@ -81,25 +80,24 @@ def handoff_command(args: argparse.Namespace) -> int:
     from tui.cli.options import command_settings, default_root, open_command_store
 
     parser: argparse.ArgumentParser = args.parser
-    effective, config = command_settings("handoff", args)
-    settings = effective.settings
+    run = command_settings("handoff", args)[1]
     agent = AGENTS[args.to]
     if args.headless and agent.build is None:
         parser.exit(EXIT_USAGE, "sessionref handoff: sessionref has no headless mode; leave out --headless\n")
     if not args.print and agent.installed() is None:
         raise _cannot(f"{agent.label} is not installed (no {agent.program} on PATH); nothing was started")
-    url = settings.store if args.root is None else None
-    root = None if url is not None else (args.root or default_root())
+    url = run.store.url if run.store.root is None else None
+    root = None if url is not None else (run.store.root or default_root())
     store = open_command_store("handoff", root=root, url=url, keep_listing=False)
     try:
-        catalog = SessionCatalog(store, external_sources(effective))
+        catalog = SessionCatalog(store, run.sources)
         catalog.refresh()
         try:
             session_id = asyncio.run(resolve_session(catalog, args.session, os.getcwd()))
             goal = args.goal if args.goal is not None else _ask_goal(args)
             briefing = asyncio.run(
                 build_briefing(
-                    catalog, session_id, goal, config=config, redact=settings.redaction, tools=agent.build is not None
+                    catalog, session_id, goal, config=run.reference, redact=run.redact, tools=agent.build is not None
                 )
             )
         except HandoffError as error:
@@ -117,7 +115,7 @@ def handoff_command(args: argparse.Namespace) -> int:
         if agent.build is None:
             app_argv = _continue_here(args, briefing, store, handoff, side, own, root, url)
         else:
-            server = ToolServer.for_store(root=root, url=url, config=args.config, redact=settings.redaction)
+            server = ToolServer.for_store(root=root, url=url, config=args.config, redact=run.redact)
             try:
                 launch = agent.launch(briefing.text, briefing.folder, server, headless=args.headless)
             except HandoffError as error:

@@ -35,20 +35,18 @@ def open_tool_server(command: str, args: argparse.Namespace) -> SessionToolServe
     Raises:
         CommandError: the store cannot be used.
     """
-    from core.settings import embedder_of, external_sources
     from tui.cli.options import command_settings, open_command_store
 
-    effective, config = command_settings(command, args)
-    settings = effective.settings
-    opened = open_command_store(command, root=args.root, url=settings.store if args.root is None else None)
+    run = command_settings(command, args)[1]
+    opened = open_command_store(command, root=run.store.root, url=run.store.url if run.store.root is None else None)
     return SessionToolServer(
-        SessionCatalog(opened, external_sources(effective)),
+        SessionCatalog(opened, run.sources),
         os.getcwd(),
-        config=config,
-        read_bytes=settings.tool_read_bytes,
-        body_search=settings.body_search,
-        redact=settings.redaction,
-        embedder=embedder_of(settings),
+        config=run.reference,
+        read_bytes=run.tools.read_bytes,
+        body_search=run.search.body_search,
+        redact=run.redact,
+        embedder=run.search.embedder,
     )
 
 

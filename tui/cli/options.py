@@ -11,15 +11,15 @@ import platformdirs
 
 from core.display import visible
 from core.errors import SessionQueryError, SessionReferenceError
-from core.sessions.models import ReferenceConfig
 from core.settings import (
     ConfigError,
     Effective,
+    RunConfig,
     add_setting_flags,
     effective_settings,
     given,
     load_config,
-    reference_config,
+    run_config,
     source_settings,
 )
 from core.stores import SessionStore, open_store
@@ -151,13 +151,13 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
     add_setting_flags(parser, [*source_settings(), "redaction", "meaning", "config"])
 
 
-def command_settings(command: str, args: argparse.Namespace) -> tuple[Effective, ReferenceConfig]:
-    """The settings a subcommand runs with (config file < environment < flags) and the reference limits
+def command_settings(command: str, args: argparse.Namespace) -> tuple[Effective, RunConfig]:
+    """The settings a subcommand runs with (config file < environment < flags) and the engine's config
     they give; a bad value ends it with one line (``sessionref <command>: …``) and ``EXIT_USAGE``."""
     parser: argparse.ArgumentParser = args.parser
     try:
         effective = effective_settings(load_config(args.config), given(args), dict(os.environ))
-        return effective, reference_config(effective.settings)
+        return effective, run_config(effective)
     except ConfigError as error:
         parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(str(error))}\n")
     except SessionReferenceError as error:

@@ -19,24 +19,21 @@ from core import (
     BodyIndex,
     ChatModel,
     MessageIndex,
-    ReferenceConfig,
-    SearchConfig,
     SearchResult,
     Session,
     SessionQueryError,
     SessionReferenceService,
     SessionSearch,
 )
-from core.agent.loop import ContextSettings
 from core.agent.session_tools import READ_BYTES, SessionTools
-from core.agent.tool_steps import MAX_STEPS, ToolSettings
+from core.agent.tool_steps import MAX_STEPS
 from core.catalog.catalog import SessionCatalog
 from core.reference.staleness import moved_on_words, newer_messages
 from core.search.finder import FULL_BUDGET
 from core.sessions import event_types as ev
 from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
-from core.sessions.sources.merged import ExternalSource
+from core.settings.run_config import RunConfig
 from core.stores import OwnIndex, SessionStore, open_message_index, run_to_end
 
 Clock = Callable[[], int]
@@ -58,28 +55,25 @@ class Workspace:
         cwd: str | None,
         clock: Clock,
         home: str | None,
-        config: ReferenceConfig | None = None,
-        search_config: SearchConfig | None = None,
+        settings: RunConfig,
         index_path: str | os.PathLike[str] | None = None,
-        external: tuple[ExternalSource, ...] = (),
-        context: ContextSettings | None = None,
-        tools: ToolSettings | None = ToolSettings(),  # noqa: B008 - frozen, never changed
-        redact: bool = True,
     ) -> None:
-        self.tools = tools
+        self.settings = settings
+        """What the run is configured with (the reference limits, compaction, tools, sources, search)."""
+        self.tools = settings.offered_tools
         """How the model is offered the session tools; ``None``: not at all (``--no-tools``)."""
         self.store = store
         self.model = model
-        self.context_settings = context if context is not None else ContextSettings()
+        self.context_settings = settings.compaction
         self.cwd = cwd
         self.clock = clock
         self.home = home
-        self.catalog = SessionCatalog(store, external)
+        self.catalog = SessionCatalog(store, settings.sources)
         self.catalog_loaded = asyncio.Event()
         """Set once the first listing and the likely titles are in."""
-        self.service = SessionReferenceService(self.catalog, config, redact=redact)
+        self.service = SessionReferenceService(self.catalog, settings.reference, redact=settings.redact)
         """Prepares references (their secrets masked unless ``redact`` is off, ``--no-redaction``)."""
-        self.search_config = search_config if search_config is not None else SearchConfig()
+        self.search_config = settings.search
         # A database store keeps its own message index current with every append; a folder store's
         # (or memory store's) is the SQLite index the app builds and keeps beside it.
         self.store_index = open_message_index(
