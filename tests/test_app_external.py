@@ -85,7 +85,7 @@ async def test_another_tools_session_cannot_become_the_target(
         app.chat.switch_to(CODEX_ID)
         await pilot.pause()
         assert app.workspace.session.id == "today"
-        assert notes and "Codex sessions are read-only here" in notes[-1]
+        assert notes and "Codex CLI sessions are read-only here" in notes[-1]
 
 
 async def test_an_unreadable_claude_code_file_is_listed_as_unreadable_and_the_rest_works(

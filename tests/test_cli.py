@@ -145,12 +145,12 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     assert sources() == {
         "Claude Code": tmp_path / ".claude",
-        "Codex": tmp_path / ".codex",
+        "Codex CLI": tmp_path / ".codex",
         "Gemini CLI": tmp_path / ".gemini",
         "Qwen Code": tmp_path / ".qwen",
         "opencode": tmp_path / ".local" / "share" / "opencode",
         "Kilo CLI": tmp_path / ".local" / "share" / "kilo",
-        "Copilot CLI": tmp_path / ".copilot",
+        "GitHub Copilot CLI": tmp_path / ".copilot",
     }
     # Each agent's own variable, as the agent itself reads it.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
@@ -160,8 +160,8 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "cp"))
     found = sources()
-    assert found["Copilot CLI"] == tmp_path / "cp"
-    assert found["Claude Code"] == tmp_path / "cc" and found["Codex"] == tmp_path / "cx"
+    assert found["GitHub Copilot CLI"] == tmp_path / "cp"
+    assert found["Claude Code"] == tmp_path / "cc" and found["Codex CLI"] == tmp_path / "cx"
     assert found["Gemini CLI"] == tmp_path / "gh" / ".gemini" and found["Qwen Code"] == tmp_path / "qh"
     assert found["opencode"] == tmp_path / "data" / "opencode" and found["Kilo CLI"] == tmp_path / "data" / "kilo"
     # Flags win.
@@ -171,7 +171,7 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     assert sources("--no-external") == {}
     monkeypatch.delenv("COPILOT_HOME")
     assert sources("--demo") == {}  # the demo stays the demo (the agents' own variables do not count)
-    assert list(sources("--demo", "--codex-root", "/b")) == ["Codex"]
+    assert list(sources("--demo", "--codex-root", "/b")) == ["Codex CLI"]
     # The config file's [sources] table gives the same (a flag still wins; enabled = false turns all off).
     config.write_text('[sources]\nclaude = "/from-file"\ngemini = "~/g"\n')
     monkeypatch.delenv("CLAUDE_CONFIG_DIR")

@@ -138,7 +138,7 @@ def test_an_agent_ended_by_a_signal_exits_as_a_shell_says(tmp_path: Path, work: 
     path = _bin(tmp_path, "codex", [sys.executable, str(fake)])
     done = run(tmp_path, "design", "--to", "codex", "--goal", GOAL, "--yes", "--headless", path=path)
     assert done.returncode == 143, done.stderr
-    assert "Codex exited 143" in done.stderr
+    assert "Codex CLI exited 143" in done.stderr
 
 
 def test_the_agent_gets_the_briefing_the_server_and_its_exit_code_passes_through(tmp_path: Path, work: Path) -> None:
@@ -159,7 +159,7 @@ def test_the_agent_gets_the_briefing_the_server_and_its_exit_code_passes_through
     assert argv[:2] == ["exec", "--skip-git-repo-check"]
     assert 'mcp_servers.sessionref.args=["-m", "tui.cli", "mcp", "--root", ' in " ".join(argv)
     assert GOAL in argv[-1] and FRAME in argv[-1]
-    assert "briefing: " in done.stderr and "Codex exited 7" in done.stderr
+    assert "briefing: " in done.stderr and "Codex CLI exited 7" in done.stderr
     (note,) = handoffs_in(_log(tmp_path), "design")
     assert (note.to, note.goal, note.headless) == ("codex", GOAL, True)
 

@@ -187,7 +187,7 @@ def test_handoff_to_codex_in_a_terminal(tmp_path: Path) -> None:
         before = (tmp_path / "codex-home" / "config.toml").read_text()
         changed = {**_changed(environment), "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
         screen = handoff_in_terminal(tmp_path, "codex", changed, work, "DONE")
-    assert "EXITED:0" in screen and "Codex exited 0" in screen, screen
+    assert "EXITED:0" in screen and "Codex CLI exited 0" in screen, screen
     codex_saw(_Responses.requests)
     # Codex writes its own screen state ([tui]) to the file; nothing else changed and nothing is ours.
     after = tomllib.loads((tmp_path / "codex-home" / "config.toml").read_text())
@@ -211,7 +211,7 @@ def test_continue_in_codex_from_the_app(tmp_path: Path) -> None:
             terminal.wait_for(lambda s: s.count(GOAL) == 2, timeout=60)  # in the field and the briefing
             terminal.send("Enter")
             terminal.wait_for(lambda s: "DONE" in s, timeout=120)
-            leave(terminal, "Codex exited 0")  # the app is back
+            leave(terminal, "Codex CLI exited 0")  # the app is back
             terminal.wait_for(lambda s: "handed to Codex" in s)
             terminal.send("C-q")
             screen = terminal.wait_for(lambda s: "EXITED:" in s)
@@ -242,7 +242,7 @@ def test_ctrl_c_in_a_handed_agent_is_the_agents_and_the_app_comes_back(tmp_path:
         terminal.send("Enter")
         terminal.wait_for(lambda s: "STAND-IN READY" in s)
         terminal.send("C-c")
-        screen = terminal.wait_for(lambda s: "Codex exited 5" in s and "handed to Codex" in s)
+        screen = terminal.wait_for(lambda s: "Codex CLI exited 5" in s and "handed to Codex" in s)
         assert "Traceback" not in screen and "KeyboardInterrupt" not in screen
         terminal.send("C-q")
         screen = terminal.wait_for(lambda s: "EXITED:" in s)

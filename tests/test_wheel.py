@@ -98,7 +98,7 @@ def test_help_and_doctor_run(installed: tuple[Path, Path, Path]) -> None:
     # The store, then a note per other agent's source (none is installed here), and healthy.
     assert lines[0] == f"store {empty}: 0 sessions in 0 files (0.0 MiB)" and lines[-1] == "healthy (7 notes)"
     assert [line.split(": ")[3] for line in lines[1:-1]] == [
-        "Claude Code", "Codex", "Gemini CLI", "Qwen Code", "opencode", "Kilo CLI", "Copilot CLI"
+        "Claude Code", "Codex CLI", "Gemini CLI", "Qwen Code", "opencode", "Kilo CLI", "GitHub Copilot CLI"
     ]  # fmt: skip
 
 

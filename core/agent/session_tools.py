@@ -60,6 +60,8 @@ from core.sessions.wire_shapes import ToolDefinition
 
 READ_BYTES = 65536
 """What one ``read_session`` call returns at most (UTF-8 bytes of its frame's JSON), by default."""
+MIN_READ_BYTES = 1024
+"""The least a ``read_session`` page may be set to hold (a frame and a cut message's notice fit)."""
 
 TOOL_UNKNOWN = "TOOL_UNKNOWN"
 TOOL_SESSION_NOT_FOUND = "TOOL_SESSION_NOT_FOUND"
@@ -112,8 +114,8 @@ class SessionTools:
         read_bytes: int = READ_BYTES,
         executor: Executor | None = None,
     ) -> None:
-        if read_bytes < 1024:
-            raise ValueError(f"read_bytes must be at least 1024, not {read_bytes}")
+        if read_bytes < MIN_READ_BYTES:
+            raise ValueError(f"read_bytes must be at least {MIN_READ_BYTES}, not {read_bytes}")
         self.service = service
         self.search = search
         self.target = target
@@ -126,6 +128,7 @@ class SessionTools:
             "read_session": self._read,
         }
         """Each tool of ``tool_specs.TOOLS`` and what runs it (its arguments checked by its spec)."""
+        assert set(self._handlers) == set(SPECS), "every tool spec has its handler, and only those"
 
     async def call(self, name: str, arguments: str | Mapping[str, Any]) -> ToolResult:
         """Run one tool call; ``arguments`` is the model's JSON text (or an already parsed object).
@@ -135,13 +138,7 @@ class SessionTools:
             spec = SPECS.get(name)
             if spec is None:
                 raise ToolCallError(f"there is no tool named {json.dumps(name)}", TOOL_UNKNOWN)
-            checked = spec.checked(parsed)
-            handlers = {
-                "search_sessions": self._search,
-                "reference_session": self._reference,
-                "read_session": self._read,
-            }
-            return _escaped(await handlers[name](checked))
+            return _escaped(await self._handlers[name](spec.checked(parsed)))
         except ToolCallError as error:
             message = escape_unsafe(error.line)
             return ToolResult(message, is_error=True, code=error.code, summary=error.code)

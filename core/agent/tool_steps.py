@@ -23,7 +23,7 @@ from typing import Any
 
 from core.abort import AbortSignal, race_abort
 from core.agent.chunks import ToolCallDelta
-from core.agent.session_tools import READ_BYTES, SessionTools, ToolResult
+from core.agent.session_tools import MIN_READ_BYTES, READ_BYTES, SessionTools, ToolResult
 from core.errors import ReferenceCancelled, SessionReferenceError
 from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent
@@ -43,8 +43,8 @@ class ToolSettings:
     max_steps: int = MAX_STEPS
 
     def __post_init__(self) -> None:
-        if self.read_bytes < 1024 or self.max_steps < 1:
-            raise ValueError("read_bytes must be at least 1024 and max_steps at least 1")
+        if self.read_bytes < MIN_READ_BYTES or self.max_steps < 1:
+            raise ValueError(f"read_bytes must be at least {MIN_READ_BYTES} and max_steps at least 1")
 
 
 OUTCOME_UNKNOWN = (

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from core.agent.tool_specs import TOOL_NAMES
 from core.handoff.briefing import SERVER_NAME, HandoffError
+from core.sessions.sources.registry import BY_KEY as SOURCES
 from core.stores import SessionStore, hosted
 
 ARGUMENT_BYTES = 120_000
@@ -263,10 +264,11 @@ class Agent:
 AGENTS: dict[str, Agent] = {
     agent.name: agent
     for agent in (
-        Agent("claude", "Claude Code", "claude", _claude),
-        Agent("codex", "Codex", "codex", _codex),
-        Agent("gemini", "Gemini CLI", "gemini", _gemini),
-        Agent("opencode", "opencode", "opencode", _opencode),
+        # The agents whose sessions are also read (``core.sessions.sources.registry``): named as there.
+        Agent("claude", SOURCES["claude"].label, "claude", _claude),
+        Agent("codex", SOURCES["codex"].label, "codex", _codex),
+        Agent("gemini", SOURCES["gemini"].label, "gemini", _gemini),
+        Agent("opencode", SOURCES["opencode"].label, "opencode", _opencode),
         Agent("sessionref", "sessionref", "sessionref"),
     )
 }

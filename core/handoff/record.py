@@ -47,7 +47,7 @@ class Handoff:
 
     @property
     def summary(self) -> str:
-        """``handed to Codex (headless): <goal>`` (raw text: the goal is data)."""
+        """``handed to Codex CLI (headless): <goal>`` (raw text: the goal is data)."""
         agent = AGENTS.get(self.to)
         label = agent.label if agent is not None else self.to
         return f"handed to {label}{' (headless)' if self.headless else ''}: {self.goal}"

@@ -19,7 +19,7 @@ from typing import Concatenate, Literal, ParamSpec, TypeVar
 
 from core.agent.compaction import SUMMARY_MAX_CHARS
 from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
-from core.agent.session_tools import READ_BYTES
+from core.agent.session_tools import MIN_READ_BYTES, READ_BYTES
 from core.agent.tool_steps import MAX_STEPS
 from core.agent.window_keeper import MAX_REASONING_CHARS
 from core.constants import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES
@@ -310,10 +310,10 @@ class Settings:
     )
     tool_read_bytes: int = setting(
         READ_BYTES,
-        "the most one read_session page holds, in bytes (at least 1024)",
+        f"the most one read_session page holds, in bytes (at least {MIN_READ_BYTES})",
         file=("tools", "read_bytes"),
-        ge=1024,
-        must="a number of bytes of at least 1024",
+        ge=MIN_READ_BYTES,
+        must=f"a number of bytes of at least {MIN_READ_BYTES}",
     )
     max_steps: int = setting(
         MAX_STEPS,

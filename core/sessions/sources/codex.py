@@ -64,7 +64,7 @@ class CodexSource(FileSource):
     """Codex CLI's sessions: ``<root>/sessions/YYYY/MM/DD/rollout-*.jsonl`` (read-only)."""
 
     prefix = CODEX_PREFIX
-    name = "Codex"
+    name = "Codex CLI"
 
     def _files(self) -> Iterator[str]:
         sessions = self.root / "sessions"

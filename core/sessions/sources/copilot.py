@@ -71,7 +71,7 @@ class CopilotCliSource(FileSource):
     """GitHub Copilot CLI's sessions: ``<root>/session-state/<id>/events.jsonl`` (read-only)."""
 
     prefix = COPILOT_PREFIX
-    name = "Copilot CLI"
+    name = "GitHub Copilot CLI"
     follow_links = False
 
     def _files(self) -> Iterator[str]:

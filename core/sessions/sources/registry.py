@@ -12,44 +12,56 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from core.sessions.sources.claude import CLAUDE_PREFIX, ClaudeCodeSource, claude_root
-from core.sessions.sources.codex import CODEX_PREFIX, CodexSource, codex_root
-from core.sessions.sources.copilot import COPILOT_PREFIX, CopilotCliSource, copilot_root
-from core.sessions.sources.gemini import GEMINI_PREFIX, GeminiCliSource, gemini_root
+from core.sessions.sources.claude import ClaudeCodeSource, claude_root
+from core.sessions.sources.codex import CodexSource, codex_root
+from core.sessions.sources.copilot import CopilotCliSource, copilot_root
+from core.sessions.sources.gemini import GeminiCliSource, gemini_root
 from core.sessions.sources.merged import ExternalSource
-from core.sessions.sources.opencode import (
-    KILO_PREFIX,
-    OPENCODE_PREFIX,
-    KiloSource,
-    OpenCodeSource,
-    kilo_root,
-    opencode_root,
-)
-from core.sessions.sources.qwen import QWEN_PREFIX, QwenCodeSource, qwen_root
+from core.sessions.sources.opencode import KiloSource, OpenCodeSource, kilo_root, opencode_root
+from core.sessions.sources.qwen import QwenCodeSource, qwen_root
+
+
+class SourceReader(Protocol):
+    """An agent's reader class: its ids' ``prefix``, the agent's ``name``, and a reader of a folder."""
+
+    prefix: str
+    name: str
+
+    def __call__(self, root: Path) -> ExternalSource: ...
 
 
 @dataclass(frozen=True)
 class AgentSource:
     """One agent's record: its key (the setting ``<key>_root``, the flag ``--<key>-root``, the config
-    key ``[sources] <key>``), ids' prefix, name, badge, where it keeps its sessions by default and the
-    environment that moves it, and its reader."""
+    key ``[sources] <key>``), badge, where it keeps its sessions by default and the environment that
+    moves it, and its reader (which says the agent's name and its ids' prefix)."""
 
     key: str
-    prefix: str
-    label: str
     badge: str
     default_help: str
     """Where its folder is by default, as the help says it (the environment first)."""
     unset: str
     """The folder when nothing in the environment names one."""
     default_root: Callable[[], Path]
-    reader: Callable[[Path], ExternalSource]
+    reader: SourceReader
+    """Its reader, which says its ids' ``prefix`` and its ``name`` (the agent's name everywhere)."""
     env: str | None = None
     """The environment variable the setting shows as its origin, when the agent has exactly one."""
     what: str = "folder"
     held: str = "sessions"
     """What of the folder is listed, as the help says it."""
+
+    @property
+    def prefix(self) -> str:
+        """What its sessions' ids start with (``claude:``), as its reader says."""
+        return self.reader.prefix
+
+    @property
+    def label(self) -> str:
+        """The agent's name (``Claude Code``), as its reader says."""
+        return self.reader.name
 
     @property
     def setting(self) -> str:
@@ -66,8 +78,6 @@ class AgentSource:
 AGENTS: tuple[AgentSource, ...] = (
     AgentSource(
         "claude",
-        CLAUDE_PREFIX,
-        "Claude Code",
         "CC",
         "$CLAUDE_CONFIG_DIR, else ~/.claude",
         "~/.claude",
@@ -77,8 +87,6 @@ AGENTS: tuple[AgentSource, ...] = (
     ),
     AgentSource(
         "codex",
-        CODEX_PREFIX,
-        "Codex CLI",
         "CX",
         "$CODEX_HOME, else ~/.codex",
         "~/.codex",
@@ -88,8 +96,6 @@ AGENTS: tuple[AgentSource, ...] = (
     ),
     AgentSource(
         "gemini",
-        GEMINI_PREFIX,
-        "Gemini CLI",
         "GM",
         "$GEMINI_CLI_HOME/.gemini, else ~/.gemini",
         "~/.gemini",
@@ -98,8 +104,6 @@ AGENTS: tuple[AgentSource, ...] = (
     ),
     AgentSource(
         "qwen",
-        QWEN_PREFIX,
-        "Qwen Code",
         "QW",
         "$QWEN_RUNTIME_DIR, else $QWEN_HOME, else ~/.qwen",
         "~/.qwen",
@@ -107,8 +111,6 @@ AGENTS: tuple[AgentSource, ...] = (
         QwenCodeSource,
     ),
     AgentSource(
-        "opencode",
-        OPENCODE_PREFIX,
         "opencode",
         "OC",
         "$XDG_DATA_HOME/opencode, else ~/.local/share/opencode; $OPENCODE_DB names another database",
@@ -120,8 +122,6 @@ AGENTS: tuple[AgentSource, ...] = (
     ),
     AgentSource(
         "kilo",
-        KILO_PREFIX,
-        "Kilo CLI",
         "KL",
         "$XDG_DATA_HOME/kilo, else ~/.local/share/kilo",
         "~/.local/share/kilo",
@@ -132,8 +132,6 @@ AGENTS: tuple[AgentSource, ...] = (
     ),
     AgentSource(
         "copilot",
-        COPILOT_PREFIX,
-        "GitHub Copilot CLI",
         "CP",
         "$COPILOT_HOME, else ~/.copilot",
         "~/.copilot",
