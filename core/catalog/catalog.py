@@ -21,7 +21,7 @@ from core.search.index_values import IndexedSession, indexed_session, revision_k
 from core.sessions.models import SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
 from core.sessions.sources.merged import ExternalSource, source_of
-from core.stores import SessionStore, hosted, run_to_end
+from core.stores import SessionStore, hosted
 
 
 class SessionCatalog:
@@ -60,7 +60,7 @@ class SessionCatalog:
 
     # -- SessionQuery -----------------------------------------------------------------------------
 
-    async def list_sessions(self) -> list[SessionRecord]:
+    def listing(self) -> list[SessionRecord]:
         """The last listing (newest first), from memory.
 
         The same list object until the next refresh changes it (never mutated in place), so the
@@ -68,9 +68,18 @@ class SessionCatalog:
         """
         return self.records
 
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+    def surface(self, session_id: str) -> SurfaceSnapshot:
         """The current surface, from the store (its log cache is keyed by file revision) or the
         other agent's source the session belongs to."""
+        source = self.source_of(session_id)
+        return source.surface(session_id) if source is not None else self.store.surface(session_id)
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        """``listing()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.records
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """``surface()``, as the engine's ``SessionQuery`` asks for it (a source read its own way)."""
         source = self.source_of(session_id)
         if source is not None:
             return await source.read_surface(session_id)
@@ -81,6 +90,10 @@ class SessionCatalog:
         return source_of(self.external, session_id)
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        """``title()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.title(session_id)
+
+    def title(self, session_id: str) -> TitleSnapshot | None:
         """The latest title: from the cache when the session's revision is unchanged.
 
         A title that is not cached yet is read from the store, unless ``titles.defer_titles`` is set
@@ -95,8 +108,7 @@ class SessionCatalog:
         if self.titles.defer_titles and record is not None and not record.live:
             self.titles.want(session_id)
             return None
-        source = self.source_of(session_id)
-        title = await (source.read_title(session_id) if source is not None else self.store.read_title(session_id))
+        title = self.read_title_now(session_id)
         if revision is not None:
             self.titles.keep(session_id, revision, title)
         return title
@@ -110,7 +122,7 @@ class SessionCatalog:
             SessionQueryError, OSError: it cannot be read.
         """
         source = self.source_of(session_id)
-        return source.title(session_id) if source is not None else run_to_end(self.store.read_title(session_id))
+        return source.title(session_id) if source is not None else self.store.title(session_id)
 
     def live_title(self, session_id: str) -> str | None:
         """The title of a session this app writes, from memory."""
@@ -149,9 +161,7 @@ class SessionCatalog:
             stored = self.persistent.read_stored(record.header)
             return indexed_session(stored.revision, stored.surface, stored.title)
         listed = self.revision(record)  # before reading: it never claims more than what was read
-        surface = run_to_end(store.read_surface(session_id))
-        title = run_to_end(store.read_title(session_id))
-        return indexed_session(listed, surface, title)
+        return indexed_session(listed, store.surface(session_id), store.title(session_id))
 
     def owner_of(self, session_id: str) -> str | None:
         """Whose session it is when it is not the user's (a teammate's, in a shared database)."""
@@ -189,7 +199,7 @@ class SessionCatalog:
         with self._lock:
             for _ in range(3):
                 try:
-                    records = run_to_end(self.store.list_sessions())
+                    records = self.store.listing()
                     break
                 except RuntimeError:
                     # The UI thread created a session while the listing iterated; list again.

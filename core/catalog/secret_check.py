@@ -9,7 +9,7 @@ from collections import Counter
 from core.folder.doctor import Finding
 from core.reference.projection import project_conversation
 from core.secrets.conversation import describe_secrets, mask_conversation
-from core.stores import SessionStore, run_to_end
+from core.stores import SessionStore
 
 
 def check_secrets(store: SessionStore) -> tuple[list[Finding], int]:
@@ -17,10 +17,10 @@ def check_secrets(store: SessionStore) -> tuple[list[Finding], int]:
     characters of conversation were scanned."""
     findings: list[Finding] = []
     scanned = 0
-    for record in run_to_end(store.list_sessions()):
+    for record in store.listing():
         session_id = record.header.id
         try:
-            items = project_conversation(run_to_end(store.read_surface(session_id)))
+            items = project_conversation(store.surface(session_id))
         except Exception as error:  # (a session doctor cannot read is reported by its other checks)
             findings.append(Finding("info", "secrets_unread", session_id, f"not scanned: {error}"))
             continue

@@ -71,6 +71,10 @@ class PgReader:
             raise database_error(error, f"cannot read session {js_json_stringify(session_id)}") from None
 
     async def list_sessions(self) -> list[SessionRecord]:
+        """``listing()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.listing()
+
+    def listing(self) -> list[SessionRecord]:
         """Every session this role may see (its own, and those shared with its teams), newest
         first (the contract's order: ids by UTF-16 code units). A teammate's session carries its
         owner's name.
@@ -138,6 +142,10 @@ class PgReader:
         return self._writers.revision(session_id)
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """``surface()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.surface(session_id)
+
+    def surface(self, session_id: str) -> SurfaceSnapshot:
         """The folded current surface.
 
         Raises:
@@ -152,6 +160,10 @@ class PgReader:
         return loaded.surface()
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        """``title()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.title(session_id)
+
+    def title(self, session_id: str) -> TitleSnapshot | None:
         """The latest ``session/title`` of the raw log, or ``None``."""
         owned = self._writers.session(session_id)
         if owned is not None:

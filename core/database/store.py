@@ -144,25 +144,37 @@ class PostgresSessionStore:
         """Sessions the last listing could not list (a teammate's damaged rows), each with why."""
         return self.reader.problems
 
-    async def list_sessions(self) -> list[SessionRecord]:
-        """Every session this role may see, newest first (``PgReader.list_sessions``).
+    def listing(self) -> list[SessionRecord]:
+        """Every session this role may see, newest first (``PgReader.listing``).
 
         Raises:
             SessionQueryError: ``SESSION_QUERY_DATABASE_UNAVAILABLE``.
         """
-        return await self.reader.list_sessions()
+        return self.reader.listing()
 
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+    def surface(self, session_id: str) -> SurfaceSnapshot:
         """The folded current surface.
 
         Raises:
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
         """
-        return await self.reader.read_surface(session_id)
+        return self.reader.surface(session_id)
+
+    def title(self, session_id: str) -> TitleSnapshot | None:
+        """The latest ``session/title`` of the raw log, or ``None``."""
+        return self.reader.title(session_id)
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        """``listing()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.listing()
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """``surface()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.surface(session_id)
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        """The latest ``session/title`` of the raw log, or ``None``."""
-        return await self.reader.read_title(session_id)
+        """``title()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.title(session_id)
 
     def read_log(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]]:
         """Every event of the raw log, read-only (no write lock)."""

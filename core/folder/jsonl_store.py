@@ -138,6 +138,10 @@ class JsonlSessionStore:
         return self._listing.changes_pending()
 
     async def list_sessions(self) -> list[SessionRecord]:
+        """``listing()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.listing()
+
+    def listing(self) -> list[SessionRecord]:
         """Every readable session, newest first; unreadable files are reported in ``self.problems``.
 
         Only header frames are read, and only for files whose revision changed since the last call
@@ -315,6 +319,10 @@ class JsonlSessionStore:
         return self._logs.load(path)
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """``surface()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.surface(session_id)
+
+    def surface(self, session_id: str) -> SurfaceSnapshot:
         """The folded current surface, from memory for sessions this store writes, else from disk.
 
         Raises:
@@ -331,6 +339,10 @@ class JsonlSessionStore:
         )
 
     async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        """``title()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.title(session_id)
+
+    def title(self, session_id: str) -> TitleSnapshot | None:
         """The latest ``session/title`` of the raw log, or ``None``."""
         owned = self._owned.get(session_id)
         if owned is not None:

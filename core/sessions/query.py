@@ -29,6 +29,28 @@ class SessionQuery(Protocol):
         ...
 
 
+class SessionReads(Protocol):
+    """The same reads on the calling thread: every store and the catalog offer them beside the async
+    ``SessionQuery`` the engine awaits (API.md), for what runs on a worker thread (the index, the
+    titles, the commands)."""
+
+    def listing(self) -> list[SessionRecord]:
+        """Every session, newest ``created_at`` first, ties broken by id."""
+        ...
+
+    def surface(self, session_id: str) -> SurfaceSnapshot:
+        """The folded current surface of one session.
+
+        Raises:
+            SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND`` when there is no such session.
+        """
+        ...
+
+    def title(self, session_id: str) -> TitleSnapshot | None:
+        """The latest ``session/title`` event of the raw log, or ``None``."""
+        ...
+
+
 class ReferenceTarget(Protocol):
     """The session a prompt is sent in, as the service sees it (dsh's agent): its id (never a
     candidate of its own, never referenced) and its folder (whose sessions are listed first)."""

@@ -349,7 +349,7 @@ class MemorySessionStore:
             raise not_found(session_id)
         return session
 
-    async def list_sessions(self) -> list[SessionRecord]:
+    def listing(self) -> list[SessionRecord]:
         """Every session, newest ``created_at`` first, ties by id."""
         records = [
             SessionRecord(header=session.header, live=True, persisted=False) for session in self._sessions.values()
@@ -357,19 +357,32 @@ class MemorySessionStore:
         records.sort(key=listing_order_key)
         return records
 
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+    def surface(self, session_id: str) -> SurfaceSnapshot:
         """The folded surface of a session as it is now.
 
         Raises:
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
         """
-        await asyncio.sleep(0)
         return self._require(session_id).snapshot()
 
-    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+    def title(self, session_id: str) -> TitleSnapshot | None:
         """The latest title of a session, or ``None``.
 
         Raises:
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``.
         """
         return self._require(session_id).title
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        """``listing()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.listing()
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """``surface()``, as the engine's ``SessionQuery`` asks for it (after a yield to the loop: a
+        live session may be appended to meanwhile, as it would be by a real reply)."""
+        await asyncio.sleep(0)
+        return self.surface(session_id)
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        """``title()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.title(session_id)

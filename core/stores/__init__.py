@@ -10,7 +10,7 @@ from __future__ import annotations
 from core.stores.hosted import HostedStore, LocalStore, OwnIndex, hosted
 from core.stores.message_search import StoreIndex, open_message_index
 from core.stores.opening import is_database_url, open_store
-from core.stores.session_store import SessionStore, run_to_end
+from core.stores.session_store import SessionStore
 
 __all__ = [
     "HostedStore",
@@ -22,5 +22,4 @@ __all__ = [
     "is_database_url",
     "open_message_index",
     "open_store",
-    "run_to_end",
 ]

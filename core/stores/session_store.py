@@ -1,19 +1,17 @@
 """``SessionStore``: what every session store does, whatever keeps its sessions.
 
-A store lists and reads sessions (it is a ``SessionQuery``), creates them, hands out the one writer of
+A store lists and reads sessions (it is a ``SessionQuery``, and does the same reads synchronously as
+``SessionReads``), creates them, hands out the one writer of
 each, forgets them, and closes. The folder store, the database store and the in-memory store each
 satisfy it; the check at the end of this module makes mypy prove it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
 
-from core.sessions.query import SessionQuery
+from core.sessions.query import SessionQuery, SessionReads
 from core.sessions.session import Session
-
-Result = TypeVar("Result")
 
 if TYPE_CHECKING:
     from core.database.store import PostgresSessionStore
@@ -21,7 +19,7 @@ if TYPE_CHECKING:
     from core.sessions.session import MemorySessionStore
 
 
-class SessionStore(SessionQuery, Protocol):
+class SessionStore(SessionQuery, SessionReads, Protocol):
     """What every store does (see the module docstring)."""
 
     def create(
@@ -54,21 +52,6 @@ class SessionStore(SessionQuery, Protocol):
     def close(self) -> object:
         """Stop writing every session and let go of what the store holds open."""
         ...
-
-
-def run_to_end(awaitable: Awaitable[Result]) -> Result:
-    """Run a store coroutine to completion on the calling (worker) thread.
-
-    The stores' coroutines do synchronous file I/O without awaiting anything real, so they finish
-    in one step; a fresh loop per call would cost more than the read itself.
-    """
-    coroutine = awaitable.__await__()
-    try:
-        while True:
-            coroutine.send(None)
-    except StopIteration as done:
-        result: Result = done.value
-        return result
 
 
 if TYPE_CHECKING:

@@ -16,7 +16,6 @@ from core.errors import SessionQueryError, SessionReferenceError
 from core.export.readable import readable, to_html, to_markdown
 from core.reference.uri import decode_session_reference_uri
 from core.settings import ConfigError, effective_settings, external_sources, given, load_config
-from core.stores import run_to_end
 from tui.cli.command_error import CommandError
 from tui.cli.options import open_command_store
 from tui.services.text import visible
@@ -41,8 +40,8 @@ def readable_export(args: argparse.Namespace) -> int:
     store = open_command_store("export", root=args.root, url=args.store, keep_listing=False)
     catalog = SessionCatalog(store, external_sources(effective))
     try:
-        surface = run_to_end(catalog.read_surface(session_id))
-        title = run_to_end(catalog.read_title(session_id))
+        surface = catalog.surface(session_id)
+        title = catalog.title(session_id)
     except SessionQueryError as error:
         raise CommandError(f"sessionref export: {error.line}", EXIT_MISSING) from error
     finally:

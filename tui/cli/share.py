@@ -20,7 +20,7 @@ from core.errors import SessionQueryError
 from core.reference.projection import project_conversation
 from core.secrets.conversation import describe_secrets, mask_conversation
 from core.settings import CommandTaker, add_database_options, required_database_url
-from core.stores import SessionStore, open_store, run_to_end
+from core.stores import SessionStore, open_store
 from tui.cli.command_error import CommandError
 from tui.services.text import visible
 
@@ -97,7 +97,7 @@ def _secrets_held(store: SessionStore, session_id: str) -> str:
     """The kinds of secret the session's conversation holds and where ("" when none, or when it cannot
     be read: then sharing it fails with the database's own reason)."""
     try:
-        surface = run_to_end(store.read_surface(session_id))
+        surface = store.surface(session_id)
     except SessionQueryError:
         return ""
     return describe_secrets(mask_conversation(project_conversation(surface)).masked)

@@ -34,7 +34,7 @@ from core.sessions import event_types as ev
 from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
 from core.settings.run_config import RunConfig
-from core.stores import OwnIndex, SessionStore, open_message_index, run_to_end
+from core.stores import OwnIndex, SessionStore, open_message_index
 
 Clock = Callable[[], int]
 
@@ -112,7 +112,7 @@ class Workspace:
         if not isinstance(session_id, str):
             return None
         try:
-            now = run_to_end(self.catalog.read_surface(session_id))
+            now = self.catalog.surface(session_id)
         except SessionQueryError:
             return None
         return moved_on_words(newer_messages(reference, now))
