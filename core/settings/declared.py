@@ -15,7 +15,7 @@ import functools
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Concatenate, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, TypeVar
 
 from core.agent.compaction import SUMMARY_MAX_CHARS
 from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
@@ -98,8 +98,8 @@ def source_root(key: str) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
-    """The settings the app and ``sessionref mcp`` run with (each field declared with ``setting``)."""
+class _DeclaredSettings:
+    """Every setting but the other agents' folders (each field declared with ``setting``)."""
 
     root: str | None = setting(
         None,
@@ -348,13 +348,22 @@ class Settings:
         flag="--no-external",
         file=("sources", "enabled"),
     )
-    claude_root: str | None = source_root("claude")
-    codex_root: str | None = source_root("codex")
-    gemini_root: str | None = source_root("gemini")
-    qwen_root: str | None = source_root("qwen")
-    opencode_root: str | None = source_root("opencode")
-    kilo_root: str | None = source_root("kilo")
-    copilot_root: str | None = source_root("copilot")
+
+
+if TYPE_CHECKING:
+    Settings = _DeclaredSettings
+else:
+    Settings = dataclasses.make_dataclass(
+        "Settings",
+        [(agent.setting, str | None, source_root(agent.key)) for agent in SOURCE_AGENTS.values()],
+        bases=(_DeclaredSettings,),
+        frozen=True,
+        slots=True,
+    )
+    Settings.__module__ = __name__
+    Settings.__doc__ = """The settings the app and ``sessionref mcp`` run with: every declared setting, and
+    one folder setting per other agent, made from its row of ``core.sessions.sources.registry`` (named
+    ``<key>_root``; read as ``getattr(settings, agent.setting)``)."""
 
 
 def declarations() -> list[tuple[str, object, Declared]]:

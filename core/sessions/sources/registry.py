@@ -1,10 +1,10 @@
 """Every other agent whose sessions sessionref reads, one record each (``AGENTS``).
 
 From this table come the sources a run lists (``core.settings.sources``), each agent's folder setting
-and its flag (``core.settings.declared``), the two-letter badge the app shows, the agents the
-``search_sessions`` description names, and the rows of ``docs/other-tools.md`` (a test holds the
-page to the table). Adding an agent is its reader module, one row here, its folder setting (one line
-in ``Settings``, declared from the row) and its tests.
+and its flag (``core.settings.declared`` makes a ``Settings`` field of each row), the two-letter badge
+the app shows, the agents the ``search_sessions`` description names, the names ``doctor`` and the
+hand-off use, and the rows of ``docs/other-tools.md`` (a test holds the page to the table). Adding an
+agent is its reader module, one row here, and its tests.
 """
 
 from __future__ import annotations
