@@ -1,15 +1,14 @@
 """The chat screen: transcript, prompt with the `@` picker, live preview, session sidebar.
 
-It drives what the user sees of the ``Workspace`` it is given (the store, the listing, the service,
-the target session and its agent) and of the message indexer. It never reaches into the app: what
-the app must know it posts as messages (``Ready``, ``Sent``; its parts' ``PickerControl.Shown`` and
-``PreviewControl.Shown`` bubble up to the app).
-
-The screen lays the widgets out and routes their messages and the keys to the parts it owns, each
-a plain object given what it uses: the picker's lookups (``PickerControl``), the preview
-(``PreviewControl``), sending and following the reply (``Sender``), the prompt's title
-(``PromptStatus``), compaction on demand (``CompactionControl``) and the target session
-(``SessionControl``).
+It lays out what the user sees of the ``Workspace`` it is given (the store, the listing, the service,
+the target session and its agent) and routes the keys and the widgets' messages. The widgets own
+what they show and run their own work: the picker its lookups (``SessionPicker``), the preview its
+``prepare`` (``LivePreview``), the sidebar its listing and filter (``StoreSidebar``), the transcript
+follows its session (``Transcript``). The screen runs sending, compaction and hand-offs in its own
+workers, with plain parts that hold no widget: ``Sender``, ``CompactionControl``, ``SessionControl``,
+``HandoffControl`` and ``PromptStatus`` (the prompt's title); what they have to say comes back as
+``Notice``s. It never reaches into the app: what the app must know it posts (``Ready``, ``Sent``; the
+picker's and the preview's ``Shown`` bubble up for the app's trace).
 """
 
 from __future__ import annotations
