@@ -165,3 +165,15 @@ def test_a_store_is_a_url_or_a_libpq_connection_string_from_any_source(tmp_path:
     assert effective_settings(load_config(str(path)), {}, {}).settings.store == conninfo
     with pytest.raises(ConfigError, match="--store must be a postgresql:// URL or a libpq connection string"):
         effective_settings(load_config(str(empty)), {"store": "mysql://db"}, {})
+
+
+def test_compaction_keeps_less_than_it_compacts_at_and_says_where_each_came_from(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[compaction]\nretain = 0.9\n")
+    with pytest.raises(ConfigError) as raised:
+        effective_settings(load_config(str(path)), {"compaction_threshold": 0.5}, {})
+    said = str(raised.value)
+    assert "retain (0.9, from " in said and f"{path}:2" in said
+    assert "threshold (0.5, from --compaction-threshold)" in said and "(SESSIONREF_CONFIG_INVALID)" in said
+    kept = effective_settings(load_config(str(path)), {"compaction_threshold": 0.95}, {}).settings
+    assert kept.compaction_retain == 0.9

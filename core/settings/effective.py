@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from core.agent.compaction import CompactionPolicy
 from core.agent.tokens import WindowMemory, reference_bytes_for, resolve_window
 from core.display import visible
 from core.search.meaning import Embedder, embedder_for
@@ -121,11 +122,14 @@ def effective_settings(config: LoadedConfig, flags: Mapping[str, object], enviro
         origins["max_reference_bytes"] = (
             f"{origins['context_fraction']} × the {window.tokens:,}-token window ({window.source})"
         )
-    if settings.compaction_retain >= settings.compaction_threshold:
+    try:  # (the policy holds the bound between the two: checked here to say where each came from)
+        CompactionPolicy(threshold_ratio=settings.compaction_threshold, retain_ratio=settings.compaction_retain)
+    except ValueError:
         raise ConfigError(
-            f"compaction retain ({settings.compaction_retain}) must be below the threshold "
-            f"({settings.compaction_threshold}, from {origins['compaction_threshold']}) ({CONFIG_INVALID})"
-        )
+            f"compaction retain ({settings.compaction_retain}, from {origins['compaction_retain']}) must be "
+            f"below the threshold ({settings.compaction_threshold}, from {origins['compaction_threshold']}) "
+            f"({CONFIG_INVALID})"
+        ) from None
     return Effective(settings, origins)
 
 

@@ -10,19 +10,20 @@ from collections.abc import Callable
 
 from core import AbortSignal, PreparedMessage, SessionQueryError, SessionReferenceError, parse_session_reference_text
 from core.agent.compaction import COMPACTION_CANCELLED, CompactionError
-from core.errors import CANCELLED
+from core.errors import CANCELLED, SessionrefError
 from core.sessions.wire_shapes import ContentBlock
 from tui.services.notice import Notice
 from tui.services.preview_report import problem_of
 from tui.services.workspace import Workspace
 
 
-class NotSent(Exception):
-    """Nothing of the draft was sent: ``notice`` says why (the draft is the user's again).
-    ``moved``: the target's history changed meanwhile (a cancelled compaction), so it is shown again."""
+class NotSent(SessionrefError):
+    """Nothing of the draft was sent: ``notice`` says why (the draft is the user's again), ``code`` is
+    the failure's (the reference's, the store's, the compaction's, or ``CANCELLED``). ``moved``: the
+    target's history changed meanwhile (a cancelled compaction), so it is shown again."""
 
-    def __init__(self, notice: Notice, *, moved: bool = False) -> None:
-        super().__init__(notice.message)
+    def __init__(self, notice: Notice, cause: SessionrefError, *, moved: bool = False) -> None:
+        super().__init__(notice.message, cause.code)
         self.notice = notice
         self.moved = moved
 
@@ -51,9 +52,10 @@ class Sender:
             return await workspace.service.prepare(workspace.session, content, parsed.references, signal)
         except SessionReferenceError as error:
             if error.code == CANCELLED:
-                raise NotSent(Notice(f"Nothing was sent; your draft is kept. ({error.code})", "Cancelled")) from error
+                notice = Notice(f"Nothing was sent; your draft is kept. ({error.code})", "Cancelled")
+                raise NotSent(notice, error) from error
             message = f"{problem_of(error).describe()}\nNothing was sent; your draft is kept."
-            raise NotSent(Notice(message, "Not sent", "error")) from error
+            raise NotSent(Notice(message, "Not sent", "error"), error) from error
 
     async def deliver(self, prepared: PreparedMessage, compacting: Callable[[bool], None]) -> list[Notice]:
         """Send ``prepared``: steer the streaming reply, or start a turn (compacting first when the
@@ -79,7 +81,7 @@ class Sender:
                     said = f"{count} earlier messages became one checkpoint before sending, to stay within the window."
                     told.append(Notice(said, "Compacted"))
         except SessionQueryError as error:
-            raise NotSent(Notice(f"{error.line}\nYour draft is kept.", "Could not save", "error")) from error
+            raise NotSent(Notice(f"{error.line}\nYour draft is kept.", "Could not save", "error"), error) from error
         except CompactionError as error:
             cancelled = error.code == COMPACTION_CANCELLED
             notice = Notice(
@@ -87,7 +89,7 @@ class Sender:
                 "Cancelled" if cancelled else "Not sent",
                 "information" if cancelled else "error",
             )
-            raise NotSent(notice, moved=True) from error
+            raise NotSent(notice, error, moved=True) from error
         failed = agent.take_compaction_error()
         if failed is not None:
             said = f"{failed.line}\nThe message was sent anyway: it fits the window."
