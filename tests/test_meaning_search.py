@@ -99,6 +99,36 @@ def test_the_shipped_model_loads_offline_and_knows_meaning(local: LocalEmbedder)
     assert local.embed([]).shape == (0, 256)
 
 
+def test_the_vectors_are_the_mean_of_the_tokenizer_s_own_tokens(local: LocalEmbedder) -> None:
+    # The embedder normalizes spaces itself before a copy of the tokenizer that does not: the tokens
+    # must be the tokenizer's own, for prose, code, runs of spaces, CJK, emoji, its own marks and the
+    # special tokens' spellings (which a batch holding one sends through the tokenizer as it is).
+    texts = [
+        "The car broke down on the highway",
+        "    def retry(self, budget=3):\n        return  self._frame[:-1]  # a  comment",
+        "  leading and trailing  ",
+        "中文的日志 在哪里",
+        "naïve café — “quoted” ﬁle 🎉 \t tab\r\n",
+        "▁literal▁marks ▁",
+        "x" * 3000,
+        "",
+        " ",
+    ]
+    tokenizer, _bare, matrix, _special = local._load()
+
+    def expected(batch: list[str]) -> np.ndarray:
+        rows = []
+        for text in batch:
+            ids = tokenizer.encode(text[:2000], add_special_tokens=False).ids
+            vector = matrix[ids].sum(axis=0) if ids else np.zeros(matrix.shape[1], np.float32)
+            norm = np.linalg.norm(vector)
+            rows.append(vector / norm if norm else vector)
+        return np.asarray(rows, np.float32)
+
+    for batch in (texts, [*texts, "a <s> inside, and </s> and <unk>"]):
+        assert np.allclose(local.embed(batch), expected(batch), atol=1e-5)
+
+
 def test_the_settings_choose_the_embedder() -> None:
     assert embedder_for(False, "http://x/v1", None, None) is None
     assert isinstance(embedder_for(True, None, None, None), LocalEmbedder)

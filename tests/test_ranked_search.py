@@ -240,6 +240,36 @@ def test_a_big_batch_makes_the_vocabulary_again_and_a_file_without_one_is_search
     assert postings_of(reopened) == expected_postings(reopened)
 
 
+def test_a_big_batch_merges_the_substring_index_lazily_and_leaves_it_as_usual(
+    indexed: Indexed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.search import shard_writes
+
+    def merging(connection: sqlite3.Connection) -> dict[str, int]:
+        rows = connection.execute("SELECT k, v FROM terms_config WHERE k IN ('automerge', 'crisismerge')")
+        return dict(rows.fetchall())
+
+    seen: list[dict[str, int]] = []
+    write = shard_writes.ShardWriter._write_session
+
+    def watched(self: shard_writes.ShardWriter, connection: sqlite3.Connection, prepared: object) -> None:
+        seen.append(merging(connection))
+        write(self, connection, prepared)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(shard_writes.ShardWriter, "_write_session", watched)
+    monkeypatch.setattr(vocabulary, "STALE_AFTER", 2)  # every batch here is "big"
+    for number in range(8):
+        say_user(indexed.session(f"s{number}", created_at=number), f"the retry_budget{number} of the pangolin")
+    indexed.sync()
+    assert seen and all(during == {"automerge": 0, "crisismerge": 64} for during in seen)
+    for shard in indexed.index.shards:
+        assert shard.path is not None
+        with sqlite3.connect(shard.path) as connection:
+            assert merging(connection) == {"automerge": 8, "crisismerge": 16}  # as usual again
+    assert set(indexed.ids("retry_budget")) == {f"s{number}" for number in range(8)}
+    assert indexed.ids("budget3") == ["s3"]
+
+
 def test_an_index_of_the_older_layout_is_rebuilt(indexed: Indexed) -> None:
     say_user(indexed.session("s"), "the marmot decision")
     indexed.sync()

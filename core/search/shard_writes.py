@@ -28,7 +28,7 @@ from core.search.index_values import (
     IndexUnavailable,
     SyncReport,
 )
-from core.search.shard_files import ShardFiles, classify_failure, transaction
+from core.search.shard_files import AUTOMERGE, BULK_CRISISMERGE, ShardFiles, classify_failure, transaction
 from core.search.shard_vectors import forget_chunks, queue_chunk
 
 COMMIT_INTERVAL = 0.25
@@ -168,6 +168,9 @@ class ShardWriter:
         total = len(wanted)
         done = total - len(todo)
         self._vocabulary = self._keep_vocabulary(writer, len(todo))
+        bulk = len(todo) > vocabulary.STALE_AFTER
+        if bulk:
+            self._merging(writer, bulk=True)
         batch = self._batch()
         try:
             started = time.perf_counter()
@@ -201,8 +204,18 @@ class ShardWriter:
         finally:
             batch.rollback()
             self._vocabulary = False
+            if bulk:
+                with contextlib.suppress(sqlite3.Error, OSError):  # (a writer opened later sets it again)
+                    self._merging(writer, bulk=False)
         current = self._count_current(wanted)
         self._files.set_status("ready" if current >= total else "building", current, total)
+
+    def _merging(self, writer: sqlite3.Connection, *, bulk: bool) -> None:
+        """How the FTS segments merge: lazily during a big batch (``BULK_CRISISMERGE``), else as usual."""
+        automerge, crisismerge = (0, BULK_CRISISMERGE) if bulk else (AUTOMERGE, 16)
+        with self._files.lock, transaction(writer):
+            writer.execute("INSERT INTO terms(terms, rank) VALUES ('automerge', ?)", (automerge,))
+            writer.execute("INSERT INTO terms(terms, rank) VALUES ('crisismerge', ?)", (crisismerge,))
 
     def _keep_vocabulary(self, writer: sqlite3.Connection, sessions: int) -> bool:
         """Whether this batch keeps the vocabulary row by row; a big one marks it stale first (it
