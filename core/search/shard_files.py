@@ -99,6 +99,10 @@ class ShardFiles:
     def __init__(self, path: str | os.PathLike[str] | None) -> None:
         self.path = Path(path) if path is not None else None
         self.lock = threading.RLock()
+        self.write_lock = threading.RLock()
+        """Held by whatever writes the file in a transaction of its own: a batch of words, a write of
+        vectors (they may run on two threads: a builder embeds while it indexes). Taken before
+        ``lock`` when both are."""
         # A search reads on its own connection without ``_lock`` (so it never waits for a batch);
         # ``_reading`` is held for such a read, and closing waits for it. ``_handle`` guards the
         # connections' lifetime for ``interrupt``, which must not wait for the read it stops.

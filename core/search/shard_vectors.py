@@ -88,7 +88,7 @@ class ShardVectors:
         """Make ``model`` the embedder of this shard's vectors (another one's are dropped, every
         chunk queued); whether this process writes the shard (else it only reads what the writer
         embeds)."""
-        with self._files.lock:
+        with self._files.write_lock, self._files.lock:
             writer = self._files.writer
             if writer is None:
                 return False
@@ -110,7 +110,7 @@ class ShardVectors:
 
     def pending(self, limit: int = PENDING_BATCH) -> list[PendingChunk]:
         """The first ``limit`` queued chunks, with their messages' texts."""
-        with self._files.lock:
+        with self._files.write_lock, self._files.lock:
             writer = self._files.writer
             if writer is None:
                 return []
@@ -130,7 +130,7 @@ class ShardVectors:
     def store(self, chunks: Sequence[tuple[PendingChunk, bytes]], dims: int, width: int) -> None:
         """Write each chunk's packed vectors (``width`` bytes each) in parts and take it off the
         queue, in one transaction; a chunk rewritten since it was read stays queued."""
-        with self._files.lock:
+        with self._files.write_lock, self._files.lock:
             writer = self._files.writer
             if writer is None:
                 return

@@ -131,7 +131,7 @@ class ShardWriter:
     def _remake_stale_vocabulary(self, writer: sqlite3.Connection, wanted: Mapping[str, str]) -> None:
         """Make the vocabulary again if it is stale (a build stopped midway, a file from before it)."""
         try:
-            with self._files.lock:
+            with self._files.write_lock, self._files.lock:
                 if not vocabulary.is_fresh(writer):
                     with transaction(writer):
                         vocabulary.remake(writer)
@@ -143,7 +143,7 @@ class ShardWriter:
         # in memory the one connection is shared and the lock keeps a search out of a batch.
         assert self._files.writer is not None
         shared = self._files.reader is self._files.writer
-        lock = self._files.lock if shared else threading.RLock()
+        lock = self._files.lock if shared else self._files.write_lock
         self._new_postings.clear()
         return WriteBatch(self._files.writer, lock, shared, self._flush_postings, self._new_postings.clear)
 
@@ -213,14 +213,14 @@ class ShardWriter:
     def _merging(self, writer: sqlite3.Connection, *, bulk: bool) -> None:
         """How the FTS segments merge: lazily during a big batch (``BULK_CRISISMERGE``), else as usual."""
         automerge, crisismerge = (0, BULK_CRISISMERGE) if bulk else (AUTOMERGE, 16)
-        with self._files.lock, transaction(writer):
+        with self._files.write_lock, self._files.lock, transaction(writer):
             writer.execute("INSERT INTO terms(terms, rank) VALUES ('automerge', ?)", (automerge,))
             writer.execute("INSERT INTO terms(terms, rank) VALUES ('crisismerge', ?)", (crisismerge,))
 
     def _keep_vocabulary(self, writer: sqlite3.Connection, sessions: int) -> bool:
         """Whether this batch keeps the vocabulary row by row; a big one marks it stale first (it
         is made again at the end)."""
-        with self._files.lock:
+        with self._files.write_lock, self._files.lock:
             fresh = vocabulary.is_fresh(writer)
             if fresh and sessions > vocabulary.STALE_AFTER:
                 with transaction(writer):
@@ -347,7 +347,7 @@ class ShardWriter:
 
     def checkpoint(self) -> None:
         """Merge the FTS segments and fold the write-ahead log into the file (after a big build)."""
-        with self._files.lock:
+        with self._files.write_lock, self._files.lock:
             if self._files.writer is None:
                 return
             with contextlib.suppress(sqlite3.Error):
