@@ -11,6 +11,7 @@ from pathlib import Path
 from core import (
     JsonlSessionStore,
 )
+from tests.conftest import say_user
 from tests.support.app_harness import (
     NOW,
     SIZE,
@@ -55,6 +56,25 @@ async def test_choosing_a_session_in_the_sidebar_switches_the_target(app: Sessio
         await settle(pilot)
         await open_picker(pilot)
         assert "design-notes" not in picker_ids(app) and "today" in picker_ids(app)
+
+
+async def test_the_transcript_follows_the_session_it_shows_and_lets_go_of_the_one_it_left(
+    app: SessionRefApp,
+) -> None:
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        first = app.workspace.session
+        listening = len(first.appended._listeners)
+        assert listening >= 1  # (the transcript among them)
+        before = len(app.chat.query(UserBlock))
+        say_user(first, "written by another part of the app")
+        await until(pilot, lambda: len(app.chat.query(UserBlock)) == before + 1)  # shown without anyone asking
+        app.chat.switch_to("design-notes")
+        await until(pilot, lambda: app.workspace.session.id == "design-notes")
+        assert len(first.appended._listeners) == listening - 1  # it let go of the session it left
+        second = app.workspace.session
+        following = len(second.appended._listeners)
+    assert len(second.appended._listeners) == following - 1  # and of this one when it went away
 
 
 async def test_new_session_and_rename(app: SessionRefApp) -> None:
