@@ -79,7 +79,7 @@ def import_jsonl(
                 try:
                     added, total = future.result()
                 except SessionQueryError as error:
-                    report.problems.append(f"{js_json_stringify(record.header.id)}: {error} ({error.code})")
+                    report.problems.append(f"{js_json_stringify(record.header.id)}: {error.line}")
                 else:
                     report.events += added
                     if added == total and added:
@@ -133,7 +133,7 @@ def export_jsonl(
                     report.copied += 1
                     report.events += len(events)
             except SessionQueryError as error:
-                report.problems.append(f"{js_json_stringify(session_id)}: {error} ({error.code})")
+                report.problems.append(f"{js_json_stringify(session_id)}: {error.line}")
             if progress is not None:
                 progress(done, len(records))
     finally:

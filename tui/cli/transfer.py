@@ -91,7 +91,7 @@ def transfer_command(args: argparse.Namespace) -> int:
     try:
         store = open_store(url=args.store)
     except SessionQueryError as error:
-        console.print(Text(f"sessionref {kind}: {visible(str(error))} ({error.code})"))
+        console.print(Text(f"sessionref {kind}: {visible(error.line)}"))
         return EXIT_DATABASE
     columns = (TextColumn(kind.capitalize() + "ing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     try:
