@@ -335,7 +335,7 @@ async def test_in_the_app_a_session_whose_folder_is_gone_is_one_notice_and_nothi
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, app.workspace.catalog_loaded.is_set)
         target = app.workspace.session.id
-        app.chat.hand_off(CLAUDE_PREFIX + CLAUDE_UUID, "sessionref")
+        app.chat.handoffs.hand_off(CLAUDE_PREFIX + CLAUDE_UUID, "sessionref")
         await until(pilot, lambda: any("HANDOFF_FOLDER_MISSING" in n.message for n in app._notifications))
         assert not isinstance(app.screen, HandoffScreen) and app.workspace.session.id == target
     store.close()

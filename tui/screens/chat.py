@@ -4,35 +4,29 @@ It lays out what the user sees of the ``Workspace`` it is given (the store, the 
 the target session and its agent) and routes the keys and the widgets' messages. The widgets own
 what they show and run their own work: the picker its lookups (``SessionPicker``), the preview its
 ``prepare`` (``LivePreview``), the sidebar its listing and filter (``StoreSidebar``), the transcript
-follows its session (``Transcript``). The screen runs sending, compaction and hand-offs in its own
-workers, with plain parts that hold no widget: ``Sender``, ``CompactionControl``, ``SessionControl``,
-``HandoffControl`` and ``PromptStatus`` (the prompt's title); what they have to say comes back as
-``Notice``s. It never reaches into the app: what the app must know it posts (``Ready``, ``Sent``; the
-picker's and the preview's ``Shown`` bubble up for the app's trace).
+follows its session (``Transcript``). Two headless parts run the rest in their own workers: the
+agent's turns (``Turns``: sending, compacting) and hand-offs (``Handoffs``). Switching and renaming
+are a plain part (``SessionControl``), and ``PromptStatus`` says in the prompt's title what is going
+on. It never reaches into the app: what the app must know it posts (``Ready``, ``Sent``; the picker's
+and the preview's ``Shown`` bubble up for the app's trace).
 """
 
 from __future__ import annotations
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TextArea
 
-from core import AbortController
-from core.handoff.agents import AGENTS, Agent
-from core.handoff.briefing import HandoffError
 from tui.screens.commands import ChatCommands, SessionCommands, chat_commands
-from tui.screens.compaction_control import CompactionControl
 from tui.screens.dialogs import RenameScreen, ViewerScreen
-from tui.screens.handoff_control import HandoffControl
-from tui.screens.handoff_dialog import ContinueMenu, HandoffScreen
+from tui.screens.handoffs import Handoffs
 from tui.screens.prompt_status import PromptStatus
-from tui.screens.sender import NotSent, Sender
 from tui.screens.session_control import SessionControl
+from tui.screens.turns import Turns
 from tui.services.context_view import context_summary, draft_context, model_view_figures
 from tui.services.indexing import MessageIndexer
 from tui.services.notice import Notice
@@ -76,11 +70,6 @@ class ChatScreen(Screen[None]):
     class Sent(Message):
         """A message went to the model."""
 
-    preparing = reactive(False, init=False)
-    """Whether a send is being prepared: its references, or a compaction before it (Esc cancels it)."""
-    compacting = reactive(False, init=False)
-    """Whether the target's agent compacts its history (the prompt's title shows how far)."""
-
     def __init__(self, workspace: Workspace, indexer: MessageIndexer, *, cursor_blink: bool = True) -> None:
         super().__init__()
         self.workspace = workspace
@@ -95,11 +84,11 @@ class ChatScreen(Screen[None]):
         )
         self._pane = LivePreview(workspace, lambda: self.prompt.text, id="preview")
         self.prompt_status = PromptStatus(workspace, self.prompt)
-        self.sender = Sender(workspace)
-        self._send_abort: AbortController | None = None
-        self.compaction_control = CompactionControl(workspace)
+        self.turns = Turns(workspace)
+        """Sending and compacting, run in their own workers (``preparing``, ``compacting``)."""
         self.session_control = SessionControl(workspace)
-        self.handoff_control = HandoffControl(workspace)
+        self.handoffs = Handoffs(workspace)
+        """Hand-offs ("Continue in …"), run in their own worker."""
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -112,9 +101,14 @@ class ChatScreen(Screen[None]):
         yield self.prompt
         yield Footer()
         yield self.picker
+        yield self.handoffs
+        yield self.turns
 
     def on_mount(self) -> None:
         self.prompt_status.show()
+        # The prompt's title says what the turns are doing (preparing the references, compacting).
+        self.watch(self.turns, "preparing", self.prompt_status.set_preparing, init=False)
+        self.watch(self.turns, "compacting", self.prompt_status.watch_compaction, init=False)
         self.prompt.focus()
         sidebar = self._sidebar
         catalog = self.workspace.catalog
@@ -134,11 +128,10 @@ class ChatScreen(Screen[None]):
         """Tell the user what a part had to say."""
         self.notify(notice.message, title=notice.title, severity=notice.severity, timeout=notice.timeout, markup=False)
 
-    def watch_preparing(self, on: bool) -> None:
-        self.prompt_status.set_preparing(on)
-
-    def watch_compacting(self, on: bool) -> None:
-        self.prompt_status.watch_compaction(on)
+    @property
+    def preparing(self) -> bool:
+        """Whether a send is being prepared (its references, or a compaction before it)."""
+        return self.turns.preparing
 
     def _show_target(self) -> None:
         workspace = self.workspace
@@ -169,8 +162,7 @@ class ChatScreen(Screen[None]):
     @on(Transcript.TurnEnded)
     def _turn_ended(self) -> None:
         self._target_moved_on()
-        for notice in self.sender.turn_ended():
-            self.show_notice(notice)
+        self.turns.turn_ended()
 
     def _target_switched(self) -> None:
         self._show_target()
@@ -193,8 +185,8 @@ class ChatScreen(Screen[None]):
             self.picker.dismiss()
         elif agent.status == "compacting":
             agent.cancel()
-        elif self.preparing and self._send_abort is not None:
-            self._send_abort.abort("cancelled by the user")
+        elif self.turns.cancel_preparing():
+            pass
         elif agent.status == "running":
             agent.cancel()
             self.notify("Reply stopped; what arrived is kept.", title="Stopped")
@@ -228,84 +220,47 @@ class ChatScreen(Screen[None]):
         if not event.text.strip():
             return
         self.picker.close()
-        self._send(event.text)
+        self.turns.send(event.text)
 
-    @work(exclusive=True, group="send")
-    async def _send(self, text: str) -> None:
-        """Prepare and send ``text``; nothing of it is sent when preparing fails or is cancelled
-        (the prompt gets the draft back if it was emptied meanwhile)."""
-        controller = self._send_abort = AbortController()
-        self.preparing = True
-        try:
-            prepared = await self.sender.prepare(text, controller.signal)
-            self._send_abort = None
-            # Still "preparing" while a compaction runs before the send: a second Enter is refused,
-            # Escape cancels the compaction, and its progress is in the prompt's title.
-            told = await self.sender.deliver(prepared, lambda on: setattr(self, "compacting", on))
-        except NotSent as refusal:
-            self.show_notice(refusal.notice)
-            self.prompt.offer_draft(text, keep_typed=True)
-            if refusal.moved:
-                self._target_moved_on()
-            return
-        finally:
-            self._send_abort = None
-            self.preparing = False
-        for notice in told:
-            self.show_notice(notice)
-        if self.prompt.text == text:
+    @on(Turns.Sent)
+    def _sent(self, event: Turns.Sent) -> None:
+        if self.prompt.text == event.text:
             self.prompt.clear()
         self.post_message(self.Sent())
         self._transcript.show_session(self.workspace.session, self.workspace.agent, self.workspace.model.name)
         self.prompt_status.show()
 
+    @on(Turns.Kept)
+    def _kept(self, event: Turns.Kept) -> None:
+        self.prompt.offer_draft(event.text, keep_typed=True)
+
+    @on(Turns.Moved)
+    def _moved(self) -> None:
+        self._target_moved_on()
+
     @on(SessionSidebar.MenuWanted, "#sidebar")
-    @work(exclusive=True, group="handoff")
-    async def _menu_wanted(self, event: SessionSidebar.MenuWanted) -> None:
-        """A sidebar row's menu: Open, and Continue in each agent found."""
-        session_id = event.session_id
-        can_open = self.workspace.catalog.is_own(session_id)
-        title, lines = self.handoff_control.menu_lines(session_id)
-        choice = await self.app.push_screen_wait(ContinueMenu(title, self.handoff_control.agents(), can_open, lines))
-        if choice == "open":
-            self.switch_to(session_id)
-        elif choice in AGENTS:
-            await self._hand_off(session_id, AGENTS[choice])
+    def _menu_wanted(self, event: SessionSidebar.MenuWanted) -> None:
+        self.handoffs.menu(event.session_id)
+
+    @on(Handoffs.Opened)
+    def _opened(self, event: Handoffs.Opened) -> None:
+        self.switch_to(event.session_id)
+
+    @on(Handoffs.Handed)
+    def _handed(self, event: Handoffs.Handed) -> None:
+        if event.draft is not None:  # sessionref's new session is the target
+            self._target_switched()
+            self.prompt.offer_draft(event.draft)
+        else:
+            self._transcript.sync(self.workspace.session, self.workspace.model.name)
 
     def palette_commands(self) -> list[SystemCommand]:
         """The chat's own commands in the command palette (``ChatCommands``), in order."""
-        return chat_commands(self, [(agent.name, agent.label) for agent in self.handoff_control.agents()])
+        return chat_commands(self, [(agent.name, agent.label) for agent in self.handoffs.agents()])
 
     def continue_in(self, agent: str) -> None:
         """Hand the target session to ``agent`` (the palette's "Continue in …")."""
-        self.hand_off(self.workspace.session.id, agent)
-
-    @work(exclusive=True, group="handoff")
-    async def hand_off(self, session_id: str, agent: str) -> None:
-        """Hand ``session_id`` to ``agent``: its briefing (built off the UI thread), shown for the
-        user to start or cancel, then the agent run in this terminal (or a new session here)."""
-        await self._hand_off(session_id, AGENTS[agent])
-
-    async def _hand_off(self, session_id: str, agent: Agent) -> None:
-        handoffs = self.handoff_control
-        try:
-            briefing = await handoffs.briefing(session_id, agent)
-        except HandoffError as error:
-            self.show_notice(Notice(error.line, "Cannot hand off", "error"))
-            return
-        goal = await self.app.push_screen_wait(HandoffScreen(briefing, agent))
-        if goal is None:
-            return
-        briefing = briefing.with_goal(goal)
-        if agent.build is None:  # sessionref: a new session here, its draft referencing the source
-            draft, told = handoffs.into_sessionref(briefing)
-            self._target_switched()
-            self.prompt.offer_draft(draft)
-        else:
-            told = handoffs.run_agent(self.app, briefing, agent)
-            self._transcript.sync(self.workspace.session, self.workspace.model.name)
-        for notice in told:
-            self.show_notice(notice)
+        self.handoffs.hand_off(self.workspace.session.id, agent)
 
     @on(SessionSidebar.Chosen, "#sidebar")
     def _chosen(self, event: SessionSidebar.Chosen) -> None:
@@ -342,22 +297,7 @@ class ChatScreen(Screen[None]):
 
     def action_compact(self) -> None:
         """Compact the session's older history into a checkpoint now (Esc cancels)."""
-        refused = self.compaction_control.refusal()
-        if self.preparing or refused is not None:
-            self.show_notice(refused or Notice("Wait for the reply to finish, then compact.", "Compact history"))
-            return
-        self._compact()
-
-    @work(exclusive=True, group="compact")
-    async def _compact(self) -> None:
-        self.compacting = True
-        try:
-            notice, compacted = await self.compaction_control.compact()
-        finally:
-            self.compacting = False
-        self.show_notice(notice)
-        if compacted:
-            self._target_moved_on()
+        self.turns.compact()
 
     def action_toggle_sidebar(self) -> None:
         """Show or hide the sessions sidebar."""
