@@ -63,11 +63,16 @@ class Turns(Widget):
             return True
         return False
 
-    @work(exclusive=True, group="send")
-    async def send(self, text: str) -> None:
-        """Prepare and send ``text``; nothing of it is sent when preparing fails or is cancelled."""
-        controller = self._abort = AbortController()
+    def send(self, text: str) -> None:
+        """Prepare and send ``text``; nothing of it is sent when preparing fails or is cancelled.
+        It is ``preparing`` from now on, before its worker starts: a compaction asked for meanwhile
+        (F8 right after Enter) is refused, never raced."""
+        self._abort = AbortController()
         self.preparing = True
+        self._send(text, self._abort)
+
+    @work(exclusive=True, group="send")
+    async def _send(self, text: str, controller: AbortController) -> None:
         try:
             prepared = await self.sender.prepare(text, controller.signal)
             self._abort = None
