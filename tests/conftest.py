@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -186,59 +184,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {what}")
 
 
-_LONGEST = re.compile(
-    r"test_readers_beside_writer\.py::test_ten_thousand|test_wheel\.py::|test_app_context\.py::test_(fifty_turns|the_same_when)"
-)
-"""The tests that take a minute or more on two cores (the wheel's module together: they share its
-build): each starts a worker's share, so that the others share the cores with them instead of
-waiting on them at the end."""
-
-
-def _longest_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items`` as pytest-xdist's work stealing hands them out (each worker a contiguous share, the
-    first worker the first share), with the longest tests spread a group to a share, at its start.
-    The same order on every worker (xdist checks it): it depends only on the items and the count."""
-    groups: dict[str, list[pytest.Item]] = {}
-    rest: list[pytest.Item] = []
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by what it needs: its module's kind, a database fixture; then ``slow`` for any."""
     for item in items:
-        if _LONGEST.search(item.nodeid):
-            key = item.nodeid.split("::")[0] if "test_wheel" in item.nodeid else item.nodeid
-            groups.setdefault(key, []).append(item)
-        else:
-            rest.append(item)
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if workers < 2 or not groups:
-        return [item for group in groups.values() for item in group] + rest
-    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
-    for number, group in enumerate(groups.values()):
-        shares[number % workers] += group
-    ordered: list[pytest.Item] = []
-    remaining, taken = len(items), 0
-    for number, share in enumerate(shares):
-        size = remaining // (workers - number)  # (xdist's own split of what is left)
-        filler = rest[taken : taken + max(size - len(share), 0)]
-        taken += len(filler)
-        ordered += share + filler
-        remaining -= len(share) + len(filler)
-    return ordered + rest[taken:]
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest tests start a worker's share each (``_longest_first``); after ``-m`` deselected."""
-    items[:] = _longest_first(items)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """Mark each test by what it needs: its module's kind, a database fixture; then ``slow`` for any
-    (as it is collected: before ``-m`` deselects by these marks)."""
-    module_object = getattr(item, "module", None)
-    module = module_object.__name__.rsplit(".", 1)[-1] if module_object is not None else ""
-    for name in _MODULE_MARKERS.get(module, ()):
-        item.add_marker(name)
-    database = module.startswith("test_pg_") or module.endswith("_pg")
-    if database or _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
-        item.add_marker("postgres")
-    if any(item.get_closest_marker(name) is not None for name in SLOW_MARKERS):
-        item.add_marker("slow")
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
+        for name in _MODULE_MARKERS.get(module, ()):
+            item.add_marker(name)
+        database = module.startswith("test_pg_") or module.endswith("_pg")
+        if database or _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker("postgres")
+        if any(item.get_closest_marker(name) is not None for name in SLOW_MARKERS):
+            item.add_marker("slow")
