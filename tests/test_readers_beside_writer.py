@@ -1,5 +1,6 @@
 """Readers beside a writer (``python -m fuzz.readers``): one process appends to a zstd and a plain
-store without pause while this one lists and reads them; 10,000 reads, every one checked to be a
+store without pause while this one lists and reads them; 5,000 reads (the fuzzer's own run: 10,000),
+every one checked to be a
 consistent prefix of what was written. And the checker itself catches a read that is not."""
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from core import JsonlSessionStore
 from fuzz.readers import Figures, Inconsistent, read, run, script, session_id
 
 
-def test_ten_thousand_reads_beside_a_writer_are_consistent_prefixes() -> None:
-    figures, _seconds = run(10_000)
-    assert figures.reads == 10_000
-    assert figures.listings >= 10_000
+def test_five_thousand_reads_beside_a_writer_are_consistent_prefixes() -> None:
+    # (``make fuzz`` reads 10,000 times: python -m fuzz.readers; here half, the suite's longest test)
+    figures, _seconds = run(5_000)
+    assert figures.reads == 5_000
+    assert figures.listings >= 5_000
     # The reads really ran beside the writer: they saw the sessions at thousands of lengths.
     assert figures.distinct_prefixes > 1_000
     assert figures.events_checked > figures.reads
