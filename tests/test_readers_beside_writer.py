@@ -1,7 +1,7 @@
 """Readers beside a writer (``python -m fuzz.readers``): one process appends to a zstd and a plain
 store without pause while this one lists and reads them; 5,000 reads (the fuzzer's own run: 10,000),
-every one checked to be a
-consistent prefix of what was written. And the checker itself catches a read that is not."""
+every one checked to be a consistent prefix of what was written. And the checker itself catches a
+read that is not."""
 
 from __future__ import annotations
 
