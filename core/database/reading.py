@@ -33,6 +33,7 @@ from core.sessions.models import (
     SurfaceSnapshot,
     TitleSnapshot,
 )
+from core.sessions.query import ReadsAsQuery
 from core.sessions.session import not_found
 from core.sessions.surface import events_at
 
@@ -40,7 +41,7 @@ StoredRevision = int
 """A session's revision in the database: a number from one sequence, new with every change."""
 
 
-class PgReader:
+class PgReader(ReadsAsQuery):
     """What a PostgreSQL store answers of reading: listing, sessions, revisions, and what a host
     that hears the database's notifications asks.
 
@@ -69,10 +70,6 @@ class PgReader:
             return read_session_rows(connection, session_id)
         except (psycopg.Error, PoolTimeout) as error:
             raise database_error(error, f"cannot read session {js_json_stringify(session_id)}") from None
-
-    async def list_sessions(self) -> list[SessionRecord]:
-        """``listing()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.listing()
 
     def listing(self) -> list[SessionRecord]:
         """Every session this role may see (its own, and those shared with its teams), newest
@@ -141,10 +138,6 @@ class PgReader:
         """The revision of a session this store writes, as of its last append."""
         return self._writers.revision(session_id)
 
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        """``surface()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.surface(session_id)
-
     def surface(self, session_id: str) -> SurfaceSnapshot:
         """The folded current surface.
 
@@ -158,10 +151,6 @@ class PgReader:
         if loaded is None:
             raise not_found(session_id)
         return loaded.surface()
-
-    async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        """``title()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.title(session_id)
 
     def title(self, session_id: str) -> TitleSnapshot | None:
         """The latest ``session/title`` of the raw log, or ``None``."""

@@ -62,6 +62,7 @@ from core.sessions.models import (
     SurfaceSnapshot,
     TitleSnapshot,
 )
+from core.sessions.query import ReadsAsQuery
 from core.sessions.session import (
     Clock,
     Session,
@@ -89,7 +90,7 @@ __all__ = [
 ]
 
 
-class PostgresSessionStore:
+class PostgresSessionStore(ReadsAsQuery):
     """Sessions in PostgreSQL (see the module docstring).
 
     Args:
@@ -163,18 +164,6 @@ class PostgresSessionStore:
     def title(self, session_id: str) -> TitleSnapshot | None:
         """The latest ``session/title`` of the raw log, or ``None``."""
         return self.reader.title(session_id)
-
-    async def list_sessions(self) -> list[SessionRecord]:
-        """``listing()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.listing()
-
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        """``surface()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.surface(session_id)
-
-    async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        """``title()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.title(session_id)
 
     def read_log(self, session_id: str) -> tuple[SessionHeader, list[SessionEvent]]:
         """Every event of the raw log, read-only (no write lock)."""

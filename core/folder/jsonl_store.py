@@ -37,6 +37,7 @@ from core.sessions.models import (
     SurfaceSnapshot,
     TitleSnapshot,
 )
+from core.sessions.query import ReadsAsQuery
 from core.sessions.session import (
     Clock,
     Session,
@@ -61,7 +62,7 @@ class _Owned:
     fd: int | None = None
 
 
-class JsonlSessionStore:
+class JsonlSessionStore(ReadsAsQuery):
     """Durable, dsh-compatible sessions on disk (STORE.md), with the ``MemorySessionStore`` surface.
 
     Args:
@@ -136,10 +137,6 @@ class JsonlSessionStore:
     def changes_pending(self) -> bool:
         """Whether ``note_changes`` reported anything the last listing has not looked at."""
         return self._listing.changes_pending()
-
-    async def list_sessions(self) -> list[SessionRecord]:
-        """``listing()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.listing()
 
     def listing(self) -> list[SessionRecord]:
         """Every readable session, newest first; unreadable files are reported in ``self.problems``.
@@ -318,10 +315,6 @@ class JsonlSessionStore:
             raise not_found(session_id)
         return self._logs.load(path)
 
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        """``surface()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.surface(session_id)
-
     def surface(self, session_id: str) -> SurfaceSnapshot:
         """The folded current surface, from memory for sessions this store writes, else from disk.
 
@@ -337,10 +330,6 @@ class JsonlSessionStore:
             captured_through_seq=log.events[-1].seq if log.events else None,
             events=events_at(log.events, log.surface_seqs),
         )
-
-    async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        """``title()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.title(session_id)
 
     def title(self, session_id: str) -> TitleSnapshot | None:
         """The latest ``session/title`` of the raw log, or ``None``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
@@ -49,6 +50,35 @@ class SessionReads(Protocol):
     def title(self, session_id: str) -> TitleSnapshot | None:
         """The latest ``session/title`` event of the raw log, or ``None``."""
         ...
+
+
+class ReadsAsQuery(ABC):
+    """A ``SessionQuery`` made of its own ``SessionReads``: the stores and sources read files or rows
+    without waiting on anything, so the coroutines the engine awaits are the synchronous reads."""
+
+    @abstractmethod
+    def listing(self) -> list[SessionRecord]:
+        """Every session, newest ``created_at`` first, ties broken by id."""
+
+    @abstractmethod
+    def surface(self, session_id: str) -> SurfaceSnapshot:
+        """The folded current surface of one session."""
+
+    @abstractmethod
+    def title(self, session_id: str) -> TitleSnapshot | None:
+        """The latest ``session/title`` event of the raw log, or ``None``."""
+
+    async def list_sessions(self) -> list[SessionRecord]:
+        """``listing()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.listing()
+
+    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
+        """``surface()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.surface(session_id)
+
+    async def read_title(self, session_id: str) -> TitleSnapshot | None:
+        """``title()``, as the engine's ``SessionQuery`` asks for it."""
+        return self.title(session_id)
 
 
 class ReferenceTarget(Protocol):

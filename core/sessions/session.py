@@ -26,7 +26,7 @@ from core.sessions.models import (
     TitleSnapshot,
     trusted_event,
 )
-from core.sessions.query import listing_order_key
+from core.sessions.query import ReadsAsQuery, listing_order_key
 from core.sessions.surface import SURFACE_EVENT_TYPES, SurfaceFolder, derive_messages, events_at
 from core.sessions.wire_shapes import ModelMessage
 
@@ -300,7 +300,7 @@ def mint_session_id() -> str:
     return str(uuid.uuid4())
 
 
-class MemorySessionStore:
+class MemorySessionStore(ReadsAsQuery):
     """Live, in-process sessions; also the reference ``SessionQuery`` implementation."""
 
     def __init__(self, *, clock: Clock = system_clock) -> None:
@@ -373,16 +373,8 @@ class MemorySessionStore:
         """
         return self._require(session_id).title
 
-    async def list_sessions(self) -> list[SessionRecord]:
-        """``listing()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.listing()
-
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
         """``surface()``, as the engine's ``SessionQuery`` asks for it (after a yield to the loop: a
         live session may be appended to meanwhile, as it would be by a real reply)."""
         await asyncio.sleep(0)
         return self.surface(session_id)
-
-    async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        """``title()``, as the engine's ``SessionQuery`` asks for it."""
-        return self.title(session_id)

@@ -8,7 +8,7 @@ import itertools
 import json
 import os
 import re
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,7 +27,7 @@ from core.sessions.models import (
     TitleSnapshot,
     trusted_event,
 )
-from core.sessions.query import listing_order_key
+from core.sessions.query import ReadsAsQuery, listing_order_key
 from core.sessions.session import not_found
 
 HEAD_BYTES = 256 * 1024
@@ -212,7 +212,7 @@ class SurfaceBuilder:
         self.events = [surface_event(ev.USER_MESSAGE, seq, time, data)]
 
 
-class FileSource(ABC):
+class FileSource(ReadsAsQuery):
     """What both agents' sources share: a cached listing by file revision and lazy reads. Each
     agent's source is a kind of it: it says where its files are and how one reads."""
 
@@ -330,14 +330,3 @@ class FileSource(ABC):
             return None
         seq = session.last_seq or 0
         return TitleSnapshot(title=session.title, message_seqs=[], event_seq=seq, updated_at=session.header.created_at)
-
-    # Like the dsh store's, these coroutines read synchronously: a host that must not wait runs
-    # them (or the plain methods above) on a thread of its own.
-    async def list_sessions(self) -> list[SessionRecord]:
-        return self.listing()
-
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        return self.surface(session_id)
-
-    async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        return self.title(session_id)

@@ -32,7 +32,7 @@ from typing import Any
 from core.errors import SessionQueryError
 from core.files import Revision
 from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
-from core.sessions.query import listing_order_key
+from core.sessions.query import ReadsAsQuery, listing_order_key
 from core.sessions.session import not_found
 from core.sessions.sources.files import ExternalSession, SurfaceBuilder, prompt_title
 from core.sessions.sources.opencode_files import STORAGE, stored_rows, stored_sessions
@@ -92,7 +92,7 @@ def _own_title(title: str) -> str | None:
     return None if not title or title.startswith(("New session - ", "Child session - ")) else title
 
 
-class OpenCodeSource:
+class OpenCodeSource(ReadsAsQuery):
     """opencode's sessions in its SQLite database (read-only; see the module docstring)."""
 
     prefix = OPENCODE_PREFIX
@@ -355,15 +355,6 @@ class OpenCodeSource:
         if title is None:
             return None
         return TitleSnapshot(title=title, message_seqs=[], event_seq=0, updated_at=entry.header.created_at)
-
-    async def list_sessions(self) -> list[SessionRecord]:
-        return self.listing()
-
-    async def read_surface(self, session_id: str) -> SurfaceSnapshot:
-        return self.surface(session_id)
-
-    async def read_title(self, session_id: str) -> TitleSnapshot | None:
-        return self.title(session_id)
 
 
 class KiloSource(OpenCodeSource):
