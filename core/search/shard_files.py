@@ -53,6 +53,8 @@ def classify_failure(error: BaseException) -> IndexUnavailable:
 
 AUTOMERGE = 8
 """FTS segments of one level merged into the next as the index grows (FTS5's ``automerge``)."""
+CRISISMERGE = 16
+"""Segments of one level that force a merge whatever ``automerge`` says (FTS5's ``crisismerge``)."""
 BULK_CRISISMERGE = 64
 """During a big batch: no incremental merging, and a level is merged only once it holds this many
 segments (FTS5's ``crisismerge``). A build's merges are mostly redone by the next level's, and the
@@ -72,7 +74,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(
     text, tokenize="trigram case_sensitive 1", detail=none, content='', columnsize=0
 );
 INSERT INTO terms(terms, rank) VALUES ('automerge', {AUTOMERGE});
-INSERT INTO terms(terms, rank) VALUES ('crisismerge', 16);
+INSERT INTO terms(terms, rank) VALUES ('crisismerge', {CRISISMERGE});
 CREATE TABLE IF NOT EXISTS postings(
     word TEXT NOT NULL, key INTEGER NOT NULL, count INTEGER NOT NULL, PRIMARY KEY(word, key)
 ) WITHOUT ROWID;

@@ -28,7 +28,7 @@ from core.search.index_values import (
     IndexUnavailable,
     SyncReport,
 )
-from core.search.shard_files import AUTOMERGE, BULK_CRISISMERGE, ShardFiles, classify_failure, transaction
+from core.search.shard_files import AUTOMERGE, BULK_CRISISMERGE, CRISISMERGE, ShardFiles, classify_failure, transaction
 from core.search.shard_vectors import forget_chunks, queue_chunk
 
 COMMIT_INTERVAL = 0.25
@@ -212,7 +212,7 @@ class ShardWriter:
 
     def _merging(self, writer: sqlite3.Connection, *, bulk: bool) -> None:
         """How the FTS segments merge: lazily during a big batch (``BULK_CRISISMERGE``), else as usual."""
-        automerge, crisismerge = (0, BULK_CRISISMERGE) if bulk else (AUTOMERGE, 16)
+        automerge, crisismerge = (0, BULK_CRISISMERGE) if bulk else (AUTOMERGE, CRISISMERGE)
         with self._files.write_lock, self._files.lock, transaction(writer):
             writer.execute("INSERT INTO terms(terms, rank) VALUES ('automerge', ?)", (automerge,))
             writer.execute("INSERT INTO terms(terms, rank) VALUES ('crisismerge', ?)", (crisismerge,))

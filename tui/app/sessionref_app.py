@@ -32,7 +32,6 @@ from tui.app.listing_keeper import (
 from tui.app.trace import AppTrace
 from tui.screens.chat import ChatScreen
 from tui.services.indexing import MessageIndexer
-from tui.services.notice import Notice
 from tui.services.text import visible, visible_lines
 from tui.services.workspace import Clock, Workspace, open_for_writing
 from tui.widgets.live_preview import LivePreview
@@ -157,13 +156,13 @@ class SessionRefApp(App[None]):
         """The watcher heard a change: say once when it failed, and re-list."""
         notice = self.listing.watch_failure()
         if notice is not None:
-            self._tell(notice)
+            notice.show(self)
         self.refresh_catalog()
 
     def on_store_health_changed(self, _message: StoreHealthChanged | None = None) -> None:
         notice = self.listing.store_health()
         if notice is not None:
-            self._tell(notice)
+            notice.show(self)
 
     def on_titles_wanted(self, _message: TitlesWanted | None = None) -> None:
         """Read the titles the sidebar or the picker showed without knowing them, off the UI thread."""
@@ -178,9 +177,6 @@ class SessionRefApp(App[None]):
             self.call_from_thread(self._catalog_changed)
         if more:  # wanted while the last ones were read
             self.post_message(TitlesWanted())
-
-    def _tell(self, notice: Notice) -> None:
-        self.notify(notice.message, title=notice.title, severity=notice.severity, timeout=notice.timeout)
 
     def chat_is_live(self) -> bool:
         """Whether the chat screen can be repainted: composed and mounted (it paints what is there

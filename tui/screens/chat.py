@@ -29,7 +29,6 @@ from tui.screens.session_control import SessionControl
 from tui.screens.turns import Turns
 from tui.services.context_view import context_summary, draft_context, model_view_figures
 from tui.services.indexing import MessageIndexer
-from tui.services.notice import Notice
 from tui.services.text import session_badge, short_cwd, visible
 from tui.services.workspace import Workspace
 from tui.widgets.live_preview import PREVIEW_DELAY, LivePreview
@@ -123,10 +122,6 @@ class ChatScreen(Screen[None]):
     def transcript(self) -> Transcript:
         """The transcript of the target session."""
         return self._transcript
-
-    def show_notice(self, notice: Notice) -> None:
-        """Tell the user what a part had to say."""
-        self.notify(notice.message, title=notice.title, severity=notice.severity, timeout=notice.timeout, markup=False)
 
     @property
     def preparing(self) -> bool:
@@ -272,7 +267,7 @@ class ChatScreen(Screen[None]):
             return
         refused = self.session_control.switch_to(session_id)
         if refused is not None:
-            self.show_notice(refused)
+            refused.show(self.app)
             return
         self._target_switched()
 
@@ -280,7 +275,7 @@ class ChatScreen(Screen[None]):
         """Start a new session in the launch cwd and make it the target."""
         notice = self.session_control.new_session()
         self._target_switched()
-        self.show_notice(notice)
+        notice.show(self.app)
 
     def action_rename_session(self) -> None:
         """Ask for a new title and write it as a ``session/title`` event."""
@@ -291,7 +286,7 @@ class ChatScreen(Screen[None]):
             return  # the dialog was dismissed
         refused = self.session_control.rename(title)
         if refused is not None:
-            self.show_notice(refused)
+            refused.show(self.app)
             return
         self._target_moved_on()
 

@@ -90,4 +90,4 @@ class Handoffs(Widget):
 
     def _tell(self, notices: list[Notice]) -> None:
         for notice in notices:
-            self.notify(notice.message, title=notice.title, severity=notice.severity, markup=False)
+            notice.show(self.app)

@@ -116,4 +116,4 @@ class Turns(Widget):
 
     def _tell(self, notices: list[Notice]) -> None:
         for notice in notices:
-            self.notify(notice.message, title=notice.title, severity=notice.severity, markup=False)
+            notice.show(self.app)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from textual.app import App
 from textual.notifications import SeverityLevel
 
 
@@ -16,3 +18,7 @@ class Notice:
     severity: SeverityLevel = "information"
     timeout: float | None = None
     """Seconds it shows (``None``: Textual's default)."""
+
+    def show(self, app: App[Any]) -> None:
+        """Show it as the app's notification."""
+        app.notify(self.message, title=self.title, severity=self.severity, timeout=self.timeout, markup=False)

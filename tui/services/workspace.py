@@ -25,7 +25,7 @@ from core import (
     SessionReferenceService,
     SessionSearch,
 )
-from core.agent.session_tools import READ_BYTES, SessionTools
+from core.agent.session_tools import SessionTools
 from core.agent.tool_steps import MAX_STEPS
 from core.catalog.catalog import SessionCatalog
 from core.reference.staleness import moved_on_words, newer_messages
@@ -60,8 +60,6 @@ class Workspace:
     ) -> None:
         self.settings = settings
         """What the run is configured with (the reference limits, compaction, tools, sources, search)."""
-        self.tools = settings.offered_tools
-        """How the model is offered the session tools; ``None``: not at all (``--no-tools``)."""
         self.store = store
         self.model = model
         self.context_settings = settings.compaction
@@ -73,19 +71,18 @@ class Workspace:
         """Set once the first listing and the likely titles are in."""
         self.service = SessionReferenceService(self.catalog, settings.reference, redact=settings.redact)
         """Prepares references (their secrets masked unless ``redact`` is off, ``--no-redaction``)."""
-        self.search_config = settings.search
         # A database store keeps its own message index current with every append; a folder store's
         # (or memory store's) is the SQLite index the app builds and keeps beside it.
         self.store_index = open_message_index(
             self.catalog.hosted,
-            body_search=self.search_config.body_search,
-            embedder=self.search_config.embedder,
+            body_search=settings.search.body_search,
+            embedder=settings.search.embedder,
             index_path=index_path,
         )
         self._own_index: OwnIndex | None = self.store_index.own
         self.body_index: BodyIndex | None = self.store_index.body
         self.message_index: MessageIndex | None = self.store_index.searched
-        self.search = SessionSearch(self.message_index, self.search_config)
+        self.search = SessionSearch(self.message_index, settings.search)
         self._search_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="search")
         self.session = session
         self.agents: dict[str, AgentLoop] = {}
@@ -95,7 +92,7 @@ class Workspace:
         """The agent loop writing ``session`` (made on first use)."""
         agent = self.agents.get(session.id)
         if agent is None:
-            offered = self.tools
+            offered = self.settings.offered_tools  # (None: not offered at all, --no-tools)
             agent = self.agents[session.id] = AgentLoop(
                 session,
                 self.model,
@@ -124,9 +121,13 @@ class Workspace:
         async def listing() -> tuple[Sequence[SessionRecord], Mapping[str, str | None]]:
             return self.catalog.records, self.catalog.titles.title_map()
 
-        read_bytes = self.tools.read_bytes if self.tools is not None else READ_BYTES
         return SessionTools(
-            self.service, self.search, session, listing=listing, executor=self._search_thread, read_bytes=read_bytes
+            self.service,
+            self.search,
+            session,
+            listing=listing,
+            executor=self._search_thread,
+            read_bytes=self.settings.tools.read_bytes,
         )
 
     # -- the target -------------------------------------------------------------------------------
