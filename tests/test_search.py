@@ -26,8 +26,8 @@ from core import (
     project_conversation,
 )
 from core.search.finder import SessionSearch
-from core.search.index_chunks import trigram_query
-from core.search.matching import Snippet, find_folded, make_snippet
+from core.search.index_chunks import analysed, terms_text, trigram_query
+from core.search.matching import Snippet, find_folded, fold, make_snippet
 from core.search.words import term_counts
 from tests.conftest import compact, say_assistant, say_user, text
 from tests.support.indexed_store import Indexed, Target, title
@@ -208,10 +208,35 @@ def test_snippets_are_one_line_around_the_match() -> None:
     assert make_snippet("short needle", "needle", "user", 0) == Snippet("short needle", 6, 12, "user", 0)
 
 
-def test_trigram_queries_quote_everything() -> None:
-    assert trigram_query('a"bcd') == '"a""b" AND """bc" AND "bcd"'
+def test_trigram_queries_take_the_runs_of_word_characters() -> None:
+    assert trigram_query('a"bcd') == '"bcd"'  # a quote (like every mark) splits runs: never in a gram
+    assert trigram_query("retry_budget.py") == " AND ".join(
+        f'"{gram}"' for gram in ("ret", "etr", "try", "ry_", "y_b", "_bu", "bud", "udg", "dge", "get")
+    )
+    assert trigram_query("--max-refs") == '"max" AND "ref" AND "efs"'
     assert trigram_query("ab") is None
-    assert trigram_query("ab cd") is None  # no trigram inside one word: no pre-filter
+    assert trigram_query("ab cd") is None  # no trigram inside one run: no pre-filter
+    assert trigram_query("->") is None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(st.text(st.characters(codec="utf-8"), max_size=80), st.text("abAB_1 .-\n\x00'", max_size=80)),
+    st.integers(0, 80),
+    st.integers(1, 30),
+)
+def test_the_substring_prefilter_never_misses_a_chunk(text: str, at: int, length: int) -> None:
+    # Whatever a needle cut from a chunk's text holds (marks, spaces, CJK, NUL, lone surrogates),
+    # every trigram its query asks for is one the chunk's indexed text holds.
+    needle = fold(text)[at : at + length]
+    query = trigram_query(needle)
+    if query is None:
+        return
+    terms = terms_text(text)
+    indexed = {run[i : i + 3] for run in terms.split(" ") for i in range(len(run) - 2)}
+    asked = {gram.strip('"') for gram in query.split(" AND ")}
+    assert asked <= indexed
+    assert analysed(text) == (terms, term_counts(text))  # the one-pass analysis gives the same
 
 
 def test_words_match_in_any_order_and_quoted_words_as_a_phrase(indexed: Indexed) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import itertools
+import re
 import sqlite3
 import threading
 from array import array
@@ -23,7 +24,7 @@ from core.search.index_values import (
 )
 from core.search.matching import fold
 from core.search.vocabulary import change as vocabulary_change
-from core.search.words import term_counts
+from core.search.words import run_term_counts, term_counts
 from core.sessions.models import ProjectedItem
 
 CHUNK_BYTES = 8 * 1024
@@ -36,6 +37,9 @@ READ_AHEAD = 8
 
 
 CHUNK_MASK = (1 << CHUNK_BITS) - 1
+_RUN = re.compile(r"\w+")
+"""A run of word characters: what the substring pre-filter indexes (``terms_text``). No NUL, quote
+or whitespace is one, so a run is safe in an FTS5 string and whole for SQLite's tokenizer."""
 
 
 def sqlite_text(text: str) -> str:
@@ -51,14 +55,14 @@ def sqlite_text(text: str) -> str:
 def trigram_query(needle: str) -> str | None:
     """The FTS5 query for chunks that may contain folded ``needle``: its trigrams, ANDed.
 
-    Only trigrams inside one word of the needle count (the index holds words, ``terms_text``);
-    ``None`` when there is none, i.e. the needle cannot be pre-filtered.
+    Only trigrams inside one run of word characters of the needle count (the index holds those runs,
+    ``terms_text``); ``None`` when there is none, i.e. the needle cannot be pre-filtered.
     """
     needle = sqlite_text(needle)
-    grams = dict.fromkeys(word[i : i + 3] for word in needle.split() for i in range(len(word) - 2))
+    grams = dict.fromkeys(run[i : i + 3] for run in _RUN.findall(needle) for i in range(len(run) - 2))
     if not grams:
         return None
-    return " AND ".join('"' + gram.replace('"', '""') + '"' for gram in grams)
+    return " AND ".join('"' + gram + '"' for gram in grams)
 
 
 # -- chunks ---------------------------------------------------------------------------------------------
@@ -113,8 +117,7 @@ def seal(chunk: Chunk, compressor: zstandard.ZstdCompressor) -> None:
     raw = chunk.text.encode("utf-8", "surrogatepass")
     chunk.body = compressor.compress(raw)
     chunk.digest = hashlib.blake2b(raw + chunk.roles.encode() + chunk.starts.tobytes(), digest_size=16).digest()
-    chunk.terms = terms_text(chunk.text)
-    chunk.counts = term_counts(chunk.text)
+    chunk.terms, chunk.counts = analysed(chunk.text)
 
 
 def unpack(body: bytes) -> str:
@@ -128,15 +131,24 @@ _local = threading.local()
 
 
 def terms_text(text: str) -> str:
-    """What the FTS table indexes for a chunk: its distinct whitespace-separated words, folded.
+    """What the FTS table indexes for a chunk: its distinct runs of word characters, folded.
 
-    Whitespace never occurs inside a picker query, so every trigram a query can contain lies inside
-    one word: indexing each distinct word once loses no match and halves the text the tokenizer
-    walks. (A query with whitespace filters on its trigrams without whitespace; see ``trigram_query``.)
+    A needle's run of word characters lies inside one run of the text that holds it, so the trigrams
+    inside the needle's runs (``trigram_query``) are all among those of the chunk's distinct runs:
+    indexing each run once loses no match. Splitting at punctuation as well as at whitespace (code's
+    ``self.assertEqual(x,`` is three runs, each said again and again) halves the trigrams the
+    tokenizer walks against whitespace-separated words.
     """
-    # A NUL ends the text for SQLite's tokenizer: split there too (no query can hold one), so the
-    # words after it are indexed.
-    return sqlite_text(" ".join(dict.fromkeys(fold(text).replace("\x00", " ").split())))
+    return sqlite_text(" ".join(dict.fromkeys(_RUN.findall(fold(text)))))
+
+
+def analysed(text: str) -> tuple[str, Counter[str]]:
+    """A chunk's ``terms_text`` and ``term_counts``: in one pass over ASCII text (most of what is
+    said), whose runs of word characters, counted, give both."""
+    if not text.isascii():
+        return terms_text(text), term_counts(text)
+    runs = Counter(_RUN.findall(text.lower()))
+    return " ".join(runs), run_term_counts(runs)
 
 
 @dataclass(slots=True)
@@ -175,8 +187,9 @@ def unindex(connection: sqlite3.Connection, rowid: int, body: bytes) -> Counter[
     """Forget a chunk's text in the FTS table; the word counts it held (for the postings)."""
     text = unpack(body)
     # A contentless FTS table forgets a row only when given exactly the text it indexed.
-    connection.execute("INSERT INTO terms(terms, rowid, text) VALUES ('delete', ?, ?)", (rowid, terms_text(text)))
-    return term_counts(text)
+    terms, counts = analysed(text)
+    connection.execute("INSERT INTO terms(terms, rowid, text) VALUES ('delete', ?, ?)", (rowid, terms))
+    return counts
 
 
 def write_counts(connection: sqlite3.Connection, key: int, change: Mapping[str, int], vocabulary: bool = False) -> int:

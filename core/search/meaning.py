@@ -7,7 +7,7 @@ An ``Embedder`` turns texts into unit vectors. Two ship:
 - ``EndpointEmbedder``: a user's own OpenAI-compatible ``/v1/embeddings`` endpoint, set in the
   config profile (``embeddings_url``, ``embeddings_model``, ``embeddings_key_env``).
 
-The index keeps one vector per message (its first ``MEANING_CHARS`` characters), quantized to four
+The index keeps one vector per message (the words of its first ``MEANING_CHARS`` characters), quantized to four
 bits a dimension with a per-vector scale: 128 bytes for 256 dimensions. On the retrieval benchmark
 that loses nothing against 32-bit floats (the figures are in docs/search.md).
 
@@ -20,14 +20,17 @@ sessions nearest in meaning fill it. Measured on the tuning half of the retrieva
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import os
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.errors import SessionrefError
+from core.search.words import MAX_WORD
 
 if TYPE_CHECKING:  # numpy is imported when vectors are first made or read, never at start-up
     import numpy as np
@@ -54,10 +57,14 @@ LEVELS = 7
 """A dimension is kept as an integer in -LEVELS..LEVELS (four bits)."""
 EMBED_BATCH = 256
 """Texts embedded in one call."""
+WORD_CACHE = 200_000
+"""Distinct words whose tokens the local model keeps (some 30 MB); past it the cache starts again."""
 ENDPOINT_TIMEOUT = 30.0
 """Seconds an embeddings endpoint may take to answer one batch."""
 
 MEANING_UNAVAILABLE = "SEARCH_MEANING_UNAVAILABLE"
+_MEANING_WORD = re.compile(r"[^\W_]+")
+"""What a text's vector is made of (``LocalEmbedder``): its runs of letters and digits."""
 """The embedder cannot be loaded or reached: word search answers alone."""
 
 
@@ -98,21 +105,27 @@ _SPACES_AS_MARKS = {
 class LocalEmbedder:
     """wordllama's shipped 256-dimension model, loaded offline on first use (thread-safe).
 
-    The model is the mean of a text's token vectors; it is computed here from the model's own
-    tokenizer and matrix without padding a batch to its longest text (what wordllama's ``embed``
-    does), which makes the same vectors several times faster on long messages. The tokenizer's own
-    normalizing (a ``▁`` before the text and for every space) is done by ``str.replace`` before a
-    copy of it without that step, a fifth faster and the same tokens; a text holding one of the
-    special tokens' spellings (``<s>``) goes through the tokenizer as it is, which treats those apart.
+    The model is the mean of a text's token vectors. Here a text's vector is the mean of its
+    words' tokens: its runs of letters and digits, case kept, up to ``MAX_WORD`` long. Punctuation,
+    indentation and markup say little of what a message means and are most of code's tokens; on the
+    retrieval benchmark the words alone rank as the whole text did (docs/search.md). Each distinct
+    word is tokenized once, as ``▁word`` (the tokenizer splits a text at its ``▁`` marks: the same
+    tokens as in a whole text), and its tokens kept, so a message costs lookups rather than the
+    tokenizer: a third of the CPU. No batch is padded to its longest text (what wordllama's
+    ``embed`` does).
     """
 
-    name = "wordllama/l2_supercat_256"
+    name = "wordllama/l2_supercat_256/words"
 
     def __init__(self) -> None:
-        self._model: tuple[Any, Any, Any, tuple[str, ...]] | None = None
+        self._model: tuple[Any, bool, Any] | None = None
         self._lock = threading.Lock()
+        self._tokens: dict[str, list[int]] = {}
+        """Word -> its tokens (at most ``WORD_CACHE``; replaced whole when full, so a thread still
+        reading the old one is never disturbed)."""
 
-    def _load(self) -> tuple[Any, Any, Any, tuple[str, ...]]:
+    def _load(self) -> tuple[Any, bool, Any]:
+        """The tokenizer, whether its words are to be given their ``▁`` here, and the matrix."""
         with self._lock:
             if self._model is None:
                 try:
@@ -126,13 +139,10 @@ class LocalEmbedder:
                     tokenizer = tokenizers.Tokenizer.from_str(spelled)
                     tokenizer.no_padding()
                     tokenizer.no_truncation()
-                    bare = tokenizers.Tokenizer.from_str(spelled)  # (its normalizing done by the caller)
-                    if json.loads(spelled).get("normalizer") == _SPACES_AS_MARKS:
-                        bare.normalizer = None
-                    bare.no_padding()
-                    bare.no_truncation()
-                    special = tuple(added.content for added in tokenizer.get_added_tokens_decoder().values())
-                    self._model = (tokenizer, bare, model.embedding, special)
+                    marks = json.loads(spelled).get("normalizer") == _SPACES_AS_MARKS
+                    if marks:  # (its normalizing is a ``▁`` before each word: done here)
+                        tokenizer.normalizer = None
+                    self._model = (tokenizer, marks, model.embedding)
                 except Exception as error:  # a broken install: words answer alone
                     raise MeaningUnavailable(f"the meaning model cannot be loaded: {error}") from error
             return self._model
@@ -140,24 +150,35 @@ class LocalEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
 
-        tokenizer, bare, matrix, special = self._load()
+        tokenizer, marks, matrix = self._load()
         vectors = np.zeros((len(texts), matrix.shape[1]), np.float32)
         for start in range(0, len(texts), EMBED_BATCH):
-            batch = [text[:MEANING_CHARS] for text in texts[start : start + EMBED_BATCH]]
-            # (the tokenizer's own threads, without the offsets a mean does not need)
-            if any("<" in text and any(token in text for token in special) for text in batch):
-                encoded = tokenizer.encode_batch_fast(batch, add_special_tokens=False)
-            elif bare.normalizer is None:
-                normalized = ["\u2581" + text.replace(" ", "\u2581") if text else "" for text in batch]
-                encoded = bare.encode_batch_fast(normalized, add_special_tokens=False)
-            else:  # (another tokenizer than the one shipped today: it normalizes itself)
-                encoded = tokenizer.encode_batch_fast(batch, add_special_tokens=False)
-            for number, tokens in enumerate(encoded, start):
-                ids = tokens.ids  # (a new list each time it is asked for)
+            said = [
+                [word for word in _MEANING_WORD.findall(text[:MEANING_CHARS]) if len(word) <= MAX_WORD]
+                for text in texts[start : start + EMBED_BATCH]
+            ]
+            tokens = self._tokens_of(said, tokenizer, marks)
+            for number, words in enumerate(said, start):
+                ids = list(itertools.chain.from_iterable(map(tokens.__getitem__, words)))
                 if ids:
                     np.sum(matrix.take(ids, axis=0), axis=0, out=vectors[number])
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
+
+    def _tokens_of(self, said: list[list[str]], tokenizer: Any, marks: bool) -> dict[str, list[int]]:
+        """A word -> tokens map holding every word of ``said``: the cache, the new words tokenized
+        together (the tokenizer's own threads, without the offsets a mean does not need)."""
+        cache = self._tokens
+        new = {word for words in said for word in words if word not in cache}
+        if new:
+            if len(cache) + len(new) > WORD_CACHE:
+                cache = self._tokens = {}
+                new = {word for words in said for word in words}
+            ordered = list(new)
+            spelled = ["\u2581" + word for word in ordered] if marks else ordered
+            for word, encoding in zip(ordered, tokenizer.encode_batch_fast(spelled, add_special_tokens=False), strict=True):
+                cache[word] = encoding.ids
+        return cache
 
 
 class EndpointEmbedder:

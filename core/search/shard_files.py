@@ -30,7 +30,7 @@ from core.search.index_values import (
     IndexUnavailable,
 )
 
-INDEX_SCHEMA = 5
+INDEX_SCHEMA = 6
 """Bumped whenever the tables or the indexed text change: an older file is rebuilt."""
 
 

@@ -21,7 +21,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import Stemmer
 
@@ -124,6 +124,26 @@ def term_counts(text: str) -> Counter[str]:
             term = terms[word] = "" if word in STOP_WORDS or len(word) > MAX_WORD else stem(word)
         if term:  # ("": a stop word, or a run too long to be a word)
             stemmed[term] = stemmed.get(term, 0) + count
+    return Counter(stemmed)
+
+
+def run_term_counts(runs: Mapping[str, int]) -> Counter[str]:
+    """``term_counts`` of ASCII text from how often each lowered run of word characters occurs in it
+    (``\\w+``, what the substring index splits text into): a run's words are its parts between ``_``.
+    The same counts, with each distinct run analysed once."""
+    terms = _indexed_terms()
+    stemmed: dict[str, int] = {}
+    for run, count in runs.items():
+        for word in run.split("_") if "_" in run else (run,):
+            term = terms.get(word)
+            if term is None:
+                if not word:
+                    continue
+                if len(terms) > _CACHE_LIMIT:
+                    terms.clear()
+                term = terms[word] = "" if word in STOP_WORDS or len(word) > MAX_WORD else stem(word)
+            if term:
+                stemmed[term] = stemmed.get(term, 0) + count
     return Counter(stemmed)
 
 
