@@ -23,6 +23,8 @@ from core.search.index_values import (
     Reader,
 )
 from core.search.matching import fold
+from core.search.meaning import Embedder, MeaningUnavailable
+from core.search.meaning import pack as pack_vectors
 from core.search.vocabulary import change as vocabulary_change
 from core.search.words import run_term_counts, term_counts
 from core.sessions.models import ProjectedItem
@@ -84,6 +86,9 @@ class Chunk:
     terms: str = ""
     counts: Counter[str] = field(default_factory=Counter)
     """How often each word (its stem) occurs in the chunk: what BM25 counts."""
+    vectors: bytes | None = None
+    """Its messages' packed vectors when the reader made them (a builder's helper), else ``None``:
+    the chunk waits in the embedding queue."""
 
 
 def chunks_of(items: Sequence[ProjectedItem]) -> list[Chunk]:
@@ -160,6 +165,8 @@ class Prepared:
     session: IndexedSession | None
     chunks: list[Chunk]
     unreadable: bool = False
+    dims: int = 0
+    """The dimensions of its chunks' vectors, when the reader made them."""
 
 
 def stored_title(title: str | None) -> str | None:
@@ -234,7 +241,15 @@ def write_counts(connection: sqlite3.Connection, key: int, change: Mapping[str, 
     return sum(changed.values())
 
 
-def prepare_session(session_id: str, revision: str, read: Reader, compressor: zstandard.ZstdCompressor) -> Prepared:
+def prepare_session(
+    session_id: str,
+    revision: str,
+    read: Reader,
+    compressor: zstandard.ZstdCompressor,
+    embedder: Embedder | None = None,
+) -> Prepared:
+    """Read, chunk and seal one session; with ``embedder``, its messages' vectors too (left to
+    the embedding queue when the embedder fails)."""
     try:
         session = read(session_id)
     except Exception:
@@ -244,7 +259,19 @@ def prepare_session(session_id: str, revision: str, read: Reader, compressor: zs
     chunks = chunks_of(session.messages)
     for chunk in chunks:
         seal(chunk, compressor)
-    return Prepared(session_id, revision, session, chunks)
+    prepared = Prepared(session_id, revision, session, chunks)
+    if embedder is not None and chunks:
+        texts = [message_texts(chunk.text, chunk.starts) for chunk in chunks]
+        try:
+            made = embedder.embed([text for chunk_texts in texts for text in chunk_texts])
+        except MeaningUnavailable:
+            return prepared
+        prepared.dims = int(made.shape[1])
+        start = 0
+        for chunk, chunk_texts in zip(chunks, texts, strict=True):
+            chunk.vectors = pack_vectors(made[start : start + len(chunk_texts)])
+            start += len(chunk_texts)
+    return prepared
 
 
 def prepared_ahead(todo: Sequence[tuple[str, str]], read: Reader, stop: threading.Event | None) -> Iterator[Prepared]:
