@@ -23,8 +23,7 @@ import numpy as np
 import pytest
 
 from core.search import meaning
-from core.search.body_index import BodyIndex, index_path_beside
-from core.search.finder import FIRST_BUDGET, SessionSearch
+from core.search.finder import FIRST_BUDGET
 from core.search.meaning import (
     MEANING_CHARS,
     MEANING_FLOOR,
@@ -162,7 +161,7 @@ def test_threads_share_the_word_cache_while_it_starts_again(monkeypatch: pytest.
     def embed() -> None:
         try:
             results.append(shared.embed(texts))
-        except BaseException as error:  # (reported below)
+        except BaseException as error:  # noqa: BLE001 - reported below
             failures.append(error)
 
     threads = [threading.Thread(target=embed) for _ in range(4)]
@@ -251,8 +250,6 @@ def test_a_failing_embedder_leaves_word_search(tmp_path: Path) -> None:
         def embed(self, texts: Any) -> Any:
             raise MeaningUnavailable("the meaning model cannot be loaded: gone")
 
-        local = True
-
     indexed = Indexed(tmp_path / "store", embedder=Broken())
     seed_other_words(indexed)
     with pytest.raises(MeaningUnavailable) as raised:
@@ -260,12 +257,6 @@ def test_a_failing_embedder_leaves_word_search(tmp_path: Path) -> None:
     assert raised.value.code == MEANING_UNAVAILABLE
     assert indexed.ids("tow truck") == ["car"]  # the words were indexed before the vectors
     assert indexed.index.meaning is not None and indexed.index.meaning.failure is not None
-    # A builder's helper that cannot embed leaves the chunks queued, the words written.
-    indexed.index.close()
-    again = BodyIndex(tmp_path / "again", embedder=Broken())
-    report = again.sync(indexed.sources(), indexed.read, processes=True)
-    assert report.indexed == 4 and again.meaning is not None and again.meaning.progress().pending == 4
-    again.close()
 
 
 # -- the index keeps up ---------------------------------------------------------------------------------
@@ -335,14 +326,9 @@ def test_an_index_of_the_older_layout_gains_its_vectors(tmp_path: Path, local: L
     assert indexed.ids("automobile trouble roadside") == ["car"]
 
 
-def test_the_builder_process_embeds_as_it_reads_the_same_vectors(tmp_path: Path, local: LocalEmbedder) -> None:
-    # The builder's helper processes make each session's vectors as they read it, written with its
-    # words: the same vectors and session means as embedding the queue afterwards, nothing queued.
+def test_the_builder_process_embeds_after_the_words(tmp_path: Path) -> None:
     indexed = Indexed(tmp_path / "store")
     seed_other_words(indexed)
-    long = indexed.session("long", created_at=5)
-    for number in range(40):  # several chunks
-        say_user(long, f"Message {number}: " + "the tow truck took the car to the garage again. " * 8)
     indexed.writer.close()
     done = subprocess.run(
         [sys.executable, "-m", "core.search.builder", str(tmp_path / "store"), "--meaning", "--nice", "0"],
@@ -352,20 +338,10 @@ def test_the_builder_process_embeds_as_it_reads_the_same_vectors(tmp_path: Path,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
+    assert len(shard_rows(indexed, "SELECT rowid FROM vectors")) == 4
     assert {value for (value,) in shard_rows(indexed, "SELECT value FROM meta WHERE key = 'meaning'")} == {
         LocalEmbedder.name
     }
-    assert shard_rows(indexed, "SELECT rowid FROM embed_queue") == []
-    queued = Indexed(tmp_path / "store", index_path=tmp_path / "queued", embedder=local)
-    queued.sync()  # the words, then the queue embedded (as the app's keeper does)
-    built = vector_rows(indexed)
-    assert len(built) >= 6 and built == vector_rows(queued)
-    means = "SELECT key, data FROM session_vectors ORDER BY key"
-    assert sorted(shard_rows(indexed, means)) == sorted(shard_rows(queued, means))
-    indexed.index = BodyIndex(index_path_beside(tmp_path / "store"), embedder=local)
-    indexed.search = SessionSearch(indexed.index)
-    indexed.sync()  # (nothing to do: it is current)
-    assert indexed.ids("automobile trouble roadside")[0] == "car"  # found by its meaning
 
 
 # -- a user's own endpoint ------------------------------------------------------------------------------

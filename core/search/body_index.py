@@ -56,9 +56,6 @@ INDEX_FILE_NAME = ".sessionref-index"
 """The index folder, in the store root (its files are never taken for sessions by a listing)."""
 SHARDS = 2
 """SQLite files the index is spread over (written in parallel by a first build)."""
-EMBEDDING_HELPERS = 2
-"""Helper processes a builder reads with when they embed too (reading alone needs one: the writer
-is the slower side)."""
 DENSE_CANDIDATES = 4096
 """Above this many candidate chunks a query is "dense": sessions are scanned one by one, in order."""
 
@@ -183,9 +180,7 @@ class BodyIndex:
         sync early; ``progress`` gets the status after each commit (from a writer thread). Safe to
         run in a thread while others search. Shards another process keeps are only read (their
         progress and titles). ``processes`` reads in a forked helper process instead: only for a
-        single-threaded indexer process, such as ``python -m core.search.builder``; with a local
-        embedder, ``EMBEDDING_HELPERS`` of them make the messages' vectors as they read, written
-        with the words (an endpoint's vectors follow the words, ``MeaningIndex.embed_pending``).
+        single-threaded indexer process, such as ``python -m core.search.builder``.
 
         Raises:
             IndexUnavailable: the disk is full or the index cannot be written (the store is never
@@ -230,11 +225,9 @@ class BodyIndex:
         pool = None
         if processes and len(todo) > 1:
             global _FORKED
-            embedder = self._inline_embedder(plans)
-            _FORKED = (read, zstandard.ZstdCompressor(level=3), embedder)
-            # Forked before any writer thread starts, so the helpers inherit no thread's locks.
-            helpers = EMBEDDING_HELPERS if embedder is not None else 1
-            pool = multiprocessing.get_context("fork").Pool(helpers)
+            _FORKED = (read, zstandard.ZstdCompressor(level=3))
+            # Forked before any writer thread starts, so the helper inherits no thread's locks.
+            pool = multiprocessing.get_context("fork").Pool(1)
             feed: Iterator[Prepared] = pool.imap(_prepare_forked, todo, chunksize=4)
         else:
             feed = prepared_ahead(todo, read, stop)
@@ -274,16 +267,6 @@ class BodyIndex:
             report.titles.update(part.titles)
         if failures:
             raise failures[0]
-
-    def _inline_embedder(self, plans: Sequence[list[tuple[str, str]] | None]) -> Embedder | None:
-        """The embedder the helper processes make the vectors with, beside the words: a local one
-        (no service to wait for), once the shards this process writes have adopted it."""
-        if self.meaning is None or not self.meaning.embedder.local:
-            return None
-        for shard, plan in zip(self.shards, plans, strict=True):
-            if plan and not shard.vectors.adopt(self.meaning.embedder.name):
-                return None
-        return self.meaning.embedder
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -407,8 +390,8 @@ def _apply(
             pass
 
 
-_FORKED: tuple[Reader, zstandard.ZstdCompressor, Embedder | None] | None = None
-"""The reader (and embedder) a forked helper process inherited (see ``_write``)."""
+_FORKED: tuple[Reader, zstandard.ZstdCompressor] | None = None
+"""The reader a forked helper process inherited (see ``prepared_ahead``)."""
 
 
 def _prepare_forked(item: tuple[str, str]) -> Prepared:

@@ -23,8 +23,6 @@ from core.search.index_values import (
     Reader,
 )
 from core.search.matching import fold
-from core.search.meaning import Embedder, MeaningUnavailable
-from core.search.meaning import pack as pack_vectors
 from core.search.vocabulary import change as vocabulary_change
 from core.search.words import run_term_counts, term_counts
 from core.sessions.models import ProjectedItem
@@ -86,9 +84,6 @@ class Chunk:
     terms: str = ""
     counts: Counter[str] = field(default_factory=Counter)
     """How often each word (its stem) occurs in the chunk: what BM25 counts."""
-    vectors: bytes | None = None
-    """Its messages' packed vectors when the reader made them (a builder's helper), else ``None``:
-    the chunk waits in the embedding queue."""
 
 
 def chunks_of(items: Sequence[ProjectedItem]) -> list[Chunk]:
@@ -165,8 +160,6 @@ class Prepared:
     session: IndexedSession | None
     chunks: list[Chunk]
     unreadable: bool = False
-    dims: int = 0
-    """The dimensions of its chunks' vectors, when the reader made them."""
 
 
 def stored_title(title: str | None) -> str | None:
@@ -241,15 +234,7 @@ def write_counts(connection: sqlite3.Connection, key: int, change: Mapping[str, 
     return sum(changed.values())
 
 
-def prepare_session(
-    session_id: str,
-    revision: str,
-    read: Reader,
-    compressor: zstandard.ZstdCompressor,
-    embedder: Embedder | None = None,
-) -> Prepared:
-    """Read, chunk and seal one session; with ``embedder``, its messages' vectors too (left to
-    the embedding queue when the embedder fails)."""
+def prepare_session(session_id: str, revision: str, read: Reader, compressor: zstandard.ZstdCompressor) -> Prepared:
     try:
         session = read(session_id)
     except Exception:
@@ -259,19 +244,7 @@ def prepare_session(
     chunks = chunks_of(session.messages)
     for chunk in chunks:
         seal(chunk, compressor)
-    prepared = Prepared(session_id, revision, session, chunks)
-    if embedder is not None and chunks:
-        texts = [message_texts(chunk.text, chunk.starts) for chunk in chunks]
-        try:
-            made = embedder.embed([text for chunk_texts in texts for text in chunk_texts])
-        except MeaningUnavailable:
-            return prepared
-        prepared.dims = int(made.shape[1])
-        start = 0
-        for chunk, chunk_texts in zip(chunks, texts, strict=True):
-            chunk.vectors = pack_vectors(made[start : start + len(chunk_texts)])
-            start += len(chunk_texts)
-    return prepared
+    return Prepared(session_id, revision, session, chunks)
 
 
 def prepared_ahead(todo: Sequence[tuple[str, str]], read: Reader, stop: threading.Event | None) -> Iterator[Prepared]:

@@ -83,12 +83,6 @@ class Embedder(Protocol):
         """What made the vectors (an index made by another embedder is embedded again)."""
         ...
 
-    @property
-    def local(self) -> bool:
-        """Whether it needs nothing but this machine's CPU (no service to wait for): a builder
-        process embeds with it in the helpers that read the sessions, beside their words."""
-        ...
-
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One unit vector (float32) per text, in order.
 
@@ -122,7 +116,6 @@ class LocalEmbedder:
     """
 
     name = "wordllama/l2_supercat_256/words"
-    local = True
 
     def __init__(self) -> None:
         self._model: tuple[Any, bool, Any] | None = None
@@ -183,9 +176,7 @@ class LocalEmbedder:
                 new = {word for words in said for word in words}
             ordered = list(new)
             spelled = ["\u2581" + word for word in ordered] if marks else ordered
-            for word, encoding in zip(
-                ordered, tokenizer.encode_batch_fast(spelled, add_special_tokens=False), strict=True
-            ):
+            for word, encoding in zip(ordered, tokenizer.encode_batch_fast(spelled, add_special_tokens=False), strict=True):
                 cache[word] = encoding.ids
         return cache
 
@@ -200,8 +191,6 @@ class EndpointEmbedder:
         redact: mask the secrets in what is sent (as everything that leaves a session is); the
             vectors of a masked key are no worse for finding the conversation around it.
     """
-
-    local = False
 
     def __init__(self, base_url: str, model: str, key_env: str | None = None, *, redact: bool = True) -> None:
         self.base_url = base_url.rstrip("/")

@@ -166,7 +166,7 @@ class MeaningIndex:
                 for chunk in pending:
                     rows.append((chunk, pack(made[start : start + len(chunk.texts)])))
                     start += len(chunk.texts)
-                vectors.store(rows, dims)
+                vectors.store(rows, dims, packed_size(dims))
                 done += len(pending)
                 self.seen = MeaningProgress(max(self.seen.pending - len(pending), 0), self.seen.done + len(pending))
         return done

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from core.search.index_chunks import CHUNK_BITS, CHUNK_MASK, message_texts, starts_of, unpack
 from core.search.meaning import pack as pack_vectors
-from core.search.meaning import packed_size
 from core.search.meaning import unpack as unpack_vectors
 from core.search.shard_files import ShardFiles, classify_failure
 from core.search.shard_reads import ShardReader
@@ -60,16 +59,6 @@ def forget_chunks(connection: sqlite3.Connection, low: int, high: int) -> None:
     connection.execute("DELETE FROM session_vectors WHERE key = ?", (key,))
     if low & CHUNK_MASK:  # some chunks stay
         connection.execute("INSERT OR IGNORE INTO embed_queue(rowid) VALUES (?)", (key << CHUNK_BITS,))
-
-
-def write_chunk_vectors(connection: sqlite3.Connection, chunk_rowid: int, packed: bytes, dims: int) -> None:
-    """The writer wrote ``chunk_rowid`` with its vectors (made by the reader): they replace its old
-    ones, and it waits for nothing. The caller remakes the session's mean (``remake_mean``)."""
-    connection.execute("DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", vector_rows(chunk_rowid))
-    connection.executemany(
-        "INSERT INTO vectors(rowid, data) VALUES (?, ?)", _parts(chunk_rowid, packed, packed_size(dims))
-    )
-    connection.execute("DELETE FROM embed_queue WHERE rowid = ?", (chunk_rowid,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +127,8 @@ class ShardVectors:
             for rowid, digest, starts, body in rows
         ]
 
-    def store(self, chunks: Sequence[tuple[PendingChunk, bytes]], dims: int) -> None:
-        """Write each chunk's packed vectors (of ``dims`` dimensions) in parts and take it off the
+    def store(self, chunks: Sequence[tuple[PendingChunk, bytes]], dims: int, width: int) -> None:
+        """Write each chunk's packed vectors (``width`` bytes each) in parts and take it off the
         queue, in one transaction; a chunk rewritten since it was read stays queued."""
         with self._files.write_lock, self._files.lock:
             writer = self._files.writer
@@ -147,15 +136,20 @@ class ShardVectors:
                 return
             try:
                 writer.execute("BEGIN IMMEDIATE")
+                writer.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('meaning_dims', ?)", (str(dims),))
                 touched: set[int] = set()
                 for chunk, packed in chunks:
                     current = writer.execute("SELECT digest FROM chunks WHERE rowid = ?", (chunk.rowid,)).fetchone()
                     if current is None or current[0] != chunk.digest:
                         continue
-                    write_chunk_vectors(writer, chunk.rowid, packed, dims)
+                    writer.execute("DELETE FROM vectors WHERE rowid BETWEEN ? AND ?", vector_rows(chunk.rowid))
+                    writer.executemany(
+                        "INSERT INTO vectors(rowid, data) VALUES (?, ?)", _parts(chunk.rowid, packed, width)
+                    )
+                    writer.execute("DELETE FROM embed_queue WHERE rowid = ?", (chunk.rowid,))
                     touched.add(chunk.rowid >> CHUNK_BITS)
                 for key in touched:
-                    remake_mean(writer, key, dims)
+                    _remake_mean(writer, key, dims)
                 writer.execute("COMMIT")
             except sqlite3.Error as error:
                 if writer.in_transaction:
@@ -215,9 +209,8 @@ class ShardVectors:
         return [(ids[key], data) for key, data in rows if key in ids]
 
 
-def remake_mean(connection: sqlite3.Connection, key: int, dims: int) -> None:
-    """The session's mean vector, made again from all its messages' vectors (and the shard's
-    vectors' dimensions noted)."""
+def _remake_mean(connection: sqlite3.Connection, key: int, dims: int) -> None:
+    """The session's mean vector, made again from all its messages' vectors."""
     import numpy as np
 
     low = key << CHUNK_BITS
@@ -228,7 +221,6 @@ def remake_mean(connection: sqlite3.Connection, key: int, dims: int) -> None:
     if not blob:
         connection.execute("DELETE FROM session_vectors WHERE key = ?", (key,))
         return
-    connection.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('meaning_dims', ?)", (str(dims),))
     mean = unpack_vectors(blob, dims).mean(axis=0, keepdims=True)
     norm = float(np.linalg.norm(mean))
     connection.execute(

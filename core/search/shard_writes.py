@@ -29,7 +29,7 @@ from core.search.index_values import (
     SyncReport,
 )
 from core.search.shard_files import AUTOMERGE, BULK_CRISISMERGE, CRISISMERGE, ShardFiles, classify_failure, transaction
-from core.search.shard_vectors import forget_chunks, queue_chunk, remake_mean, write_chunk_vectors
+from core.search.shard_vectors import forget_chunks, queue_chunk
 
 COMMIT_INTERVAL = 0.25
 """Seconds of indexing between two commits (what another reader sees, and what a crash can lose)."""
@@ -308,7 +308,6 @@ class ShardWriter:
             ).fetchall()
         base = key << CHUNK_BITS
         change: Counter[str] = Counter()
-        embedded = False
         for ordinal, chunk in enumerate(chunks[: CHUNK_MASK + 1]):
             rowid = base | ordinal
             row = (chunk.first_message, chunk.roles, chunk.starts.tobytes(), chunk.digest, chunk.body, rowid)
@@ -326,18 +325,12 @@ class ShardWriter:
                     row,
                 )
             connection.execute("INSERT INTO terms(rowid, text) VALUES (?, ?)", (rowid, chunk.terms))
-            if chunk.vectors is not None:
-                write_chunk_vectors(connection, rowid, chunk.vectors, prepared.dims)
-                embedded = True
-            else:
-                queue_chunk(connection, rowid)  # its vectors follow its words
+            queue_chunk(connection, rowid)  # its vectors follow its words
             change.update(chunk.counts)
         for rowid, _digest, body in old[len(chunks) :]:
             change.subtract(unindex(connection, rowid, body))
             connection.execute("DELETE FROM chunks WHERE rowid = ?", (rowid,))
             forget_chunks(connection, rowid, rowid)
-        if embedded:
-            remake_mean(connection, key, prepared.dims)
         if known is None:
             length = 0
             for word, count in change.items():
