@@ -255,15 +255,19 @@ class _Run:
             if self.signal is not None:
                 self.signal.throw_if_aborted()
             wanted = max(self.ranked.wanted(query), 1)
-            covered = self.ranked.covered
-            for session_id, score in self.ranked.scores.items():
-                position = self.position_of.get(session_id)
-                if position is not None:  # indexed but no longer listed: never offered
-                    self.said.add(position)
-                    share = covered.get(session_id, 0) / wanted
-                    self.add(position, score * share**ranking.COVERAGE_POWER)
-                    if share >= 1.0:
-                        self.every_word.add(position)
+            covered, position_of, scores = self.ranked.covered, self.position_of, self.scores
+            said, every_word, power = self.said, self.every_word, ranking.COVERAGE_POWER
+            for session_id, score in self.ranked.scores.items():  # (thousands: kept lean)
+                position = position_of.get(session_id)
+                if position is None:
+                    continue  # indexed but no longer listed: never offered
+                said.add(position)
+                held = covered.get(session_id, 0)
+                if held >= wanted:
+                    every_word.add(position)
+                else:
+                    score *= (held / wanted) ** power
+                scores[position] = scores.get(position, 0.0) + score
         total = max(len(self.records), 1)
         for phrase in query.phrases:
             held = self._holders(phrase, self.required)
