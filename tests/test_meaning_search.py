@@ -161,7 +161,7 @@ def test_threads_share_the_word_cache_while_it_starts_again(monkeypatch: pytest.
     def embed() -> None:
         try:
             results.append(shared.embed(texts))
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:  # (reported below)
             failures.append(error)
 
     threads = [threading.Thread(target=embed) for _ in range(4)]

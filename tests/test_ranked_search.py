@@ -345,3 +345,34 @@ def test_a_search_of_an_index_not_open_finds_titles_only(tmp_path: Path) -> None
     result = indexed.find("marmot")
     assert result.hits == [] and result.body in ("indexing", "ready")
     assert indexed.find("s", target=Target(session_id="other")).hits[0].candidate.session_id == "s"
+
+
+def test_a_long_session_s_best_messages_are_found_whatever_its_words_stem_or_fold_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A long session is read through the chunks that may hold the query's words. A stem need not be
+    # in the text ("retry" is indexed as "retri", "happy" as "happi") and ranking folds accents and
+    # ligatures ("résumé", "ﬁnale"): those chunks are found by what scoring looks for.
+    import core.search.word_ranking as word_ranking
+
+    monkeypatch.setattr(word_ranking, "WHOLE_SESSION_WORDS", 0)  # every session is long
+    indexed = Indexed(tmp_path / "store")
+    session = indexed.session("long")
+    said = {
+        "retry": "We retry the upload twice before giving up.",
+        "happy": "The customer was happy with the fix.",
+        "resume": "Attach the résumé to the application.",
+        "finale": "The ﬁnale of the migration is tonight.",
+        "naive": "A naïve parser splits on commas.",
+    }
+    for number in range(40):  # other chunks, none of those words
+        say_user(session, f"Filler message {number}: " + "nothing to see in this line at all. " * 30)
+        if number % 8 == 0:
+            say_assistant(session, said[list(said)[number // 8]])
+    indexed.sync()
+    index = indexed.index
+    for word, message in said.items():
+        query = parse_query(word)
+        ranked = index.rank(query)
+        passages = index.passages("long", query, ranked, 3)
+        assert passages and passages[0].text == message, word

@@ -262,11 +262,11 @@ class _Run:
                 if position is None:
                     continue  # indexed but no longer listed: never offered
                 said.add(position)
-                held = covered.get(session_id, 0)
-                if held >= wanted:
+                holds = covered.get(session_id, 0)
+                if holds >= wanted:
                     every_word.add(position)
                 else:
-                    score *= (held / wanted) ** power
+                    score *= (holds / wanted) ** power
                 scores[position] = scores.get(position, 0.0) + score
         total = max(len(self.records), 1)
         for phrase in query.phrases:

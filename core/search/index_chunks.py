@@ -24,7 +24,7 @@ from core.search.index_values import (
 )
 from core.search.matching import fold
 from core.search.vocabulary import change as vocabulary_change
-from core.search.words import run_term_counts, term_counts
+from core.search.words import fold_text, run_term_counts, term_counts
 from core.sessions.models import ProjectedItem
 
 CHUNK_BYTES = 8 * 1024
@@ -137,9 +137,14 @@ def terms_text(text: str) -> str:
     inside the needle's runs (``trigram_query``) are all among those of the chunk's distinct runs:
     indexing each run once loses no match. Splitting at punctuation as well as at whitespace (code's
     ``self.assertEqual(x,`` is three runs, each said again and again) halves the trigrams the
-    tokenizer walks against whitespace-separated words.
+    tokenizer walks against whitespace-separated words. Text that is not ASCII adds the runs of its
+    words as ranking folds them (accents dropped, ``ﬁ`` as ``fi``): the chunks that may hold a
+    ranked word are found by its start too (``word_ranking``).
     """
-    return sqlite_text(" ".join(dict.fromkeys(_RUN.findall(fold(text)))))
+    runs = dict.fromkeys(_RUN.findall(fold(text)))
+    if not text.isascii():
+        runs.update(dict.fromkeys(_RUN.findall(fold_text(text))))
+    return sqlite_text(" ".join(runs))
 
 
 def analysed(text: str) -> tuple[str, Counter[str]]:

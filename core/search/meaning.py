@@ -176,7 +176,9 @@ class LocalEmbedder:
                 new = {word for words in said for word in words}
             ordered = list(new)
             spelled = ["\u2581" + word for word in ordered] if marks else ordered
-            for word, encoding in zip(ordered, tokenizer.encode_batch_fast(spelled, add_special_tokens=False), strict=True):
+            for word, encoding in zip(
+                ordered, tokenizer.encode_batch_fast(spelled, add_special_tokens=False), strict=True
+            ):
                 cache[word] = encoding.ids
         return cache
 

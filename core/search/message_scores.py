@@ -75,6 +75,13 @@ def best_messages(
     return scoring.passages(scoring.best(read, every))
 
 
+def counted_starts(words: Iterable[str]) -> list[str] | None:
+    """What scoring looks for in a text to count ``words`` (indexed terms): the start each of their
+    words begins with; ``None`` when one is not found by its start (CJK pairs, ...)."""
+    counter = _TermCounter(set(words))
+    return None if counter.others else list(counter.starts)
+
+
 @dataclass(slots=True)
 class _Read:
     """A chunk as scoring reads it: folded, where each message starts, the messages holding an

@@ -11,7 +11,7 @@ from typing import Any
 
 from core.abort import AbortSignal
 from core.search.index_chunks import trigram_query
-from core.search.message_scores import best_messages
+from core.search.message_scores import best_messages, counted_starts
 from core.search.ranking import K1, B, Passage, RankedWords, TermStats
 from core.search.search_query import SearchQuery, typed_stem
 from core.search.shard import Shard
@@ -127,10 +127,12 @@ class WordRanking:
         rare = [term for term in query.terms if df.get(term, 0) <= total * RARE_SHARE]
         common = [term for term in query.terms if term not in rare]
         typed = (*ranked.prefix_terms, *((query.prefix,) if query.prefix else ()))
-        for needles in ((*rare, *typed, *query.needles), (*common,)):
-            if not needles:
+        for words, needles in (((*rare, *typed), query.needles), (common, ())):
+            if not words and not needles:
                 continue
-            grams = _any_of(needles)
+            # A word is looked for by its start (a stem need not be in the text: "retry" -> "retri").
+            starts = counted_starts(words)
+            grams = _any_of([*starts, *needles]) if starts is not None else None
             chunks = reads.session_chunks(session_id, grams)
             found = best_messages(chunks, query, ranked.stats, ranked.prefix_terms, count)
             if found or grams is None:
