@@ -7,12 +7,14 @@ whose size comes from the data is bounded; every refusal has a code and ``doctor
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
@@ -257,3 +259,95 @@ def test_doctor_reports_symlinks_and_special_files_and_prints_names_escaped(tmp_
     text = format_diagnosis(diagnosis)
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
     assert "evil\\x1b]52;c;aGk=\\x07\\u202e.jsonl" in text
+
+
+# -- other agents' files of shapes no version of the tool writes -------------------------------------------
+
+
+def _gemini_session(chats: Path, name: str, session_id: str, text: str, messages: object = None) -> Path:
+    record = {"sessionId": session_id, "projectHash": "h", "startTime": "2026-12-01T10:00:00Z"}
+    record["messages"] = messages if messages is not None else [{"id": "m1", "type": "user", "content": text}]
+    path = chats / name
+    path.write_text(json.dumps(record) + "\n")
+    return path
+
+
+def test_one_agent_file_of_an_unexpected_shape_hides_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core import GeminiCliSource
+    from core.errors import SESSION_QUERY_INVALID_SURFACE
+
+    chats = tmp_path / "gemini" / "tmp" / "proj" / "chats"
+    chats.mkdir(parents=True)
+    _gemini_session(chats, "session-1.jsonl", "number", "", messages=5)  # "messages" a number
+    _gemini_session(chats, "session-2.jsonl", "good", "the storage design")
+    odd = _gemini_session(chats, "session-3.jsonl", "odd", "anything")
+    # projects.json naming a folder by a key that is not text SQLite or a hash could take
+    (tmp_path / "gemini" / "projects.json").write_text('{"projects": {"/work/\\ud800x": "proj"}}')
+    source = GeminiCliSource(tmp_path / "gemini")
+    ids = {record.header.id for record in source.listing()}
+    assert {"gemini:good", "gemini:number"} <= ids
+    assert source.session("gemini:good").title == "the storage design"
+    # Any mapping failure (a shape the reader never met) is that file's problem, with a code.
+    real_header, real_read = GeminiCliSource._header, GeminiCliSource._read
+
+    def header(self: GeminiCliSource, path: Path) -> Any:
+        if path == odd:
+            raise TypeError("an unexpected shape")
+        return real_header(self, path)
+
+    monkeypatch.setattr(GeminiCliSource, "_header", header)
+    fresh = GeminiCliSource(tmp_path / "gemini")
+    ids = {record.header.id for record in fresh.listing()}
+    assert "gemini:good" in ids and "gemini:odd" not in ids
+    assert [problem.message for problem in fresh.problems if problem.path == odd] == [
+        "unreadable: a record of an unexpected shape (TypeError)"
+    ]
+
+    def read(self: GeminiCliSource, path: Path, header: Any) -> Any:
+        raise KeyError("an unexpected shape")
+
+    monkeypatch.setattr(GeminiCliSource, "_read", read)
+    with pytest.raises(SessionQueryError) as raised:
+        fresh.session("gemini:good")
+    assert raised.value.code == SESSION_QUERY_INVALID_SURFACE
+    monkeypatch.setattr(GeminiCliSource, "_read", real_read)
+    # The command line over that folder: the good session found, no traceback.
+    (tmp_path / "store").mkdir()
+    agents = ("claude", "codex", "qwen", "opencode", "kilo", "copilot")
+    others = [f"--{agent}-root={tmp_path / 'none'}" for agent in agents]
+    command = ["search", "storage", "--root", str(tmp_path / "store"), "--gemini-root", str(tmp_path / "gemini")]
+    done = subprocess.run(
+        [sys.executable, "-m", "tui.cli", *command, *others],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parent.parent,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gemini:good" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_a_gigabyte_line_costs_a_bounded_read_and_the_rest_is_read(tmp_path: Path) -> None:
+    from core import GeminiCliSource
+    from core.sessions.sources.files import LINE_BYTES
+
+    chats = tmp_path / "gemini" / "tmp" / "proj" / "chats"
+    chats.mkdir(parents=True)
+    first = {"sessionId": "big", "projectHash": "h", "startTime": "2026-12-01T10:00:00Z"}
+    later = {"$set": {}, "id": "m1", "type": "user", "content": "after the zeros"}
+    path = chats / "session-1.jsonl"
+    with path.open("wb") as handle:
+        handle.write(json.dumps(first).encode() + b"\n")
+        handle.write(b"\0" * (4 * LINE_BYTES) + b"\n")  # (sparse in spirit: 64 MiB of zeros, one line)
+        handle.write(json.dumps(later).encode() + b"\n")
+    source = GeminiCliSource(tmp_path / "gemini")
+    assert [record.header.id for record in source.listing()] == ["gemini:big"]
+    tracemalloc.start()
+    session = source.session("gemini:big")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 2 * LINE_BYTES + (8 << 20), peak  # one line's worth at most, not the file
+    assert session.problems >= 1  # the endless line, skipped and counted

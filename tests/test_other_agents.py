@@ -716,3 +716,26 @@ def test_gemini_a_resumed_older_session_in_two_files_is_listed_once_as_its_newes
     source = GeminiCliSource(root)
     assert [record.header.id for record in source.listing()] == [f"gemini:{SID}"]
     assert surface(source, f"gemini:{SID}") == [("user", "from the old .json"), ("user", "resumed")]
+
+
+def test_a_record_of_the_wrong_type_hides_no_other_session(tmp_path: Path) -> None:
+    # A Copilot workspace.yaml whose date does not exist, an opencode row whose times are text:
+    # the rest of the record is read, and every other session is listed.
+    root = tmp_path / ".copilot"
+    folder = root / "session-state" / SID
+    start = {"sessionId": SID, "startTime": "2026-12-05T11:03:47.051Z", "context": {"cwd": "/w"}}
+    write_lines(folder / "events.jsonl", [c_event("session.start", start), c_event("user.message", {"content": "hi"})])
+    (folder / "workspace.yaml").write_text(f"id: {SID}\ncwd: /w\nname: Odd date\ncreated_at: 2026-02-30T10:00:00Z\n")
+    (record,) = CopilotCliSource(root).listing()
+    assert record.header.cwd == "/w"
+    db = OpenCodeDb(tmp_path / "opencode" / "opencode.db")
+    db.session("ses_good", title="Good")
+    db.message("ses_good", "msg_1", {"role": "user"}, text("fine"))
+    db.session("ses_text_times", title="Odd")
+    db.connection.execute(
+        "UPDATE session SET time_updated = 'yesterday', time_created = 'noon' WHERE id = 'ses_text_times'"
+    )
+    db.connection.commit()
+    source = source_of(db)
+    assert {record.header.id for record in source.listing()} == {"opencode:ses_good", "opencode:ses_text_times"}
+    assert surface(source, "opencode:ses_good") == [("user", "fine")]

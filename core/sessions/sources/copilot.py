@@ -54,7 +54,14 @@ def read_workspace(folder: Path) -> Mapping[str, Any]:
         with os.fdopen(open_regular(folder / "workspace.yaml", follow=False), "rb") as handle:
             raw = handle.read(WORKSPACE_BYTES)
         value = yaml.safe_load(raw.decode("utf-8", "replace"))
-    except (OSError, yaml.YAMLError, RecursionError):
+    except (
+        OSError,
+        yaml.YAMLError,
+        RecursionError,
+        ValueError,
+        TypeError,
+        OverflowError,
+    ):  # (a date that does not exist)
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from core.collector import collector_paused
+from core.errors import SESSION_QUERY_INVALID_SURFACE, SessionQueryError
 from core.files import Revision, file_revision, open_regular
+from core.serialization import js_json_stringify
 from core.sessions import event_types as ev
 from core.sessions.models import (
     SessionEvent,
@@ -32,6 +34,10 @@ from core.sessions.session import not_found
 
 HEAD_BYTES = 256 * 1024
 """How much of a file the listing reads for its header (first timestamp, cwd, Codex meta)."""
+LINE_BYTES = 16 * 1024 * 1024
+"""The longest line a reader parses (a tool's output or a pasted image fits); a longer one is
+skipped as malformed, read past in pieces, never held whole."""
+_SKIP_PIECE = 1024 * 1024
 
 UUID_AT_END = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 TITLE_LENGTH = 80
@@ -52,6 +58,11 @@ def millis(value: Any) -> int | None:
 
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _TRAILING = frozenset(" \t\r\n")
+
+
+def unreadable(error: BaseException) -> str:
+    """What a reader says of a file whose records it could not map (never a traceback)."""
+    return f"unreadable: a record of an unexpected shape ({type(error).__name__})"
 
 
 def decode_line(text: str) -> Any:
@@ -82,13 +93,26 @@ def json_lines(path: Path, limit: int | None = None, *, follow: bool = True) -> 
         budget = size if limit is None else min(size, limit)
         read = 0
         for number in itertools.count():
-            # A line is read up to what is left of the budget: one endless line cannot be read whole.
-            raw = handle.readline(budget - read + 1)
+            # A line is read up to what is left of the budget and to LINE_BYTES: one endless line
+            # (a gigabyte of zeros) is never held whole.
+            raw = handle.readline(min(budget - read, LINE_BYTES) + 1)
             if not raw:
                 return
             read += len(raw)
-            if read > budget or not raw.endswith(b"\n"):
+            if read > budget:
                 return
+            if not raw.endswith(b"\n"):
+                if len(raw) <= LINE_BYTES:
+                    return  # the last line, still being written
+                while read <= budget and not raw.endswith(b"\n"):  # too long: read past it
+                    raw = handle.readline(min(budget - read, _SKIP_PIECE) + 1)
+                    if not raw:
+                        return
+                    read += len(raw)
+                if read > budget:
+                    return
+                yield number, None
+                continue
             if raw.isspace():
                 continue
             try:
@@ -287,6 +311,8 @@ class FileSource(ReadsAsQuery):
             return Entry(path, revision, self._header(path))
         except OSError as error:
             return Entry(path, revision, None, problem=f"cannot read: {error.strerror or error}")
+        except Exception as error:  # a record of a shape no version of the tool writes
+            return Entry(path, revision, None, problem=unreadable(error))
 
     def session(self, session_id: str) -> ExternalSession:
         """The session as read now (cached by file revision).
@@ -308,6 +334,12 @@ class FileSource(ReadsAsQuery):
                     entry.session = self._read(entry.path, entry.header)
         except OSError as error:
             raise not_found(session_id) from error
+        except Exception as error:  # a record of a shape no version of the tool writes
+            problem = unreadable(error)
+            self.problems = [*self.problems, StoreProblem(entry.path, problem)]
+            raise SessionQueryError(
+                f"session {js_json_stringify(session_id)} cannot be read: {problem}", SESSION_QUERY_INVALID_SURFACE
+            ) from error
         return entry.session
 
     def revision(self, session_id: str) -> Revision | None:

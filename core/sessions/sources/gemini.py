@@ -101,7 +101,8 @@ def fold_records(lines: Iterator[tuple[int, Any]]) -> tuple[dict[str, Any], dict
             metadata.update({key: value for key, value in update.items() if key != "messages"})
         elif type(record.get("sessionId")) is str and type(record.get("projectHash")) is str:
             metadata.update({key: value for key, value in record.items() if key != "messages"})
-            for message in record.get("messages") or ():
+            listed = record.get("messages")
+            for message in listed if isinstance(listed, list) else ():
                 if type(message) is dict and type(message.get("id")) is str:
                     messages[message["id"]] = (number, message)
     return metadata, messages, problems
@@ -156,7 +157,7 @@ class GeminiCliSource(FileSource):
             if isinstance(path, str):
                 if isinstance(name, str):
                     known[name] = path
-                known[hashlib.sha256(path.encode()).hexdigest()] = path
+                known[hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()] = path
         return known
 
     def _load(self, path: Path, limit: int | None) -> tuple[dict[str, Any], dict[str, tuple[int, dict[str, Any]]], int]:

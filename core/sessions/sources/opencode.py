@@ -78,6 +78,11 @@ class _Listed:
     """Read from the older JSON storage, not the database."""
 
 
+def _number(value: object) -> int:
+    """A count or a time of a row as an integer (0 for anything else: text, a blob, a float's NaN)."""
+    return value if type(value) is int else 0
+
+
 def _text_of(parts: list[dict[str, Any]]) -> str:
     return "".join(
         part["text"]
@@ -222,7 +227,7 @@ class OpenCodeSource(ReadsAsQuery):
             listed: dict[str, _Listed] = {}
             for session_id, directory, title, created, updated, count, newest in rows:
                 if isinstance(session_id, str) and session_id:
-                    revision = (0, int(count or 0), int(updated or 0), int(newest or 0))
+                    revision = (0, _number(count), _number(updated), _number(newest))
                     self._list(listed, session_id, directory, title, created, revision, stored=False)
             for session in stored:
                 if self.prefix + session.session_id not in listed:  # (a database copies them in)
