@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from core import ReferenceInput, SessionReferenceService
+from core import ReferenceInput, SessionQueryError, SessionReferenceService
 from core.sessions.session import MemorySessionStore
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
@@ -739,3 +739,51 @@ def test_a_record_of_the_wrong_type_hides_no_other_session(tmp_path: Path) -> No
     source = source_of(db)
     assert {record.header.id for record in source.listing()} == {"opencode:ses_good", "opencode:ses_text_times"}
     assert surface(source, "opencode:ses_good") == [("user", "fine")]
+
+
+def test_opencode_storage_links_a_broken_database_a_held_one_and_parts_measured_in_bytes(tmp_path: Path) -> None:
+    data = tmp_path / "opencode"
+    storage = data / "storage"
+    session = {"id": "ses_old", "directory": "/w", "title": "Old", "time": {"created": 1_700_000_000_000}}
+    write_json(storage / "session" / "global" / "ses_old.json", session)
+    write_json(
+        storage / "message" / "ses_old" / "msg_0.json",
+        {"id": "msg_0", "role": "user", "time": {"created": 1_700_000_000_001}},
+    )
+    write_json(storage / "part" / "msg_0" / "prt_0.json", {"id": "prt_0", "type": "text", "text": "inside"})
+    # Links inside the storage never lead out of it: a message folder, a part folder, a whole folder.
+    outside = tmp_path / "outside"
+    write_json(outside / "msg_9.json", {"id": "msg_9", "role": "user", "time": {"created": 1_700_000_000_009}})
+    write_json(outside / "prt_9.json", {"id": "prt_9", "type": "text", "text": "OUTSIDE"})
+    write_json(storage / "session" / "global" / "ses_link.json", {**session, "id": "ses_link"})
+    (storage / "message" / "ses_link").symlink_to(outside, target_is_directory=True)
+    (storage / "part" / "msg_x").symlink_to(outside, target_is_directory=True)
+    write_json(storage / "message" / "ses_old" / "msg_x.json", {"id": "msg_x", "role": "user", "time": {"created": 9}})
+    # A database that is not one hides none of the older storage's sessions.
+    (data / "opencode.db").write_bytes(b"not a database at all" * 100)
+    source = OpenCodeSource(data)
+    assert sorted(record.header.id for record in source.listing()) == ["opencode:ses_link", "opencode:ses_old"]
+    assert [problem.path.name for problem in source.problems] == ["opencode.db"]
+    assert surface(source, "opencode:ses_old") == [("user", "inside")]
+    assert surface(source, "opencode:ses_link") == []
+    # A part is bounded by its bytes: 12 MiB of four-byte characters is over the 8 MiB bound.
+    db_folder = tmp_path / "db"
+    db = OpenCodeDb(db_folder / "opencode.db")
+    db.session("ses_1")
+    db.message("ses_1", "msg_1", {"role": "user"}, text("🎉" * (3 * 1024 * 1024)), text("small"))
+    assert surface(OpenCodeSource(db_folder), "opencode:ses_1") == [("user", "small")]
+    # A database opencode holds (busy past the wait) reads as busy, not as a session that is not there.
+    from core.sessions.sources.opencode import SourceBusy
+
+    held = OpenCodeSource(db_folder)
+
+    def busy(self: OpenCodeSource, sql: str, parameters: tuple[object, ...] = ()) -> list[Any]:
+        raise SourceBusy(self.name)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(OpenCodeSource, "_query", busy)
+        assert held.listing() == []
+        with pytest.raises(SessionQueryError) as raised:
+            held.session("opencode:ses_1")
+        assert raised.value.code == "SESSION_QUERY_SOURCE_BUSY"
+    assert surface(held, "opencode:ses_1") == [("user", "small")]  # once it is free again

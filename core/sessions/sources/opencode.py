@@ -114,6 +114,8 @@ class OpenCodeSource(ReadsAsQuery):
         self._seen: tuple[object, ...] | None = None
         self._kept: tuple[sqlite3.Connection, int] | None = None
         self._lock = threading.RLock()
+        self._busy = False
+        """Whether the last listing found the database held by opencode (busy, not missing)."""
 
     def _default_database(self) -> Path:
         named = os.environ.get(self.database_variable) if self.database_variable else None
@@ -213,6 +215,7 @@ class OpenCodeSource(ReadsAsQuery):
                 return self._records
             problems: list[StoreProblem] = []
             rows: list[tuple[Any, ...]] = []
+            self._busy = False
             if stamp is not None:
                 try:
                     rows = self._query(
@@ -221,9 +224,14 @@ class OpenCodeSource(ReadsAsQuery):
                         " (SELECT max(m.time_updated) FROM message m WHERE m.session_id = s.id)"
                         " FROM session s WHERE s.parent_id IS NULL"
                     )
-                except (OSError, SessionQueryError) as error:
-                    self.problems = [StoreProblem(self.database, str(error))]
+                except SourceBusy as error:  # (opencode holds it: what was listed stays, for now)
+                    self._busy = True
+                    self.problems = [StoreProblem(self.database, str(error), error.code)]
                     return self._records if self._records is not None else []
+                except (OSError, SessionQueryError) as error:
+                    # A database that cannot be read hides none of the older storage's sessions.
+                    problems.append(StoreProblem(self.database, str(error)))
+                    seen = (("unreadable",), seen[1])  # (read again next time)
             listed: dict[str, _Listed] = {}
             for session_id, directory, title, created, updated, count, newest in rows:
                 if isinstance(session_id, str) and session_id:
@@ -282,6 +290,8 @@ class OpenCodeSource(ReadsAsQuery):
         self.listing()
         entry = self._listed.get(session_id)
         if entry is None:
+            if self._busy:  # (opencode holds the database: it may well be there)
+                raise SourceBusy(self.name)
             raise not_found(session_id)
         if entry.session is not None:
             return entry.session
@@ -293,7 +303,7 @@ class OpenCodeSource(ReadsAsQuery):
         try:
             rows = self._query(
                 "SELECT m.id, m.time_created, m.data, p.id,"
-                " CASE WHEN length(p.data) > ? THEN NULL ELSE p.data END"
+                " CASE WHEN length(CAST(p.data AS BLOB)) > ? THEN NULL ELSE p.data END"
                 " FROM message m LEFT JOIN part p ON p.message_id = m.id"
                 " WHERE m.session_id = ? ORDER BY m.time_created, m.id, p.id",
                 (MAX_PART_BYTES, session_id.removeprefix(self.prefix)),

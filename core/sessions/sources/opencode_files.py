@@ -12,9 +12,11 @@ when regular (never through a link), each up to ``MAX_PART_BYTES``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,40 +64,66 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _folders(path: Path) -> list[os.DirEntry[str]]:
+def _scan(path: Path) -> list[tuple[str, os.stat_result]]:
+    """(name, status, not following) of each entry of a folder that is one (not a link to one:
+    opened without following), sorted by name; none when it cannot be."""
     try:
-        return sorted(
-            (entry for entry in os.scandir(path) if entry.is_dir(follow_symlinks=False)), key=lambda e: e.name
-        )
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return []
-
-
-def _files(path: Path | str) -> list[os.DirEntry[str]]:
+    found = []
     try:
-        entries = os.scandir(path)
-        return sorted(
-            (e for e in entries if e.name.endswith(".json") and e.is_file(follow_symlinks=False)), key=lambda e: e.name
-        )
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):  # (gone meanwhile)
+                    found.append((entry.name, entry.stat(follow_symlinks=False)))
     except OSError:
         return []
+    finally:
+        os.close(fd)
+    return sorted(found, key=lambda item: item[0])
+
+
+def _folders(path: Path) -> list[Path]:
+    return [path / name for name, status in _scan(path) if stat.S_ISDIR(status.st_mode)]
+
+
+def _files(path: Path) -> list[tuple[str, Path, os.stat_result]]:
+    """(name, path, status) of each regular ``.json`` file of the folder."""
+    return [
+        (name, path / name, status)
+        for name, status in _scan(path)
+        if name.endswith(".json") and stat.S_ISREG(status.st_mode)
+    ]
+
+
+def _inside(root: Path, *names: str) -> Path | None:
+    """``root`` / ``names``, when every folder on the way is a folder, not a link (``None`` else)."""
+    path = root
+    for name in names:
+        path = path / name
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                return None
+        except OSError:
+            return None
+    return path
 
 
 def stored_sessions(root: Path, limit: int) -> list[StoredSession]:
     """Every top-level session of the storage under ``root`` (sub-agents' sessions left out)."""
-    storage = root / STORAGE
+    sessions = _inside(root, STORAGE, "session")
     found: list[StoredSession] = []
-    for project in _folders(storage / "session"):
-        for entry in _files(project.path):
-            info = _read_json(entry.path, limit)
+    for project in _folders(sessions) if sessions is not None else ():
+        for _name, path, status in _files(project):
+            info = _read_json(str(path), limit)
             if not isinstance(info, dict) or not isinstance(info.get("id"), str) or info.get("parentID"):
                 continue
             if not _SAFE_ID.match(info["id"]):
                 continue
             created = _created(info)
-            status = entry.stat(follow_symlinks=False)
             try:
-                messages = os.stat(storage / "message" / info["id"], follow_symlinks=False).st_mtime_ns
+                messages = os.stat(root / STORAGE / "message" / info["id"], follow_symlinks=False).st_mtime_ns
             except OSError:
                 messages = 0
             directory = info.get("directory") if isinstance(info.get("directory"), str) else None
@@ -114,22 +142,23 @@ def stored_sessions(root: Path, limit: int) -> list[StoredSession]:
 def stored_rows(root: Path, session_id: str, limit: int) -> list[tuple[Any, ...]]:
     """The session's messages and parts as the database's read gives them: ``(message id, created,
     message JSON, part id, part JSON or None)``, messages by time then id, parts by id."""
-    storage = root / STORAGE
     if not _SAFE_ID.match(session_id):
         return []
+    folder = _inside(root, STORAGE, "message", session_id)
     messages: list[tuple[int, str, str]] = []
-    for entry in _files(storage / "message" / session_id):
-        info = _read_json(entry.path, limit)
+    for name, path, _status in _files(folder) if folder is not None else ():
+        info = _read_json(str(path), limit)
         if not isinstance(info, dict):
             continue
         created = _created(info)
-        messages.append((created, entry.name.removesuffix(".json"), json.dumps(info)))
+        messages.append((created, name.removesuffix(".json"), json.dumps(info)))
     rows: list[tuple[Any, ...]] = []
     for created, message_id, data in sorted(messages):
-        parts = _files(storage / "part" / message_id)
+        parts_folder = _inside(root, STORAGE, "part", message_id) if _SAFE_ID.match(message_id) else None
+        parts = _files(parts_folder) if parts_folder is not None else []
         if not parts:
             rows.append((message_id, created, data, None, None))
-        for entry in parts:
-            part = _read_json(entry.path, limit)
-            rows.append((message_id, created, data, entry.name, json.dumps(part) if part is not None else None))
+        for name, path, _status in parts:
+            part = _read_json(str(path), limit)
+            rows.append((message_id, created, data, name, json.dumps(part) if part is not None else None))
     return rows
