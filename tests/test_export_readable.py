@@ -155,3 +155,28 @@ def test_markdown_from_data_cannot_open_a_section_or_end_its_code_early() -> Non
     assert text.startswith("# Title ## Injected section\n") and "\n## Injected" not in text
     assert "``id`x``" in text and "`` /w/`weird` ``" in text
     assert "````text\n```\n# not a heading\n```\n````" in text
+
+
+def test_another_tool_s_escape_sequences_and_odd_times_never_reach_the_terminal_raw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from tests.test_other_agents import OpenCodeDb, text
+
+    db = OpenCodeDb(tmp_path / "opencode" / "opencode.db")
+    db.clock = 10**17  # past the year 9999
+    db.session("ses_far", title="Far")
+    db.message("ses_far", "msg_1", {"role": "user"}, text("clear \x1b[2J title \x1b]0;pwned\x07 bell \x9b6n"))
+    (tmp_path / "store").mkdir()
+    command = ["export", "opencode:ses_far", "--format", "markdown", "--root", str(tmp_path / "store")]
+    command += ["--opencode-root", str(db.path.parent)]
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(command) == 0
+    shown = capsys.readouterr().out
+    assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
+    assert "\\x1b[2J" in shown and "\\x1b]0;pwned\\x07" in shown
+    assert "ms after 1970" in shown  # a time no calendar holds, said as it is
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert main(command) == 0
+    assert "\x1b[2J" in capsys.readouterr().out  # to a pipe or a file: the text as it is

@@ -59,7 +59,10 @@ class Readable:
 def _when(milliseconds: int | None) -> str:
     if milliseconds is None:
         return ""
-    return datetime.fromtimestamp(milliseconds / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        return datetime.fromtimestamp(milliseconds / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (ValueError, OverflowError, OSError):  # past the year 9999 (another tool's odd time): no date
+        return f"{milliseconds} ms after 1970"
 
 
 def _cut(text: str) -> str:

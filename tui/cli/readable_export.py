@@ -12,6 +12,7 @@ import os
 import sys
 
 from core.catalog.catalog import SessionCatalog
+from core.display import visible_lines
 from core.errors import SessionQueryError, SessionReferenceError
 from core.export.readable import readable, to_html, to_markdown
 from core.reference.uri import decode_session_reference_uri
@@ -49,7 +50,9 @@ def readable_export(args: argparse.Namespace) -> int:
     session = readable(surface, title.title if title is not None else None, redact=settings.redaction)
     text = to_markdown(session) if args.format == "markdown" else to_html(session)
     if args.output is None:
-        sys.stdout.write(text)
+        # To a terminal, what the session holds never acts on it (an escape sequence in another
+        # tool's transcript is shown, not obeyed); to a pipe or a file, the text as it is.
+        sys.stdout.write(visible_lines(text) if sys.stdout.isatty() else text)
     else:
         with open(args.output, "w", encoding="utf-8") as handle:
             handle.write(text)
