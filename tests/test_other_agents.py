@@ -787,3 +787,27 @@ def test_opencode_storage_links_a_broken_database_a_held_one_and_parts_measured_
             held.session("opencode:ses_1")
         assert raised.value.code == "SESSION_QUERY_SOURCE_BUSY"
     assert surface(held, "opencode:ses_1") == [("user", "small")]  # once it is free again
+
+
+def test_opencode_with_a_rollback_journal_is_read_under_its_lock(tmp_path: Path) -> None:
+    # A database that keeps a rollback journal is changed in place by its writer: read under the
+    # lock (busy while the writer holds it), never as an immutable file half written.
+    db = OpenCodeDb(tmp_path / "opencode" / "opencode.db")
+    db.session("ses_1", title="Journal")
+    db.message("ses_1", "msg_1", {"role": "user"}, text("committed"))
+    db.connection.execute("PRAGMA journal_mode=DELETE")
+    assert not Path(str(db.path) + "-wal").exists()
+    source = source_of(db)
+    assert surface(source, "opencode:ses_1") == [("user", "committed")]
+    db.connection.execute("BEGIN EXCLUSIVE")
+    db.connection.execute("UPDATE session SET title = 'being written' WHERE id = 'ses_1'")
+    try:
+        fresh = source_of(db)
+        assert fresh.listing() == []  # busy: nothing read half written
+        with pytest.raises(SessionQueryError) as raised:
+            fresh.session("opencode:ses_1")
+        assert raised.value.code == "SESSION_QUERY_SOURCE_BUSY"
+    finally:
+        db.connection.rollback()
+    assert sorted(path.name for path in db.path.parent.iterdir()) == ["opencode.db"]  # nothing made beside it
+    assert [record.header.id for record in source_of(db).listing()] == ["opencode:ses_1"]

@@ -14,7 +14,8 @@ their parent's, never listed. The title is the session's own.
 
 Reading never disturbs opencode: the database is opened read-only and never created (``mode=ro``
 while its write-ahead log is there, ``immutable`` when there is none, so no ``-shm`` or ``-wal`` is
-ever made), never through a link; each read is one transaction (a consistent snapshot even while
+ever made; a database that keeps a rollback journal instead is read ``mode=ro`` under its lock, as
+its writer expects), never through a link; each read is one transaction (a consistent snapshot even while
 opencode writes); a locked database is a clear "busy, try again"; a part larger than
 ``MAX_PART_BYTES`` is left out.
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import SessionQueryError
-from core.files import Revision
+from core.files import Revision, open_regular
 from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import ReadsAsQuery, listing_order_key
 from core.sessions.session import not_found
@@ -139,6 +140,15 @@ class OpenCodeSource(ReadsAsQuery):
         if os.path.islink(self.database) or not self.database.is_file():
             raise FileNotFoundError(str(self.database))
         path = self.database.as_posix().replace("?", "%3f").replace("#", "%23")
+        if not self._wal() and self._rollback_journal():
+            # Its writer changes the file itself under a lock: read under the lock too (readers of
+            # such a database make no file), else a read while it commits sees pages half written.
+            self._close()
+            connection = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, timeout=BUSY_SECONDS, check_same_thread=False
+            )
+            connection.execute("PRAGMA query_only = ON")
+            return connection
         if not self._wal():
             self._close()
             connection = sqlite3.connect(
@@ -155,6 +165,16 @@ class OpenCodeSource(ReadsAsQuery):
             connection.execute("PRAGMA query_only = ON")
             self._kept = (connection, inode)
         return self._kept[0]
+
+    def _rollback_journal(self) -> bool:
+        """Whether the database keeps a rollback journal rather than a write-ahead log (the header's
+        write version, byte 18: 1 rollback, 2 log)."""
+        try:
+            with os.fdopen(open_regular(self.database, follow=False), "rb") as handle:
+                head = handle.read(20)
+        except OSError:
+            return False
+        return len(head) == 20 and head.startswith(b"SQLite format 3\x00") and head[18] == 1
 
     def _close(self) -> None:
         if self._kept is not None:
