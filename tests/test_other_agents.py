@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import threading
 from pathlib import Path
@@ -811,3 +812,24 @@ def test_opencode_with_a_rollback_journal_is_read_under_its_lock(tmp_path: Path)
         db.connection.rollback()
     assert sorted(path.name for path in db.path.parent.iterdir()) == ["opencode.db"]  # nothing made beside it
     assert [record.header.id for record in source_of(db).listing()] == ["opencode:ses_1"]
+
+
+def test_opencode_s_log_without_its_shared_memory_file_is_read_from_a_copy(tmp_path: Path) -> None:
+    # A write-ahead log left beside the database without its -shm (opencode not running): the log's
+    # sessions are read, from a private copy, and nothing is made beside opencode's files.
+    db = OpenCodeDb(tmp_path / "made" / "opencode.db")
+    db.connection.execute("PRAGMA wal_autocheckpoint = 0")  # (the sessions stay in the log)
+    db.session("ses_1", title="In the log")
+    db.message("ses_1", "msg_1", {"role": "user"}, text("only in the log"))
+    left = tmp_path / "opencode"
+    left.mkdir()
+    shutil.copy(db.path, left / "opencode.db")
+    shutil.copy(str(db.path) + "-wal", left / "opencode.db-wal")
+    source = OpenCodeSource(left)
+    assert [record.header.id for record in source.listing()] == ["opencode:ses_1"]
+    assert surface(source, "opencode:ses_1") == [("user", "only in the log")]
+    assert sorted(path.name for path in left.iterdir()) == ["opencode.db", "opencode.db-wal"]  # no -shm
+    db.message("ses_1", "msg_2", {"role": "user"}, text("a later turn"))
+    shutil.copy(str(db.path) + "-wal", left / "opencode.db-wal")  # the log grew: read again
+    assert surface(source, "opencode:ses_1")[-1] == ("user", "a later turn")
+    assert sorted(path.name for path in left.iterdir()) == ["opencode.db", "opencode.db-wal"]

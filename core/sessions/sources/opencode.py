@@ -14,8 +14,9 @@ their parent's, never listed. The title is the session's own.
 
 Reading never disturbs opencode: the database is opened read-only and never created (``mode=ro``
 while its write-ahead log is there, ``immutable`` when there is none, so no ``-shm`` or ``-wal`` is
-ever made; a database that keeps a rollback journal instead is read ``mode=ro`` under its lock, as
-its writer expects), never through a link; each read is one transaction (a consistent snapshot even while
+ever made; a log without its ``-shm`` is read from a private copy, ``sqlite_snapshot``; a database
+that keeps a rollback journal instead is read ``mode=ro`` under its lock, as its writer expects),
+never through a link; each read is one transaction (a consistent snapshot even while
 opencode writes); a locked database is a clear "busy, try again"; a part larger than
 ``MAX_PART_BYTES`` is left out.
 """
@@ -37,6 +38,7 @@ from core.sessions.query import ReadsAsQuery, listing_order_key
 from core.sessions.session import not_found
 from core.sessions.sources.files import ExternalSession, SurfaceBuilder, prompt_title
 from core.sessions.sources.opencode_files import STORAGE, stored_rows, stored_sessions
+from core.sessions.sources.sqlite_snapshot import WalSnapshot, needs_snapshot
 
 OPENCODE_PREFIX = "opencode:"
 KILO_PREFIX = "kilo:"
@@ -117,6 +119,7 @@ class OpenCodeSource(ReadsAsQuery):
         self._lock = threading.RLock()
         self._busy = False
         """Whether the last listing found the database held by opencode (busy, not missing)."""
+        self._snapshot = WalSnapshot()
 
     def _default_database(self) -> Path:
         named = os.environ.get(self.database_variable) if self.database_variable else None
@@ -156,6 +159,9 @@ class OpenCodeSource(ReadsAsQuery):
             )
             connection.execute("PRAGMA query_only = ON")
             return connection
+        if needs_snapshot(self.database):  # (reading the log here would make a -shm beside it)
+            self._close(snapshot=False)
+            return self._snapshot.connection(self.database, BUSY_SECONDS)
         inode = os.stat(self.database).st_ino
         if self._kept is None or self._kept[1] != inode:
             self._close()
@@ -176,10 +182,12 @@ class OpenCodeSource(ReadsAsQuery):
             return False
         return len(head) == 20 and head.startswith(b"SQLite format 3\x00") and head[18] == 1
 
-    def _close(self) -> None:
+    def _close(self, *, snapshot: bool = True) -> None:
         if self._kept is not None:
             self._kept[0].close()
             self._kept = None
+        if snapshot:
+            self._snapshot.close()
 
     def _stamp(self) -> tuple[object, ...] | None:
         """What changes when opencode commits: ``data_version`` of the kept connection (with the
@@ -190,6 +198,11 @@ class OpenCodeSource(ReadsAsQuery):
             return None
         if not self._wal():
             return ("file", status.st_ino, status.st_size, status.st_mtime_ns)
+        if needs_snapshot(self.database):
+            try:
+                return ("copy", *WalSnapshot.identity(self.database))
+            except OSError:
+                return None
         try:
             version = self._connection().execute("PRAGMA data_version").fetchone()[0]
         except (OSError, sqlite3.Error):
@@ -203,7 +216,7 @@ class OpenCodeSource(ReadsAsQuery):
             connection = self._connection()
         except (OSError, sqlite3.Error) as error:
             raise OSError(f"cannot open {self.database}: {error}") from None
-        kept = self._kept is not None and connection is self._kept[0]
+        kept = (self._kept is not None and connection is self._kept[0]) or self._snapshot.holds(connection)
         try:
             connection.execute("BEGIN")
             try:
