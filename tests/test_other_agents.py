@@ -833,3 +833,37 @@ def test_opencode_s_log_without_its_shared_memory_file_is_read_from_a_copy(tmp_p
     shutil.copy(str(db.path) + "-wal", left / "opencode.db-wal")  # the log grew: read again
     assert surface(source, "opencode:ses_1")[-1] == ("user", "a later turn")
     assert sorted(path.name for path in left.iterdir()) == ["opencode.db", "opencode.db-wal"]
+
+
+async def test_a_source_that_fails_as_a_whole_hides_neither_the_store_nor_another_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.catalog.catalog import SessionCatalog
+    from core.catalog.source_check import check_sources
+    from core.folder.jsonl_store import JsonlSessionStore
+    from tests.conftest import say_user
+
+    store = JsonlSessionStore(tmp_path / "store")
+    say_user(store.create("own", cwd="/w"), "the store's own")
+    gemini_file(tmp_path / ".gemini", [{**gemini_header(), "messages": [g_user("u1", [{"text": "gemini's"}])]}])
+    gemini = GeminiCliSource(tmp_path / ".gemini")
+    qwen_root = tmp_path / ".qwen"
+    (qwen_root / "projects").mkdir(parents=True)
+    qwen = QwenCodeSource(qwen_root)
+
+    def broken(self: QwenCodeSource) -> list[Any]:
+        raise RuntimeError("a reader's defect")
+
+    monkeypatch.setattr(QwenCodeSource, "listing", broken)
+    catalog = SessionCatalog(store, (qwen, gemini))
+    catalog.refresh()
+    ids = {record.header.id for record in catalog.listing()}
+    assert "own" in ids and any(session_id.startswith("gemini:") for session_id in ids)
+    assert any("Qwen Code cannot be listed: RuntimeError" in problem.message for problem in catalog.problems)
+    merged = await MergedSessionQuery(store, [qwen, gemini]).list_sessions()
+    assert {record.header.id for record in merged} == ids
+    notes = [finding.message for finding in check_sources([qwen, gemini])]
+    assert any("Qwen Code cannot be listed" in note for note in notes) and any(
+        "Gemini CLI: 1 session" in n for n in notes
+    )
+    store.close()

@@ -21,6 +21,7 @@ from core.search.index_values import IndexedSession, indexed_session, revision_k
 from core.sessions.models import SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import WatchableStore, listing_order_key
 from core.sessions.sources.merged import ExternalSource, source_of
+from core.sessions.sources.merged import listed as listed_safely
 from core.stores import SessionStore, hosted
 
 
@@ -216,9 +217,9 @@ class SessionCatalog:
             if self.external:
                 records = list(records)
                 for number, source in enumerate(self.external):
-                    listed = source.listing()
+                    listed, trouble = listed_safely(source)
                     records.extend(listed)
-                    problems.extend(source.problems)
+                    problems.extend(trouble)
                     # A source hands back the same list while none of its files changed.
                     external_changed = external_changed or listed is not self._external_listings[number]
                     self._external_listings[number] = listed

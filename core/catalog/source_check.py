@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 
 from core.folder.doctor import Finding
-from core.sessions.sources.merged import ExternalSource
+from core.sessions.sources.merged import ExternalSource, listed
 
 SHOWN_PROBLEMS = 5
 """Unreadable files named per source; the rest are counted."""
@@ -27,8 +27,7 @@ def check_sources(sources: Sequence[ExternalSource]) -> list[Finding]:
                 Finding("info", "source", root, f"{source.name}: nothing here (not installed, or never run)")
             )
             continue
-        records = source.listing()
-        problems = list(source.problems)
+        records, problems = listed(source)
         findings.append(
             Finding(
                 "info",

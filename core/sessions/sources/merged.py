@@ -4,7 +4,6 @@ belongs to, and one listing over all. The sources themselves are listed in ``reg
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -52,6 +51,16 @@ class ExternalSource(Protocol):
     async def read_title(self, session_id: str) -> TitleSnapshot | None: ...
 
 
+def listed(source: ExternalSource) -> tuple[list[SessionRecord], list[StoreProblem]]:
+    """A source's sessions and the files it cannot read. A source that fails as a whole (a reader's
+    defect on data no version of its tool writes) lists nothing and says so: it never takes the
+    store's or another agent's sessions with it, and never shows a traceback."""
+    try:
+        return source.listing(), list(source.problems)
+    except Exception as error:
+        return [], [StoreProblem(source.root, f"{source.name} cannot be listed: {type(error).__name__}")]
+
+
 def source_of(sources: Sequence[ExternalSource], session_id: str) -> ExternalSource | None:
     """Which of ``sources`` a namespaced id (``claude:…``, ``codex:…``, ``gemini:…``…) belongs to, if any."""
     return next((source for source in sources if session_id.startswith(source.prefix)), None)
@@ -73,8 +82,9 @@ class MergedSessionQuery:
         return source_of(self.sources, session_id)
 
     async def list_sessions(self) -> list[SessionRecord]:
-        listings = await asyncio.gather(self.primary.list_sessions(), *(s.list_sessions() for s in self.sources))
-        merged = [record for listing in listings for record in listing]
+        merged = list(await self.primary.list_sessions())
+        for source in self.sources:
+            merged += listed(source)[0]
         merged.sort(key=listing_order_key)
         return merged
 
