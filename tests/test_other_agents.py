@@ -740,6 +740,17 @@ def test_a_record_of_the_wrong_type_hides_no_other_session(tmp_path: Path) -> No
     source = source_of(db)
     assert {record.header.id for record in source.listing()} == {"opencode:ses_good", "opencode:ses_text_times"}
     assert surface(source, "opencode:ses_good") == [("user", "fine")]
+    # Rows no version of opencode writes, failing the reader: that session cannot be read, with a code.
+    odd = source_of(db)
+
+    def fold(self: OpenCodeSource, entry: Any, rows: Any) -> Any:
+        raise TypeError("an unexpected shape")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(OpenCodeSource, "_fold", fold)
+        with pytest.raises(SessionQueryError) as raised:
+            odd.session("opencode:ses_good")
+    assert raised.value.code == "SESSION_QUERY_INVALID_SURFACE"
 
 
 def test_opencode_storage_links_a_broken_database_a_held_one_and_parts_measured_in_bytes(tmp_path: Path) -> None:

@@ -65,6 +65,13 @@ def unreadable(error: BaseException) -> str:
     return f"unreadable: a record of an unexpected shape ({type(error).__name__})"
 
 
+def cannot_read(session_id: str, error: BaseException) -> SessionQueryError:
+    """``SESSION_QUERY_INVALID_SURFACE`` for a session whose records a reader could not map."""
+    return SessionQueryError(
+        f"session {js_json_stringify(session_id)} cannot be read: {unreadable(error)}", SESSION_QUERY_INVALID_SURFACE
+    )
+
+
 def decode_line(text: str) -> Any:
     """``json.loads`` of one line, minus its per-call setup (the C scanner, then only whitespace)."""
     start = 0
@@ -335,11 +342,8 @@ class FileSource(ReadsAsQuery):
         except OSError as error:
             raise not_found(session_id) from error
         except Exception as error:  # a record of a shape no version of the tool writes
-            problem = unreadable(error)
-            self.problems = [*self.problems, StoreProblem(entry.path, problem)]
-            raise SessionQueryError(
-                f"session {js_json_stringify(session_id)} cannot be read: {problem}", SESSION_QUERY_INVALID_SURFACE
-            ) from error
+            self.problems = [*self.problems, StoreProblem(entry.path, unreadable(error))]
+            raise cannot_read(session_id, error) from error
         return entry.session
 
     def revision(self, session_id: str) -> Revision | None:

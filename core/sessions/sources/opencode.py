@@ -36,7 +36,7 @@ from core.files import Revision, open_regular
 from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import ReadsAsQuery, listing_order_key
 from core.sessions.session import not_found
-from core.sessions.sources.files import ExternalSession, SurfaceBuilder, prompt_title
+from core.sessions.sources.files import ExternalSession, SurfaceBuilder, cannot_read, prompt_title
 from core.sessions.sources.opencode_files import STORAGE, stored_rows, stored_sessions
 from core.sessions.sources.sqlite_snapshot import WalSnapshot, needs_snapshot
 
@@ -317,7 +317,12 @@ class OpenCodeSource(ReadsAsQuery):
             SessionQueryError: ``SESSION_QUERY_SESSION_NOT_FOUND``, or ``SESSION_QUERY_SOURCE_BUSY``.
         """
         with self._lock:
-            return self._session(session_id)
+            try:
+                return self._session(session_id)
+            except SessionQueryError:
+                raise
+            except Exception as error:  # rows of a shape no version of opencode writes
+                raise cannot_read(session_id, error) from error
 
     def _session(self, session_id: str) -> ExternalSession:
         self.listing()
