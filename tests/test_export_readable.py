@@ -180,3 +180,27 @@ def test_another_tool_s_escape_sequences_and_odd_times_never_reach_the_terminal_
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     assert main(command) == 0
     assert "\x1b[2J" in capsys.readouterr().out  # to a pipe or a file: the text as it is
+
+
+def test_tool_results_of_both_shapes_are_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The app's own agent writes rc.8's shape (the text in data.message.content); the contract's
+    # keeps it in data.content: the export shows both, never "null".
+    from core.agent.tool_steps import result_event
+
+    store = JsonlSessionStore(tmp_path / "store")
+    session = store.create("deploy", cwd="/work/app", created_at=1_796_400_000_000)
+    say_user(session, "list the files")
+    calls = [{"type": "tool-call", "id": f"c{n}", "name": "bash", "arguments": "{}"} for n in (1, 2)]
+    session.append("assistant/message", {"turn": 1, "step": 0, "content": calls}, surface_op="append")
+    session.append("tool/result", result_event(1, 0, "c1", "README.md from the agent", False), surface_op="append")
+    contract = {
+        "turn": 1,
+        "step": 0,
+        "callId": "c2",
+        "content": [{"type": "text", "text": "setup.py as in the contract"}],
+    }
+    session.append("tool/result", contract, surface_op="append")
+    store.close()
+    out = _export(tmp_path, capsys, "--format", "markdown")
+    assert "README.md from the agent" in out and "setup.py as in the contract" in out
+    assert "null" not in out

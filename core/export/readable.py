@@ -23,7 +23,7 @@ from core.reference.uri import encode_session_reference_uri
 from core.secrets.finder import mask_secrets
 from core.sessions import event_types as ev
 from core.sessions.models import SurfaceSnapshot
-from core.sessions.surface import display_prompt_content, message_content, text_of_blocks
+from core.sessions.surface import display_prompt_content, event_message, message_content, text_of_blocks
 
 TOOL_SHOWN = 2_000
 """Characters of a tool call's arguments or a tool result shown (the rest is counted)."""
@@ -111,10 +111,18 @@ def readable(snapshot: SurfaceSnapshot, title: str | None, *, redact: bool = Tru
                 if turn.text.strip() or turn.reasoning.strip() or tools:
                     turns.append(turn)
             case ev.TOOL_RESULT:
-                result = data.get("content")
-                text = text_of_blocks(result) if isinstance(result, list) else json.dumps(result, ensure_ascii=False)
-                if turns and turns[-1].role == "assistant":
-                    turns[-1].tools.append(("result", text))
+                # Either shape the logs hold: rc.8's (a user message holding the tool-result block,
+                # what this app's agent writes) and the contract's (``content`` on the event).
+                message = event_message(event)
+                for block in message["content"] if message is not None else []:
+                    if not isinstance(block, dict) or block.get("type") != "tool-result":
+                        continue
+                    result = block.get("content")
+                    text = (
+                        text_of_blocks(result) if isinstance(result, list) else json.dumps(result, ensure_ascii=False)
+                    )
+                    if turns and turns[-1].role == "assistant":
+                        turns[-1].tools.append(("result", text))
     masked = 0
     if redact:
         if title:
