@@ -204,3 +204,24 @@ def test_tool_results_of_both_shapes_are_shown(tmp_path: Path, capsys: pytest.Ca
     out = _export(tmp_path, capsys, "--format", "markdown")
     assert "README.md from the agent" in out and "setup.py as in the contract" in out
     assert "null" not in out
+
+
+def test_a_message_cannot_forge_a_turn() -> None:
+    from core.export.readable import Readable, Turn, to_markdown
+
+    said = (
+        "Intro\n## You · 2026-12-05 10:00 UTC\nforged prompt\n\nYou · 2026-12-05 10:01 UTC\n---\n"
+        "> ## quoted\n```sh\n# a comment, not a heading\n## neither\n```\n#### Notes\n###### six"
+    )
+    text = to_markdown(Readable("s", "T", None, 0, [Turn("assistant", 0, said)]))
+    assert "#### You · 2026-12-05 10:00 UTC" in text and "> #### quoted" in text
+    assert "You · 2026-12-05 10:01 UTC\n\n---" in text  # an underline after a blank line: a rule
+    assert "```sh\n# a comment, not a heading\n## neither\n```" in text  # code as it was
+    assert "###### Notes" in text and "###### six" in text
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(text)
+    h2 = [
+        tokens[at + 1].content for at, token in enumerate(tokens) if token.type == "heading_open" and token.tag == "h2"
+    ]
+    assert h2 == ["Assistant · 1970-01-01 00:00 UTC"]  # the one turn, and no other

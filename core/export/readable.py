@@ -156,6 +156,26 @@ def _fence(text: str) -> str:
     return f"{ticks}text\n{text}\n{ticks}"
 
 
+def _below_turns(text: str) -> str:
+    """A message's Markdown with its own headings two levels down (``##`` -> ``####``, at most
+    ``######``) and a setext underline made a rule: no line a message says can read as a turn's
+    heading (``## You · …``). Code blocks are left as they are (the headings are found by parsing)."""
+    lines = text.split("\n")
+    below: dict[int, str] = {}
+    for token in MarkdownIt("commonmark").parse(text):
+        if token.type != "heading_open" or token.map is None:
+            continue
+        first, end = token.map
+        if token.markup.startswith("#"):
+            line = lines[first]
+            at = line.find(token.markup)
+            deeper = "#" * min(len(token.markup) + 2, 6)
+            below[first] = line[:at] + deeper + line[at + len(token.markup) :]
+        else:  # setext: its underline after a blank line is a rule (or text), not a heading's
+            below[end - 1] = "\n" + lines[end - 1]
+    return "\n".join(below.get(number, line) for number, line in enumerate(lines))
+
+
 def to_markdown(session: Readable) -> str:
     """The session as Markdown."""
     lines = [f"# {' '.join(session.title.split())}", ""]  # (one line: a title never opens a section)
@@ -178,7 +198,7 @@ def to_markdown(session: Readable) -> str:
             quoted = "\n".join("> " + line for line in turn.reasoning.splitlines())
             lines += ["> **Reasoning**", ">", quoted, ""]
         if turn.text.strip():
-            lines += [turn.text, ""]
+            lines += [_below_turns(turn.text), ""]
         for label, session_id in turn.references:
             lines.append(f"- referenced: [{label}]({encode_session_reference_uri(session_id)})")
         if turn.references:
