@@ -1,0 +1,182 @@
+"""Every reader of another agent's files against records of any shape: a valid session of each
+agent's format with one value anywhere replaced by any JSON value (a number where a list belongs, a
+list where text does, nulls, lone surrogates, deep nesting). Listing never fails, and a session is
+read or refused with a code (``SessionQueryError``), never with another exception; what is read
+projects as a conversation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core import SessionQueryError
+from core.reference.projection import project_conversation
+from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.copilot import CopilotCliSource
+from core.sessions.sources.gemini import GeminiCliSource
+from core.sessions.sources.qwen import QwenCodeSource
+from tests.test_external import UUID, c_assistant, c_user, codex_line, codex_message, text
+from tests.test_other_agents import SID, c_event, g_reply, g_user, gemini_header, q_record, q_text
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20)
+    | st.sampled_from(["\ud800", "<s>", "2026-02-30T10:00:00Z", "+10000-01-01T00:00:00Z", "", "user", "assistant"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)  # fmt: skip
+
+
+def _claude(root: Path, records: list[Any]) -> Path:
+    return root / "projects" / "-work-app" / f"{UUID}.jsonl"
+
+
+def _codex(root: Path, records: list[Any]) -> Path:
+    return root / "sessions" / "2025" / "07" / "02" / f"rollout-2025-07-02T09-00-00-{UUID}.jsonl"
+
+
+def _gemini(root: Path, records: list[Any]) -> Path:
+    return root / "tmp" / "proj" / "chats" / "session-2026-12-05T10-51-2b185404.jsonl"
+
+
+def _qwen(root: Path, records: list[Any]) -> Path:
+    return root / "projects" / "-work-qwen" / "chats" / f"{SID}.jsonl"
+
+
+def _copilot(root: Path, records: list[Any]) -> Path:
+    return root / "session-state" / SID / "events.jsonl"
+
+
+READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path], list[Any]]] = {
+    "claude": (ClaudeCodeSource, _claude, [
+        c_user("u1", None, "first question"),
+        c_assistant("a1", "u1", [text("an answer"), {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
+        c_user("u2", "a1", [{"type": "tool_result", "tool_use_id": "t1", "content": "out"}]),
+        {"type": "summary", "summary": "A title", "leafUuid": "u2"},
+    ]),
+    "codex": (CodexSource, _codex, [
+        codex_line("session_meta", {"id": UUID, "timestamp": "2025-07-02T09:00:00.000Z", "cwd": "/work/app"}),
+        codex_message("user", "first question", 1),
+        codex_message("assistant", "an answer", 2),
+        codex_line("event_msg", {"type": "user_message", "message": "first question"}, 3),
+    ]),
+    "gemini": (GeminiCliSource, _gemini, [
+        {**gemini_header(), "messages": []},
+        g_user("m1", [{"text": "first question"}]),
+        g_reply("m2", "an answer"),
+        {"$set": {"summary": "A title"}},
+    ]),
+    "qwen": (QwenCodeSource, _qwen, [
+        q_record("r1", None, "user", message=q_text("user", "first question")),
+        q_record("r2", "r1", "assistant", message=q_text("model", "an answer", thought="hmm")),
+        q_record("r3", "r2", "system", subtype="chat_compression", systemPayload={"info": {}}),
+    ]),
+    "copilot": (CopilotCliSource, _copilot, [
+        c_event("session.start", {"sessionId": SID, "startTime": "2026-12-05T11:03:47.051Z", "context": {"cwd": "/w"}}),
+        c_event("user.message", {"content": "first question"}),
+        c_event("assistant.message", {"content": "an answer", "toolRequests": []}),
+        c_event("session.title_changed", {"title": "A title"}),
+    ]),
+}  # fmt: skip
+
+
+def _replace(data: st.DataObject, value: Any, depth: int = 0) -> Any:
+    """``value`` with one value somewhere in it (maybe itself) replaced by any JSON value."""
+    children = list(value) if isinstance(value, dict) else list(range(len(value))) if isinstance(value, list) else []
+    if not children or depth > 4 or data.draw(st.booleans(), label="here"):
+        return data.draw(JSON, label="replacement")
+    key = data.draw(st.sampled_from(children), label="into")
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[key] = _replace(data, value[key], depth + 1)  # type: ignore[index]
+    return copy
+
+
+HOSTILE = [5, -1, 1.5, 10**30, True, None, "text", "", "\ud800", "+10000-01-01T00:00:00Z", [], [1], {}, {"a": 1}]
+"""What each value of a valid record is replaced by in turn: every other JSON type, and odd ones."""
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value (the value itself first)."""
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*path, index))
+    return found
+
+
+def _set(value: Any, path: tuple[Any, ...], replacement: Any) -> Any:
+    if not path:
+        return replacement
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[path[0]] = _set(value[path[0]], path[1:], replacement)
+    return copy
+
+
+def _read_all(agent: str, records: list[Any]) -> None:
+    """Write ``records`` as the agent's session file, then list and read every session it holds:
+    anything but a coded refusal fails the test."""
+    make, where, _valid = READERS[agent]
+    root = Path(tempfile.mkdtemp(prefix=f"hostile-{agent}-"))
+    try:
+        path = where(root, records)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"".join(json.dumps(r).encode("utf-8", "surrogatepass") + b"\n" for r in records))
+        source = make(root)
+        refused: list[str] = []
+        for record in source.listing():
+            try:
+                snapshot = source.surface(record.header.id)
+                source.title(record.header.id)
+            except SessionQueryError as error:
+                refused.append(error.code)
+                continue
+            project_conversation(snapshot)
+        assert all(code.startswith("SESSION_QUERY_") for code in refused), refused
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("agent", sorted(READERS))
+def test_every_value_of_a_record_replaced_by_every_other_type_is_read_or_refused(agent: str) -> None:
+    _make, _where, valid = READERS[agent]
+    for at, record in enumerate(valid):
+        for path in _paths(record):
+            for replacement in HOSTILE:
+                records = list(valid)
+                records[at] = _set(record, path, replacement)
+                _read_all(agent, records)
+
+
+@pytest.mark.parametrize("agent", sorted(READERS))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_several_values_of_any_shape_at_once_are_read_or_refused(agent: str, data: st.DataObject) -> None:
+    records = list(READERS[agent][2])
+    for _ in range(data.draw(st.integers(1, 3), label="changes")):
+        at = data.draw(st.integers(0, len(records) - 1), label="record")
+        records[at] = _replace(data, records[at])
+    _read_all(agent, records)
+
+
+@pytest.mark.parametrize("agent", sorted(READERS))
+def test_the_unchanged_session_of_each_format_is_read(agent: str, tmp_path: Path) -> None:
+    # (what the test above changes: a session each reader lists and reads, else it would prove nothing)
+    make, where, records = READERS[agent]
+    path = where(tmp_path, records)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    source = make(tmp_path)
+    (record,) = source.listing()
+    conversation = project_conversation(source.surface(record.header.id))
+    assert [item.text for item in conversation][:2] == ["first question", "an answer"]
