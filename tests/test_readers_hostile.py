@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -180,3 +181,48 @@ def test_the_unchanged_session_of_each_format_is_read(agent: str, tmp_path: Path
     (record,) = source.listing()
     conversation = project_conversation(source.surface(record.header.id))
     assert [item.text for item in conversation][:2] == ["first question", "an answer"]
+
+
+def test_opencode_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
+    # SQLite keeps any type in any column: each column of a session, message and part row in turn
+    # holds text, a blob, a real, a null, a huge integer or JSON of another shape.
+    from core.sessions.sources.opencode import OpenCodeSource
+    from tests.test_other_agents import OpenCodeDb
+    from tests.test_other_agents import text as part_text
+
+    odd_values: list[Any] = ["noon", b"\x00\xff", 1.5, None, 2**62, -1, "[]", "5", '{"role": 5}', "\ud800"]
+    columns = {
+        "session": ["directory", "title", "time_created", "time_updated", "parent_id"],
+        "message": ["time_created", "time_updated", "data"],
+        "part": ["time_created", "data"],
+    }
+    number = 0
+    for table, names in columns.items():
+        for column in names:
+            for value in odd_values:
+                number += 1
+                db = OpenCodeDb(tmp_path / f"case-{number}" / "opencode.db")
+                db.session("ses_1", title="Fine")
+                db.message("ses_1", "msg_1", {"role": "user"}, part_text("first question"))
+                db.message("ses_1", "msg_2", {"role": "assistant"}, part_text("an answer"))
+                stored = (
+                    value.encode("utf-8", "surrogatepass") if isinstance(value, str) and "\ud800" in value else value
+                )
+                try:
+                    db.connection.execute(f"UPDATE {table} SET {column} = ?", (stored,))
+                except sqlite3.IntegrityError:  # (opencode's schema refuses it: no such row exists)
+                    db.connection.close()
+                    continue
+                db.connection.commit()
+                source = OpenCodeSource(db.path.parent)
+                refused: list[str] = []
+                for record in source.listing():
+                    try:
+                        snapshot = source.surface(record.header.id)
+                        source.title(record.header.id)
+                    except SessionQueryError as error:
+                        refused.append(error.code)
+                        continue
+                    project_conversation(snapshot)
+                assert all(code.startswith("SESSION_QUERY_") for code in refused), (table, column, value)
+                db.connection.close()
