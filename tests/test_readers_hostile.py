@@ -124,6 +124,21 @@ def _set(value: Any, path: tuple[Any, ...], replacement: Any) -> Any:
     return copy
 
 
+def _list_and_read(source: Any, about: object = None) -> None:
+    """List the source and read every session it lists: anything but a coded refusal fails the
+    test, and what is read projects as a conversation."""
+    refused: list[str] = []
+    for record in source.listing():
+        try:
+            snapshot = source.surface(record.header.id)
+            source.title(record.header.id)
+        except SessionQueryError as error:
+            refused.append(error.code)
+            continue
+        project_conversation(snapshot)
+    assert all(code.startswith("SESSION_QUERY_") for code in refused), (refused, about)
+
+
 def _read_all(agent: str, records: list[Any]) -> None:
     """Write ``records`` as the agent's session file, then list and read every session it holds:
     anything but a coded refusal fails the test."""
@@ -133,17 +148,7 @@ def _read_all(agent: str, records: list[Any]) -> None:
         path = where(root, records)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"".join(json.dumps(r).encode("utf-8", "surrogatepass") + b"\n" for r in records))
-        source = make(root)
-        refused: list[str] = []
-        for record in source.listing():
-            try:
-                snapshot = source.surface(record.header.id)
-                source.title(record.header.id)
-            except SessionQueryError as error:
-                refused.append(error.code)
-                continue
-            project_conversation(snapshot)
-        assert all(code.startswith("SESSION_QUERY_") for code in refused), refused
+        _list_and_read(make(root))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -214,15 +219,5 @@ def test_opencode_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
                     db.connection.close()
                     continue
                 db.connection.commit()
-                source = OpenCodeSource(db.path.parent)
-                refused: list[str] = []
-                for record in source.listing():
-                    try:
-                        snapshot = source.surface(record.header.id)
-                        source.title(record.header.id)
-                    except SessionQueryError as error:
-                        refused.append(error.code)
-                        continue
-                    project_conversation(snapshot)
-                assert all(code.startswith("SESSION_QUERY_") for code in refused), (table, column, value)
+                _list_and_read(OpenCodeSource(db.path.parent), (table, column, value))
                 db.connection.close()

@@ -119,9 +119,7 @@ def term_counts(text: str) -> Counter[str]:
     for word, count in counts.items():
         term = terms.get(word)
         if term is None:
-            if len(terms) > _CACHE_LIMIT:
-                terms.clear()
-            term = terms[word] = "" if word in STOP_WORDS or len(word) > MAX_WORD else stem(word)
+            term = _new_term(terms, word)
         if term:  # ("": a stop word, or a run too long to be a word)
             stemmed[term] = stemmed.get(term, 0) + count
     return Counter(stemmed)
@@ -139,12 +137,18 @@ def run_term_counts(runs: Mapping[str, int]) -> Counter[str]:
             if term is None:
                 if not word:
                     continue
-                if len(terms) > _CACHE_LIMIT:
-                    terms.clear()
-                term = terms[word] = "" if word in STOP_WORDS or len(word) > MAX_WORD else stem(word)
+                term = _new_term(terms, word)
             if term:
                 stemmed[term] = stemmed.get(term, 0) + count
     return Counter(stemmed)
+
+
+def _new_term(terms: dict[str, str], word: str) -> str:
+    """``word``'s indexed term ("" for none), kept in this thread's ``terms`` (``_indexed_terms``)."""
+    if len(terms) > _CACHE_LIMIT:
+        terms.clear()
+    term = terms[word] = "" if word in STOP_WORDS or len(word) > MAX_WORD else stem(word)
+    return term
 
 
 def _indexed_terms() -> dict[str, str]:

@@ -111,13 +111,11 @@ def json_lines(path: Path, limit: int | None = None, *, follow: bool = True) -> 
             if not raw.endswith(b"\n"):
                 if len(raw) <= LINE_BYTES:
                     return  # the last line, still being written
-                while read <= budget and not raw.endswith(b"\n"):  # too long: read past it
+                while not raw.endswith(b"\n"):  # too long: read past it
                     raw = handle.readline(min(budget - read, _SKIP_PIECE) + 1)
-                    if not raw:
-                        return
                     read += len(raw)
-                if read > budget:
-                    return
+                    if not raw or read > budget:
+                        return
                 yield number, None
                 continue
             if raw.isspace():

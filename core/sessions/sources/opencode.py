@@ -38,7 +38,7 @@ from core.sessions.query import ReadsAsQuery, listing_order_key
 from core.sessions.session import not_found
 from core.sessions.sources.files import ExternalSession, SurfaceBuilder, cannot_read, prompt_title
 from core.sessions.sources.opencode_files import STORAGE, stored_rows, stored_sessions
-from core.sessions.sources.sqlite_snapshot import WalSnapshot, needs_snapshot
+from core.sessions.sources.sqlite_snapshot import WalSnapshot, needs_snapshot, read_only
 
 OPENCODE_PREFIX = "opencode:"
 KILO_PREFIX = "kilo:"
@@ -142,34 +142,19 @@ class OpenCodeSource(ReadsAsQuery):
         """
         if os.path.islink(self.database) or not self.database.is_file():
             raise FileNotFoundError(str(self.database))
-        path = self.database.as_posix().replace("?", "%3f").replace("#", "%23")
-        if not self._wal() and self._rollback_journal():
-            # Its writer changes the file itself under a lock: read under the lock too (readers of
-            # such a database make no file), else a read while it commits sees pages half written.
-            self._close()
-            connection = sqlite3.connect(
-                f"file:{path}?mode=ro", uri=True, timeout=BUSY_SECONDS, check_same_thread=False
-            )
-            connection.execute("PRAGMA query_only = ON")
-            return connection
         if not self._wal():
             self._close()
-            connection = sqlite3.connect(
-                f"file:{path}?mode=ro&immutable=1", uri=True, timeout=BUSY_SECONDS, check_same_thread=False
-            )
-            connection.execute("PRAGMA query_only = ON")
-            return connection
+            # A rollback journal's writer changes the file itself under a lock: read under the lock
+            # too (readers of such a database make no file), else a read while it commits sees
+            # pages half written. Without one, the file is the whole state.
+            return read_only(self.database, "" if self._rollback_journal() else "&immutable=1", BUSY_SECONDS)
         if needs_snapshot(self.database):  # (reading the log here would make a -shm beside it)
             self._close(snapshot=False)
             return self._snapshot.connection(self.database, BUSY_SECONDS)
         inode = os.stat(self.database).st_ino
         if self._kept is None or self._kept[1] != inode:
             self._close()
-            connection = sqlite3.connect(
-                f"file:{path}?mode=ro", uri=True, timeout=BUSY_SECONDS, check_same_thread=False
-            )
-            connection.execute("PRAGMA query_only = ON")
-            self._kept = (connection, inode)
+            self._kept = (read_only(self.database, "", BUSY_SECONDS), inode)
         return self._kept[0]
 
     def _rollback_journal(self) -> bool:

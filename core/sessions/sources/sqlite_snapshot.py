@@ -17,8 +17,16 @@ from pathlib import Path
 from core.files import open_regular
 
 SNAPSHOT_BYTES = 512 * 1024 * 1024
-"""The largest database (with its log) copied; a larger one is read without its log."""
+"""The largest database (with its log) copied; a larger one cannot be read (the listing says why)."""
 _PIECE = 1024 * 1024
+
+
+def read_only(path: Path, options: str, timeout: float) -> sqlite3.Connection:
+    """A connection that never writes: ``file:<path>?mode=ro<options>`` (``&immutable=1``...)."""
+    uri = path.as_posix().replace("?", "%3f").replace("#", "%23")
+    connection = sqlite3.connect(f"file:{uri}?mode=ro{options}", uri=True, timeout=timeout, check_same_thread=False)
+    connection.execute("PRAGMA query_only = ON")
+    return connection
 
 
 def needs_snapshot(database: Path) -> bool:
@@ -30,13 +38,13 @@ class WalSnapshot:
     """The kept copy of one database and its log (made again when either changes)."""
 
     def __init__(self) -> None:
-        self._kept: tuple[tuple[object, ...], sqlite3.Connection, str] | None = None
+        self._kept: tuple[tuple[int, ...], sqlite3.Connection, str] | None = None
         self._cleanup: weakref.finalize[..., object] | None = None
 
     @staticmethod
-    def identity(database: Path) -> tuple[object, ...]:
-        """What changes when the database or its log does."""
-        found: list[object] = []
+    def identity(database: Path) -> tuple[int, ...]:
+        """What changes when the database or its log does: each one's inode, size and time."""
+        found: list[int] = []
         for path in (str(database), f"{database}-wal"):
             status = os.stat(path, follow_symlinks=False)
             found += [status.st_ino, status.st_size, status.st_mtime_ns]
@@ -52,8 +60,7 @@ class WalSnapshot:
         if self._kept is not None and self._kept[0] == identity:
             return self._kept[1]
         self.close()
-        sizes = identity[1::3]
-        if sum(int(size) for size in sizes) > SNAPSHOT_BYTES:  # type: ignore[call-overload]
+        if sum(identity[1::3]) > SNAPSHOT_BYTES:
             raise OSError(f"its write-ahead log cannot be read without a -shm file beside {database}")
         folder = tempfile.mkdtemp(prefix="sessionref-sqlite-")
         try:
@@ -61,9 +68,7 @@ class WalSnapshot:
             for source, target in ((database, copy), (Path(f"{database}-wal"), Path(f"{copy}-wal"))):
                 with os.fdopen(open_regular(source, follow=False), "rb") as reader, open(target, "wb") as writer:
                     shutil.copyfileobj(reader, writer, _PIECE)
-            connection = sqlite3.connect(f"file:{copy.as_posix()}?mode=ro", uri=True, timeout=timeout,
-                                         check_same_thread=False)  # fmt: skip
-            connection.execute("PRAGMA query_only = ON")
+            connection = read_only(copy, "", timeout)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
