@@ -376,3 +376,26 @@ def test_a_long_session_s_best_messages_are_found_whatever_its_words_stem_or_fol
         ranked = index.rank(query)
         passages = index.passages("long", query, ranked, 3)
         assert passages and passages[0].text == message, word
+
+
+def test_a_common_word_read_whole_or_looked_up_session_by_session_scores_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A word most sessions hold, once rarer words have chosen the sessions, is read only for those:
+    # its postings looked up one by one, or all read and the others dropped (cheaper when many).
+    import core.search.word_ranking as word_ranking
+
+    indexed = Indexed(tmp_path / "store")
+    for number in range(12):
+        session = indexed.session(f"s{number}", created_at=number)
+        say_user(session, "alpha " * (1 + number % 3) + ("beta gamma" if number % 4 == 0 else "delta"))
+    indexed.sync()
+    monkeypatch.setattr(word_ranking, "COMMON_TERM", 4)  # "alpha" (12 sessions) is common, "beta" (3) not
+    query = parse_query("beta alpha")
+    found = []
+    for lookups in (0, 1000):  # looked up, then read whole
+        monkeypatch.setattr(word_ranking, "LOOKUPS_PER_ROW", lookups)
+        ranked = indexed.index.rank(query)
+        found.append((ranked.scores, ranked.covered))
+    assert found[0] == found[1]
+    assert found[0][1] == {"s0": 2, "s4": 2, "s8": 2}  # only the sessions "beta" chose, with "alpha" added

@@ -3,10 +3,11 @@ picker row shows. Shared by every message index (SQLite beside a folder store, P
 
 from __future__ import annotations
 
-import bisect
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 MIN_BODY_QUERY = 3
 """Body search needs this many characters (the trigram tokenizer's unit)."""
@@ -127,33 +128,42 @@ def plain_snippet(text: str, role: str, message: int) -> Snippet:
 
 
 def _collapsed(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
-    """``text`` with runs of whitespace as single spaces, and ``spans`` moved to match."""
-    pieces: list[str] = []
-    shift: list[tuple[int, int]] = []  # (original offset, collapsed offset) at each kept piece
-    at = 0
-    length = 0
-    for gap in _SPACES.finditer(text):
-        piece = text[at : gap.start()]
-        shift.append((at, length))
-        pieces.append(piece)
-        length += len(piece)
-        if length:  # no leading space
-            pieces.append(" ")
-            length += 1
-        at = gap.end()
-    shift.append((at, length))
-    pieces.append(text[at:])
-    line = "".join(pieces)
-    starts = [original for original, _ in shift]
+    """``text`` with runs of whitespace as single spaces (none leading or trailing), and ``spans``
+    moved to match: an offset keeps its distance from the start of its run of other characters.
+    Counted with numpy, not run by run in Python: a best message may be a long paste."""
+    import numpy as np
 
-    def move(offset: int) -> int:
-        index = bisect.bisect_right(starts, offset) - 1
-        original, collapsed = shift[index]
-        return collapsed + (offset - original)
+    line = " ".join(text.split())  # (what ``\\s+`` as one space, stripped, gives: the same whitespace)
+    if not text or not spans:
+        return line, []
+    if text.isascii():
+        space = _spaces()[0][np.frombuffer(text.encode("ascii"), np.uint8)]
+    else:
+        space = np.isin(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32), _spaces()[1])
+    after_space = np.empty(len(space), bool)
+    after_space[0] = True  # (a leading run is dropped whole)
+    after_space[1:] = space[:-1]
+    dropped = np.flatnonzero(space & after_space)  # a run's first space is kept, the others are not
+    runs = np.flatnonzero(~space & after_space)  # where each run of other characters starts
+    if not len(runs) or runs[0] != 0:
+        runs = np.concatenate(([0], runs))
+    offsets = sorted({offset for a, b in spans for offset in (a, b - 1)})
+    at = np.asarray(offsets, np.int64)
+    run = runs[np.searchsorted(runs, at, "right") - 1]
+    moved_to = run - np.searchsorted(dropped, run) + (at - run)
+    move = dict(zip(offsets, moved_to.tolist(), strict=True))
+    moved = sorted({(move[a], max(move[a] + 1, move[b - 1] + 1)) for a, b in spans})
+    return line, [(a, min(b, len(line))) for a, b in moved if a < len(line)]
 
-    moved = sorted({(move(a), max(move(a) + 1, move(b - 1) + 1)) for a, b in spans})
-    trimmed = line.rstrip()
-    return trimmed, [(a, min(b, len(trimmed))) for a, b in moved if a < len(trimmed)]
+
+@functools.cache
+def _spaces() -> tuple[Any, Any]:
+    """Which bytes are whitespace (a table by ASCII code), and every whitespace code point (all
+    below U+3001: a test holds it), as ``str.isspace`` and ``\\s`` say."""
+    import numpy as np
+
+    table = np.array([chr(code).isspace() for code in range(128)])
+    return table, np.array([code for code in range(0x3001) if chr(code).isspace()], np.uint32)
 
 
 def marked_text(snippet: Snippet, before: str = "**", after: str = "**") -> str:

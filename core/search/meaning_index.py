@@ -55,21 +55,22 @@ def best_matches(rows: Sequence[tuple[str, int, bytes]], question: Vectors) -> d
     rows = [row for row in rows if row[2]]
     if not rows:
         return {}
-    width = packed_size(len(question))
-    sizes = np.fromiter((len(data) // width for _sid, _first, data in rows), np.int64, len(rows))
-    near = cosines(b"".join(bytes(data) for _sid, _first, data in rows), len(question), question)
-    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    ids, firsts, blobs = zip(*rows, strict=True)
+    sizes = np.fromiter(map(len, blobs), np.int64, len(rows)) // packed_size(len(question))
+    near = cosines(b"".join(blobs), len(question), question)
+    offsets = np.zeros(len(rows), np.int64)
+    np.cumsum(sizes[:-1], out=offsets[1:])
     row_best = np.maximum.reduceat(near, offsets)  # (every row holds a vector)
-    best_row: dict[str, int] = {}
-    for number, (session_id, _first, _data) in enumerate(rows):
-        known = best_row.get(session_id)
-        if known is None or row_best[number] > row_best[known]:
-            best_row[session_id] = number
+    # Each session's best row (the first among equals): its rows sorted by session, best first.
+    codes: dict[str, int] = {}
+    session_codes = np.fromiter((codes.setdefault(session_id, len(codes)) for session_id in ids), np.int64, len(rows))
+    order = np.lexsort((-row_best, session_codes))
+    firsts_of_sessions = np.flatnonzero(np.diff(session_codes[order], prepend=-1))
     found: dict[str, MeaningMatch] = {}
-    for session_id, number in best_row.items():
+    for number in order[firsts_of_sessions].tolist():
         start = int(offsets[number])
         at = int(np.argmax(near[start : start + int(sizes[number])]))
-        found[session_id] = MeaningMatch(session_id, float(row_best[number]), int(rows[number][1]) + at)
+        found[ids[number]] = MeaningMatch(ids[number], float(row_best[number]), int(firsts[number]) + at)
     return found
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import itertools
 import os
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -246,23 +245,30 @@ class ShardReader:
         """
         import numpy as np
 
+        # One row of two comma-separated lists, parsed by numpy: a common word's thousands of
+        # postings cost a third of reading them as rows. (Both lists see the rows in one order.)
+        lists = "SELECT group_concat(key), group_concat(count) FROM "
         if keys is None and newest is not None:
-            rows = self.query(
-                "SELECT key, count FROM postings WHERE word = ? ORDER BY key DESC LIMIT ?", (word, newest)
+            found = self.query(
+                lists + "(SELECT key, count FROM postings WHERE word = ? ORDER BY key DESC LIMIT ?)", (word, newest)
             )
         elif keys is None:
-            rows = self.query("SELECT key, count FROM postings WHERE word = ?", (word,))
+            found = self.query(lists + "postings WHERE word = ?", (word,))
         else:
-            rows = []
+            found = []
             wanted = keys.tolist()
             for start in range(0, len(wanted), 500):
                 part = wanted[start : start + 500]
                 marks = ",".join("?" * len(part))
-                rows += self.query(
-                    f"SELECT key, count FROM postings WHERE word = ? AND key IN ({marks})", (word, *part)
-                )
-        flat = np.fromiter(itertools.chain.from_iterable(rows), np.int64, 2 * len(rows))
-        return flat[0::2], flat[1::2].astype(np.float64)
+                found += self.query(lists + f"postings WHERE word = ? AND key IN ({marks})", (word, *part))
+        key_lists = [row[0] for row in found if row[0]]
+        count_lists = [row[1] for row in found if row[0]]
+        if not key_lists:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return (
+            np.fromstring(",".join(key_lists), np.int64, sep=","),
+            np.fromstring(",".join(count_lists), np.float64, sep=","),
+        )
 
     def length_array(self) -> tuple[dict[int, str], Any]:
         """The session ids by key, and every session's length in words as a numpy array by key

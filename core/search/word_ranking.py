@@ -29,6 +29,9 @@ QUICK_EXPANSIONS = 3
 """What the word being typed may become, in a keystroke's first answer (the full answer follows)."""
 QUICK_POSTINGS = 1000
 """Sessions a word is read for at most in a keystroke's first answer, the newest first."""
+LOOKUPS_PER_ROW = 8
+"""A session's posting looked up by its key costs about this many postings read in a row: a word
+most sessions hold is read whole when it is wanted for many of them."""
 EXPANSIONS = 8
 """Indexed words a word being typed is taken to mean at most (the most widespread)."""
 EXPAND_SCAN = 5_000
@@ -106,7 +109,7 @@ class WordRanking:
         if quick and not restrict and df > QUICK_POSTINGS:
             newest = QUICK_POSTINGS // len(self.shards)  # a keystroke's first answer: the newest
         for shard_sums in sums:
-            shard_sums.add(term, weight, restrict=restrict, newest=newest, best=best)
+            shard_sums.add(term, weight, restrict=restrict, newest=newest, best=best, held=df / len(self.shards))
 
     def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Passage]:
         """The ``count`` messages of ``session_id`` that match ``query`` best, best first.
@@ -170,14 +173,20 @@ class _Sums:
         """How many sessions of the shard hold one of the query's whole words so far."""
         return int(self.covered.astype(bool).sum())  # (the word being typed is added last)
 
-    def add(self, term: str, weight: float, *, restrict: bool, newest: int | None, best: bool) -> None:
+    def add(self, term: str, weight: float, *, restrict: bool, newest: int | None, best: bool, held: float) -> None:
+        """Add ``term``'s BM25 to the shard's sessions holding it (``restrict``: only to those holding
+        an earlier word; ``held``: about how many of the shard's sessions hold it)."""
         import numpy as np
 
         among = np.flatnonzero(self.covered) if restrict else None
         if among is not None and not len(among):
             return
+        if among is not None and len(among) * LOOKUPS_PER_ROW >= held:
+            among = None  # every posting read and the others dropped: cheaper than looking each one up
         keys, counts = self.reads.posting_arrays(term, among, newest=newest)
         inside = keys < len(self.lengths)  # (a session indexed since the search began is left out)
+        if restrict:
+            inside[inside] = self.covered[keys[inside]] > 0
         keys, counts = keys[inside], counts[inside]
         norm = 1.0 - B + B * (self.lengths[keys] / self.average if self.average > 0 else 1.0)
         scores = weight * counts * (K1 + 1.0) / (counts + K1 * norm)
