@@ -69,6 +69,7 @@ from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.merged import MergedSessionQuery
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource
+from core.sessions.sources.pi import PiSource
 from core.sessions.sources.qwen import QwenCodeSource
 from core.sessions.surface import derive_messages, display_prompt_content, fold_surface
 
@@ -106,6 +107,7 @@ __all__ = [
     "OpenAICompatibleModel",
     "OpenCodeSource",
     "ParsedReferenceText",
+    "PiSource",
     "PreparedMessage",
     "ProjectedItem",
     "QwenCodeSource",

@@ -22,6 +22,8 @@ from core.folder.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionEvent
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.files import FileSource
+from core.sessions.sources.pi import PiSource
 from fuzz.kit import check, outcome_of, rng_of, run_async
 from tests.support.shared_fixtures import fixtures_root
 
@@ -168,14 +170,20 @@ _LOG_TOKENS = [
 
 
 def external(data: bytes) -> str:
-    """The same bytes as a Claude Code transcript and as a Codex rollout: each lists, reads and
-    projects, or is reported unreadable; the tools' files are never changed."""
+    """The same bytes as a Claude Code transcript, a Codex rollout and a pi session: each lists,
+    reads and projects, or is reported unreadable; the tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         claude = base / "claude" / "projects" / "-work-app" / "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c.jsonl"
         codex = base / "codex" / "sessions" / "2026" / "01" / "02" / "rollout-2026-01-02T03-04-05-c0de.jsonl"
+        pi = base / "pi" / "sessions" / "--work-app--" / "2026-01-02T03-04-05-000Z_01a24c16-a285-7258.jsonl"
         outcomes = []
-        for path, source in ((claude, ClaudeCodeSource(base / "claude")), (codex, CodexSource(base / "codex"))):
+        readers: list[tuple[Path, FileSource]] = [
+            (claude, ClaudeCodeSource(base / "claude")),
+            (codex, CodexSource(base / "codex")),
+            (pi, PiSource(base / "pi")),
+        ]
+        for path, source in readers:
             path.parent.mkdir(parents=True)
             path.write_bytes(data)
             outcomes.append(_external_one(source, path, data))
@@ -184,7 +192,7 @@ def external(data: bytes) -> str:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _external_one(source: ClaudeCodeSource | CodexSource, path: Path, data: bytes) -> str:
+def _external_one(source: FileSource, path: Path, data: bytes) -> str:
     records = source.listing()
     if not records:
         check(bool(source.problems), "a file neither listed nor reported")
@@ -245,7 +253,25 @@ def _external_seeds() -> list[bytes]:
             {"id": "old-layout", "timestamp": "2025-01-01T00:00:00Z", "instructions": None},
         ]
     )  # fmt: skip
-    return [claude, codex, claude + codex, claude[: len(claude) // 2], b"{}\n[]\nnull\n"]
+    pi = lines(
+        [
+            {"type": "session", "version": 3, "id": "01a24c16-a285-7258", "timestamp": "2026-01-02T03:04:05Z",
+             "cwd": "/work/app"},
+            {"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-01-02T03:04:06Z",
+             "message": {"role": "user", "content": [{"type": "text", "text": "Why does it flake?"}]}},
+            {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2026-01-02T03:04:07Z",
+             "message": {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"},
+                                                          {"type": "toolCall", "id": "t", "name": "bash"}]}},
+            {"type": "message", "id": "r1", "parentId": "a1", "timestamp": "2026-01-02T03:04:08Z",
+             "message": {"role": "toolResult", "toolCallId": "t", "content": [{"type": "text", "text": "x"}]}},
+            {"type": "compaction", "id": "c1", "parentId": "r1", "timestamp": "2026-01-02T03:05:00Z",
+             "summary": "Summary: the lock.", "firstKeptEntryId": "a1"},
+            {"type": "message", "id": "a2", "parentId": "c1", "timestamp": "2026-01-02T03:05:01Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "The lock."}]}},
+            {"type": "session_info", "id": "n1", "parentId": "a2", "timestamp": "2026-01-02T03:05:02Z", "name": "x"},
+        ]
+    )  # fmt: skip
+    return [claude, codex, pi, claude + codex, claude[: len(claude) // 2], b"{}\n[]\nnull\n"]
 
 
 _EXTERNAL_TOKENS = [
@@ -258,6 +284,12 @@ _EXTERNAL_TOKENS = [
     b'"isCompactSummary":true',
     b'"type":"session_meta"',
     b'"type":"response_item"',
+    b'"type":"session"',
+    b'"type":"message"',
+    b'"type":"compaction"',
+    b'"firstKeptEntryId":"u1"',
+    b'"parentId":"a1"',
+    b'"id":"u1"',
     b'"timestamp":"2026-13-45T99:99:99Z"',
     b'"timestamp":1e400',
     b'"cwd":"relative"',

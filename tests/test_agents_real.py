@@ -88,9 +88,9 @@ class Script:
         if "REFERENCE DESIGN" in last and reference is not None and not answered:
             return ("call", reference, {"session": "design"})
         if "USE A TOOL" in last and not answered:
-            for wanted in ("list_directory", "glob", "ls", "list"):
+            for wanted in ("list_directory", "glob", "ls", "list", "bash"):
                 if wanted in tools:
-                    return ("call", wanted, {"dir_path": ".", "path": ".", "pattern": "*"})
+                    return ("call", wanted, {"dir_path": ".", "path": ".", "pattern": "*", "command": "ls"})
         return None
 
     def answer(self, users: list[str]) -> str:

@@ -140,6 +140,8 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "QWEN_RUNTIME_DIR",
         "QWEN_HOME",
         "COPILOT_HOME",
+        "PI_CODING_AGENT_DIR",
+        "PI_CODING_AGENT_SESSION_DIR",
     ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
@@ -151,6 +153,7 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "opencode": tmp_path / ".local" / "share" / "opencode",
         "Kilo CLI": tmp_path / ".local" / "share" / "kilo",
         "GitHub Copilot CLI": tmp_path / ".copilot",
+        "pi": tmp_path / ".pi" / "agent",
     }
     # Each agent's own variable, as the agent itself reads it.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
@@ -159,17 +162,20 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qh"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "cp"))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "pi"))
     found = sources()
+    assert found["pi"] == tmp_path / "pi"
     assert found["GitHub Copilot CLI"] == tmp_path / "cp"
     assert found["Claude Code"] == tmp_path / "cc" and found["Codex CLI"] == tmp_path / "cx"
     assert found["Gemini CLI"] == tmp_path / "gh" / ".gemini" and found["Qwen Code"] == tmp_path / "qh"
     assert found["opencode"] == tmp_path / "data" / "opencode" and found["Kilo CLI"] == tmp_path / "data" / "kilo"
     # Flags win.
     found = sources("--claude-root", "/a", "--codex-root", "/b", "--gemini-root", "/c", "--qwen-root", "/d",
-                    "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g")  # fmt: skip
-    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g"]
+                    "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g", "--pi-root", "/h")  # fmt: skip
+    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h"]
     assert sources("--no-external") == {}
     monkeypatch.delenv("COPILOT_HOME")
+    monkeypatch.delenv("PI_CODING_AGENT_DIR")
     assert sources("--demo") == {}  # the demo stays the demo (the agents' own variables do not count)
     assert list(sources("--demo", "--codex-root", "/b")) == ["Codex CLI"]
     # The config file's [sources] table gives the same (a flag still wins; enabled = false turns all off).

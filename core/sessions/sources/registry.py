@@ -20,6 +20,7 @@ from core.sessions.sources.copilot import CopilotCliSource, copilot_root
 from core.sessions.sources.gemini import GeminiCliSource, gemini_root
 from core.sessions.sources.merged import ExternalSource
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource, kilo_root, opencode_root
+from core.sessions.sources.pi import PiSource, pi_root
 from core.sessions.sources.qwen import QwenCodeSource, qwen_root
 
 
@@ -138,6 +139,16 @@ AGENTS: tuple[AgentSource, ...] = (
         copilot_root,
         CopilotCliSource,
         env="COPILOT_HOME",
+    ),
+    AgentSource(
+        "pi",
+        "PI",
+        "$PI_CODING_AGENT_SESSION_DIR, else $PI_CODING_AGENT_DIR, else ~/.pi/agent",
+        "~/.pi/agent",
+        pi_root,
+        PiSource,
+        what="folder",
+        held="sessions",
     ),
 )
 """Every agent whose sessions sessionref reads, in the order they are listed and named."""

@@ -1,0 +1,215 @@
+"""pi's sessions (``@mariozechner/pi-coding-agent``): ``<agent dir>/sessions/--<cwd>--/<time>_<id>.jsonl``,
+read-only.
+
+One JSON record per line. The first is the session's header (``type`` ``session``: ``id``, a UUIDv7
+that is never shortened, ``cwd``, ``timestamp``, ``version``); every later entry has an ``id`` and
+a ``parentId`` (version 1 files have neither: each entry follows the one before it), so a file
+holds a tree whose current branch ends in its last entry. Entries: ``message`` (an ``AgentMessage``:
+``user``, ``assistant`` with ``text``, ``thinking`` and ``toolCall`` blocks, ``toolResult``,
+``bashExecution``, ``custom``), ``compaction`` (a ``summary`` and the first entry kept after it),
+``branch_summary``, ``custom``, ``custom_message``, ``label``, ``session_info`` (a ``name``),
+``model_change`` and ``thinking_level_change``.
+
+Mapping: the branch that ends in the last entry, as pi builds the model's context from it: after
+the newest compaction on it, its summary as a compact checkpoint, then the entries it kept and those
+after it. A user message's text becomes a prompt, an assistant message's text (not its thinking) an
+answer; tool calls and results, the user's own shell commands and what extensions add are not on the
+surface. The title is the newest ``session_info`` name, else the first prompt.
+
+Where pi keeps them: ``$PI_CODING_AGENT_DIR`` (else ``~/.pi/agent``) holds ``sessions/``, a folder
+per working directory; ``$PI_CODING_AGENT_SESSION_DIR`` (or ``--session-dir``) puts the files of
+every folder in one folder. Either folder can be given: its ``sessions/`` when it has one, else its
+own files and those one folder down are read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from core.sessions.models import SessionHeader
+from core.sessions.sources.files import (
+    ASSISTANT,
+    CHECKPOINT,
+    HEAD_BYTES,
+    SKIP,
+    USER,
+    ExternalSession,
+    FileSource,
+    LinkedRecord,
+    SurfaceBuilder,
+    json_lines,
+    millis,
+    prompt_title,
+)
+
+PI_PREFIX = "pi:"
+
+
+def pi_root() -> Path:
+    """``$PI_CODING_AGENT_SESSION_DIR``, else ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``."""
+    for variable in ("PI_CODING_AGENT_SESSION_DIR", "PI_CODING_AGENT_DIR"):
+        configured = os.environ.get(variable)
+        if configured:
+            return Path(configured).expanduser()
+    return Path.home() / ".pi" / "agent"
+
+
+def _text(content: Any, *, blocks: str = "text") -> str:
+    """A message's text: a string content, or its ``text`` blocks joined (thinking, tool calls and
+    images left out)."""
+    if type(content) is str:
+        return content
+    if type(content) is not list:
+        return ""
+    return "\n".join(
+        block["text"]
+        for block in content
+        if type(block) is dict and block.get("type") == blocks and type(block.get("text")) is str and block["text"]
+    )
+
+
+class PiSource(FileSource):
+    """pi's sessions: ``<agent dir>/sessions/--<cwd>--/<time>_<id>.jsonl`` (read-only)."""
+
+    prefix = PI_PREFIX
+    name = "pi"
+    follow_links = False
+
+    def _files(self) -> Iterator[str]:
+        sessions = self.root / "sessions"
+        folder = sessions if sessions.is_dir() and not sessions.is_symlink() else self.root
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.endswith(".jsonl"):
+                yield entry.path
+            elif entry.is_dir(follow_symlinks=False):
+                try:
+                    names = os.listdir(entry.path)
+                except OSError:
+                    continue
+                for name in names:
+                    if name.endswith(".jsonl"):
+                        yield os.path.join(entry.path, name)
+
+    def _header(self, path: Path) -> SessionHeader | None:
+        for _number, record in json_lines(path, HEAD_BYTES, follow=False):
+            if type(record) is not dict or record.get("type") != "session":
+                return None  # (the header is the first line)
+            session_id, cwd = record.get("id"), record.get("cwd")
+            if type(session_id) is not str or not session_id.strip():
+                return None
+            created = millis(record.get("timestamp"))
+            if created is None:
+                created = path.stat().st_mtime_ns // 1_000_000
+            return SessionHeader(
+                id=self.prefix + session_id, created_at=created, cwd=cwd if type(cwd) is str and cwd else None
+            )
+        return None
+
+    def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
+        records: dict[str, LinkedRecord] = {}
+        order: list[str] = []
+        compactions: dict[str, tuple[str, str | None]] = {}  # entry id -> (summary, first kept entry id)
+        names: list[str] = []
+        problems = 0
+        last_seq: int | None = None
+        previous: str | None = None
+        for number, record in json_lines(path, follow=False):
+            last_seq = number
+            if type(record) is not dict or type(record.get("type")) is not str:
+                problems += 1
+                continue
+            kind = record["type"]
+            if kind == "session":
+                continue
+            entry_id, parent = record.get("id"), record.get("parentId")
+            if type(entry_id) is not str:  # a version 1 entry: it follows the one before it
+                entry_id, parent = f"#{number}", previous
+            previous = entry_id
+            role, text = SKIP, ""
+            if kind == "message" and type(record.get("message")) is dict:
+                message = record["message"]
+                if message.get("role") == "user":
+                    role, text = USER, _text(message.get("content"))
+                elif message.get("role") == "assistant":
+                    role, text = ASSISTANT, _text(message.get("content"))
+            elif kind == "compaction" and type(record.get("summary")) is str:
+                kept = record.get("firstKeptEntryId")
+                compactions[entry_id] = (record["summary"], kept if type(kept) is str else None)
+                role, text = CHECKPOINT, record["summary"]
+            elif kind == "session_info" and type(record.get("name")) is str and record["name"].strip():
+                names.append(record["name"].strip())
+            when = _when(record, text)
+            records[entry_id] = (number, parent if type(parent) is str else None, role, text, when)
+            order.append(entry_id)
+        chain = _branch(records, order)
+        builder = SurfaceBuilder()
+        for number, role, text, time in _context(chain, records, compactions):
+            when = time if time is not None else header.created_at
+            if not text.strip():
+                continue
+            if role == USER:
+                builder.user(number, when, text)
+            elif role == ASSISTANT:
+                builder.assistant(number, when, text)
+            elif role == CHECKPOINT:
+                builder.checkpoint(number, when, text)
+        # The title: the newest name, else the branch's first prompt (a compaction may have dropped it).
+        prompts = (prompt_title(records[entry_id][3]) for entry_id in chain if records[entry_id][2] == USER)
+        title = names[-1] if names else next((prompt for prompt in prompts if prompt), None)
+        return ExternalSession(header, builder.events, title, problems, last_seq)
+
+
+def _when(record: dict[str, Any], text: str) -> int | None:
+    """When an entry with text was written: its ``timestamp``, else its message's epoch milliseconds."""
+    if not text:
+        return None
+    found = millis(record.get("timestamp"))
+    if found is not None:
+        return found
+    message = record.get("message")
+    stamp = message.get("timestamp") if type(message) is dict else None
+    return stamp if type(stamp) is int and 0 <= stamp < 253_402_300_800_000 else None  # (before year 10000)
+
+
+def _branch(records: dict[str, LinkedRecord], order: list[str]) -> list[str]:
+    """The branch that ends in the last entry, root first, its lines in order."""
+    chain: list[str] = []
+    seen: set[str] = set()
+    current: str | None = order[-1] if order else None
+    while current is not None and current in records and current not in seen:
+        seen.add(current)
+        chain.append(current)
+        parent = records[current][1]
+        if parent is not None and parent in records and records[parent][0] >= records[current][0]:
+            break  # pi writes a parent before its children: a link forward (or a loop) ends the branch
+        current = parent
+    chain.reverse()
+    return chain
+
+
+def _context(
+    chain: list[str], records: dict[str, LinkedRecord], compactions: dict[str, tuple[str, str | None]]
+) -> list[tuple[int, int, str, int | None]]:
+    """(line, role, text, time) of the branch's entries as pi puts them in the model's context: after
+    its newest compaction, that compaction's checkpoint, the entries it kept (from its first kept
+    entry on), then the rest."""
+    shown = [records[entry_id] for entry_id in chain]
+    at = next((index for index in range(len(chain) - 1, -1, -1) if chain[index] in compactions), None)
+    if at is None:
+        return [(number, role, text, time) for number, _parent, role, text, time in shown if role != CHECKPOINT]
+    summary, first_kept = compactions[chain[at]]
+    start = chain.index(first_kept) if first_kept in chain[:at] else at
+    number, _parent, _role, _text, time = shown[at]
+    if start < at:
+        # Shown before the entries it kept, the checkpoint takes the line before the first of them
+        # (a line of the file that is never on the surface: lines stay in order).
+        number = shown[start - 1][0] if start else 0
+    after = [(n, role, text, t) for n, _p, role, text, t in shown[start:at] + shown[at + 1 :] if role != CHECKPOINT]
+    return [(number, CHECKPOINT, summary, time), *after]
