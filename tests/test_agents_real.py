@@ -535,7 +535,7 @@ def test_opencode_references_a_session_through_sessionref_mcp(tmp_path: Path) ->
     home, work = setup_work(tmp_path)
     path, root = sessionref_on_path(tmp_path, home)
     with stub(_OpenAI) as (port, script):
-        opencode_config(home, port, docs_block('"$schema"'))  # docs/mcp.md's opencode.json, as written
+        opencode_config(home, port, docs_block("opencode.ai/config.json"))  # docs/mcp.md's opencode.json, as written
         assert OPENCODE is not None
         environment = {**opencode_environment(home, work), "PATH": path}
         out = run([str(OPENCODE), "run", "REFERENCE DESIGN please"], work, environment)

@@ -200,7 +200,7 @@ def test_another_writer_or_another_tool_gets_a_side_note(tmp_path: Path, work: P
 
 def test_each_agent_is_started_through_its_own_options(tmp_path: Path) -> None:
     server = ToolServer.for_store(root="/s", url=None)
-    for name in ("claude", "codex", "gemini", "opencode"):
+    for name in ("claude", "codex", "gemini", "opencode", "kilo"):
         agent = AGENTS[name]
         launch = agent.build(f"/bin/{name}", "BRIEF", str(tmp_path), server, False)  # type: ignore[misc]
         try:
@@ -213,8 +213,10 @@ def test_each_agent_is_started_through_its_own_options(tmp_path: Path) -> None:
             if name == "gemini":
                 overlay = Path(launch.env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json"
                 assert json.loads(overlay.read_text())["mcpServers"]["sessionref"]["trust"] is True
-            if name == "opencode":
-                assert json.loads(launch.env["OPENCODE_CONFIG_CONTENT"])["mcp"]["sessionref"]["type"] == "local"
+            if name in ("opencode", "kilo"):
+                content = launch.env[f"{name.upper()}_CONFIG_CONTENT"]
+                assert json.loads(content)["mcp"]["sessionref"]["type"] == "local"
+                assert launch.env["PWD"] == str(tmp_path) and launch.argv[1:] == [str(tmp_path), "--prompt", "BRIEF"]
         finally:
             launch.cleanup()
         assert all(not os.path.exists(path) for path in launch.files)

@@ -11,7 +11,7 @@ written or changed:
   user's with the server added, ``trust`` set (the tools only read); ``gemini -i`` interactive,
   ``gemini -p`` headless.
 - opencode: ``$OPENCODE_CONFIG_CONTENT``, merged over the user's configuration; ``opencode --prompt``
-  interactive, ``opencode run`` headless.
+  interactive, ``opencode run`` headless. Kilo CLI (opencode's fork) the same, ``$KILO_CONFIG_CONTENT``.
 - sessionref: a new sessionref session in the folder whose draft references the source.
 """
 
@@ -124,6 +124,9 @@ class Launch:
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
+Builder = Callable[[str, str, str, ToolServer, bool], "Launch"]
+
+
 def _run_folder() -> str:
     return tempfile.mkdtemp(prefix="sessionref-handoff-")  # 0700
 
@@ -204,21 +207,24 @@ def _gemini(program: str, prompt: str, folder: str, server: ToolServer, headless
     return Launch(argv, folder, {"GEMINI_CLI_HOME": run}, [overlay])
 
 
-def _opencode(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
-    entry = {"type": "local", "command": [server.command, *server.args], "environment": server.env, "enabled": True}
-    content = json.dumps({"mcp": {SERVER_NAME: entry}})
-    argv = [program, "run", prompt] if headless else [program, folder, "--prompt", prompt]
-    # opencode takes its folder from $PWD, not from the process's working directory.
-    return Launch(argv, folder, {"OPENCODE_CONFIG_CONTENT": content, "PWD": folder})
+def _opencode_like(variable: str) -> Builder:
+    """opencode and Kilo CLI (its fork): the server in the configuration the environment variable
+    holds, which they merge over the user's own."""
+
+    def build(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
+        entry = {"type": "local", "command": [server.command, *server.args], "environment": server.env, "enabled": True}
+        content = json.dumps({"mcp": {SERVER_NAME: entry}})
+        argv = [program, "run", prompt] if headless else [program, folder, "--prompt", prompt]
+        # They take their folder from $PWD, not from the process's working directory.
+        return Launch(argv, folder, {variable: content, "PWD": folder})
+
+    return build
 
 
 def _write_private(path: str, text: str) -> None:
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(text)
-
-
-Builder = Callable[[str, str, str, ToolServer, bool], Launch]
 
 
 @dataclass(frozen=True)
@@ -268,7 +274,8 @@ AGENTS: dict[str, Agent] = {
         Agent("claude", SOURCES["claude"].label, "claude", _claude),
         Agent("codex", SOURCES["codex"].label, "codex", _codex),
         Agent("gemini", SOURCES["gemini"].label, "gemini", _gemini),
-        Agent("opencode", SOURCES["opencode"].label, "opencode", _opencode),
+        Agent("opencode", SOURCES["opencode"].label, "opencode", _opencode_like("OPENCODE_CONFIG_CONTENT")),
+        Agent("kilo", SOURCES["kilo"].label, "kilo", _opencode_like("KILO_CONFIG_CONTENT")),
         Agent("sessionref", "sessionref", "sessionref"),
     )
 }

@@ -41,7 +41,7 @@ def add_commands(commands: CommandTaker) -> None:
 
     parser = commands.add_parser(
         "handoff",
-        help="continue a session in another agent (Claude Code, Codex, Gemini CLI, opencode, sessionref)",
+        help="continue a session in another agent (Claude Code, Codex, Gemini CLI, opencode, Kilo CLI, sessionref)",
         description="Hand a session to another agent: it starts in the session's folder with a briefing (your goal, "
         "the folder's git state and the session's bounded, framed snapshot, secrets masked) as its first prompt, "
         "and sessionref mcp attached for that run only, so it can search and read past the snapshot. The briefing "
@@ -59,8 +59,8 @@ def add_commands(commands: CommandTaker) -> None:
     parser.add_argument(
         "--headless",
         action="store_true",
-        help="run the agent's non-interactive mode (claude -p, codex exec, gemini -p, opencode run): its output "
-        "and exit code are passed through",
+        help="run the agent's non-interactive mode (claude -p, codex exec, gemini -p, opencode run, kilo run): "
+        "its output and exit code are passed through",
     )
     add_store_options(parser)
     parser.set_defaults(run=handoff_command, parser=parser, demo=False)
