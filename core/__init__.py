@@ -65,6 +65,7 @@ from core.sessions.query import SessionQuery
 from core.sessions.session import MemorySessionStore, Session
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.merged import MergedSessionQuery
@@ -91,6 +92,7 @@ __all__ = [
     "ChatModel",
     "ClaudeCodeSource",
     "CodexSource",
+    "ContinueSource",
     "CopilotCliSource",
     "EchoModel",
     "GeminiCliSource",

@@ -22,6 +22,7 @@ from core.folder.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionEvent
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.files import FileSource
 from core.sessions.sources.pi import PiSource
 from fuzz.kit import check, outcome_of, rng_of, run_async
@@ -170,18 +171,21 @@ _LOG_TOKENS = [
 
 
 def external(data: bytes) -> str:
-    """The same bytes as a Claude Code transcript, a Codex rollout and a pi session: each lists,
-    reads and projects, or is reported unreadable; the tools' files are never changed."""
+    """The same bytes as a Claude Code transcript, a Codex rollout, a pi session and a Continue
+    session: each lists, reads and projects, or is reported unreadable; the tools' files are never
+    changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         claude = base / "claude" / "projects" / "-work-app" / "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c.jsonl"
         codex = base / "codex" / "sessions" / "2026" / "01" / "02" / "rollout-2026-01-02T03-04-05-c0de.jsonl"
         pi = base / "pi" / "sessions" / "--work-app--" / "2026-01-02T03-04-05-000Z_01a24c16-a285-7258.jsonl"
+        continued = base / "continue" / "sessions" / "28ab63df-f623-41a0-a4b0-6276f0fb0313.json"
         outcomes = []
         readers: list[tuple[Path, FileSource]] = [
             (claude, ClaudeCodeSource(base / "claude")),
             (codex, CodexSource(base / "codex")),
             (pi, PiSource(base / "pi")),
+            (continued, ContinueSource(base / "continue")),
         ]
         for path, source in readers:
             path.parent.mkdir(parents=True)
@@ -271,7 +275,16 @@ def _external_seeds() -> list[bytes]:
             {"type": "session_info", "id": "n1", "parentId": "a2", "timestamp": "2026-01-02T03:05:02Z", "name": "x"},
         ]
     )  # fmt: skip
-    return [claude, codex, pi, claude + codex, claude[: len(claude) // 2], b"{}\n[]\nnull\n"]
+    continued = json.dumps(
+        {"sessionId": "28ab63df", "title": "Untitled Session", "workspaceDirectory": "file:///work/app", "history": [
+            {"message": {"role": "assistant", "content": "Summary."}, "conversationSummary": "Summary."},
+            {"message": {"role": "user", "content": [{"type": "text", "text": "Why does it flake?"}]}},
+            {"message": {"role": "assistant", "content": "", "toolCalls": [{"id": "t"}]}, "toolCallStates": []},
+            {"message": {"role": "tool", "content": "x", "toolCallId": "t"}},
+            {"message": {"role": "assistant", "content": "The lock."}},
+        ]}
+    ).encode()  # fmt: skip
+    return [claude, codex, pi, continued, claude + codex, claude[: len(claude) // 2], b"{}\n[]\nnull\n"]
 
 
 _EXTERNAL_TOKENS = [
@@ -284,6 +297,9 @@ _EXTERNAL_TOKENS = [
     b'"isCompactSummary":true',
     b'"type":"session_meta"',
     b'"type":"response_item"',
+    b'"conversationSummary":',
+    b'"history":[',
+    b'"workspaceDirectory":"file:///x"',
     b'"type":"session"',
     b'"type":"message"',
     b'"type":"compaction"',

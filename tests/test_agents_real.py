@@ -88,9 +88,10 @@ class Script:
         if "REFERENCE DESIGN" in last and reference is not None and not answered:
             return ("call", reference, {"session": "design"})
         if "USE A TOOL" in last and not answered:
+            named = {name.lower(): name for name in tools}  # (Continue's are "List", "Bash")
             for wanted in ("list_directory", "glob", "ls", "list", "bash"):
-                if wanted in tools:
-                    return ("call", wanted, {"dir_path": ".", "path": ".", "pattern": "*", "command": "ls"})
+                if wanted in named:
+                    return ("call", named[wanted], {"dir_path": ".", "path": ".", "pattern": "*", "command": "ls"})
         return None
 
     def answer(self, users: list[str]) -> str:

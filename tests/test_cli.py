@@ -142,6 +142,7 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "COPILOT_HOME",
         "PI_CODING_AGENT_DIR",
         "PI_CODING_AGENT_SESSION_DIR",
+        "CONTINUE_GLOBAL_DIR",
     ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
@@ -154,6 +155,7 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "Kilo CLI": tmp_path / ".local" / "share" / "kilo",
         "GitHub Copilot CLI": tmp_path / ".copilot",
         "pi": tmp_path / ".pi" / "agent",
+        "Continue": tmp_path / ".continue",
     }
     # Each agent's own variable, as the agent itself reads it.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
@@ -163,19 +165,22 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "cp"))
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "pi"))
+    monkeypatch.setenv("CONTINUE_GLOBAL_DIR", str(tmp_path / "cn"))
     found = sources()
-    assert found["pi"] == tmp_path / "pi"
+    assert found["pi"] == tmp_path / "pi" and found["Continue"] == tmp_path / "cn"
     assert found["GitHub Copilot CLI"] == tmp_path / "cp"
     assert found["Claude Code"] == tmp_path / "cc" and found["Codex CLI"] == tmp_path / "cx"
     assert found["Gemini CLI"] == tmp_path / "gh" / ".gemini" and found["Qwen Code"] == tmp_path / "qh"
     assert found["opencode"] == tmp_path / "data" / "opencode" and found["Kilo CLI"] == tmp_path / "data" / "kilo"
     # Flags win.
     found = sources("--claude-root", "/a", "--codex-root", "/b", "--gemini-root", "/c", "--qwen-root", "/d",
-                    "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g", "--pi-root", "/h")  # fmt: skip
-    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h"]
+                    "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g", "--pi-root", "/h",
+                    "--continue-root", "/i")  # fmt: skip
+    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i"]
     assert sources("--no-external") == {}
     monkeypatch.delenv("COPILOT_HOME")
     monkeypatch.delenv("PI_CODING_AGENT_DIR")
+    monkeypatch.delenv("CONTINUE_GLOBAL_DIR")
     assert sources("--demo") == {}  # the demo stays the demo (the agents' own variables do not count)
     assert list(sources("--demo", "--codex-root", "/b")) == ["Codex CLI"]
     # The config file's [sources] table gives the same (a flag still wins; enabled = false turns all off).

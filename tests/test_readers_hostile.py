@@ -22,6 +22,7 @@ from core import SessionQueryError
 from core.reference.projection import project_conversation
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.pi import PiSource
@@ -64,6 +65,11 @@ def _pi(root: Path, records: list[Any]) -> Path:
 PI_ID = "01a24c16-a285-7258-ac9f-5027617230e6"
 
 
+def _continue(root: Path, records: list[Any]) -> Path:
+    # (one JSON document, written as its one line)
+    return root / "sessions" / "28ab63df-f623-41a0-a4b0-6276f0fb0313.json"
+
+
 def _pi_message(entry: str, parent: str | None, message: dict[str, Any]) -> dict[str, Any]:
     """A pi ``message`` entry, as pi 0.73.1 writes one."""
     return {"type": "message", "id": entry, "parentId": parent, "timestamp": "2026-12-06T16:01:21.572Z",
@@ -99,6 +105,18 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
         c_event("user.message", {"content": "first question"}),
         c_event("assistant.message", {"content": "an answer", "toolRequests": []}),
         c_event("session.title_changed", {"title": "A title"}),
+    ]),
+    "continue": (ContinueSource, _continue, [
+        {"sessionId": "28ab63df-f623-41a0-a4b0-6276f0fb0313", "title": "Untitled Session",
+         "workspaceDirectory": "file:///work/cn", "history": [
+            {"message": {"role": "assistant", "content": "the summary"}, "conversationSummary": "the summary"},
+            {"message": {"role": "system", "content": "be brief"}, "contextItems": []},
+            {"message": {"role": "user", "content": "first question"}, "contextItems": [], "editorState": "x"},
+            {"message": {"role": "assistant", "content": [{"type": "text", "text": "an answer"}],
+                         "toolCalls": [{"id": "call_1", "type": "function", "function": {"name": "List"}}]},
+             "contextItems": [], "toolCallStates": [{"toolCallId": "call_1", "status": "done"}]},
+            {"message": {"role": "thinking", "content": "hmm"}, "contextItems": []},
+         ]},
     ]),
     "pi": (PiSource, _pi, [
         {"type": "session", "version": 3, "id": PI_ID, "timestamp": "2026-12-06T16:01:21.542Z", "cwd": "/work/pi"},

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from core.sessions.sources.claude import ClaudeCodeSource, claude_root
 from core.sessions.sources.codex import CodexSource, codex_root
+from core.sessions.sources.continue_cli import ContinueSource, continue_root
 from core.sessions.sources.copilot import CopilotCliSource, copilot_root
 from core.sessions.sources.gemini import GeminiCliSource, gemini_root
 from core.sessions.sources.merged import ExternalSource
@@ -147,8 +148,15 @@ AGENTS: tuple[AgentSource, ...] = (
         "~/.pi/agent",
         pi_root,
         PiSource,
-        what="folder",
-        held="sessions",
+    ),
+    AgentSource(
+        "continue",
+        "CN",
+        "$CONTINUE_GLOBAL_DIR, else ~/.continue",
+        "~/.continue",
+        continue_root,
+        ContinueSource,
+        env="CONTINUE_GLOBAL_DIR",
     ),
 )
 """Every agent whose sessions sessionref reads, in the order they are listed and named."""
