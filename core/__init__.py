@@ -64,6 +64,7 @@ from core.sessions.models import (
 from core.sessions.query import SessionQuery
 from core.sessions.session import MemorySessionStore, Session
 from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.cline import ClineSource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
@@ -91,6 +92,7 @@ __all__ = [
     "Candidate",
     "ChatModel",
     "ClaudeCodeSource",
+    "ClineSource",
     "CodexSource",
     "ContinueSource",
     "CopilotCliSource",

@@ -89,9 +89,10 @@ class Script:
             return ("call", reference, {"session": "design"})
         if "USE A TOOL" in last and not answered:
             named = {name.lower(): name for name in tools}  # (Continue's are "List", "Bash")
-            for wanted in ("list_directory", "glob", "ls", "list", "bash"):
+            for wanted in ("list_directory", "glob", "ls", "list", "bash", "run_commands"):
                 if wanted in named:
-                    return ("call", named[wanted], {"dir_path": ".", "path": ".", "pattern": "*", "command": "ls"})
+                    arguments = {"dir_path": ".", "path": ".", "pattern": "*", "command": "ls", "commands": ["ls"]}
+                    return ("call", named[wanted], arguments)
         return None
 
     def answer(self, users: list[str]) -> str:

@@ -143,6 +143,9 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "PI_CODING_AGENT_DIR",
         "PI_CODING_AGENT_SESSION_DIR",
         "CONTINUE_GLOBAL_DIR",
+        "CLINE_SESSION_DATA_DIR",
+        "CLINE_DATA_DIR",
+        "CLINE_DIR",
     ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
@@ -156,6 +159,7 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "GitHub Copilot CLI": tmp_path / ".copilot",
         "pi": tmp_path / ".pi" / "agent",
         "Continue": tmp_path / ".continue",
+        "Cline CLI": tmp_path / ".cline" / "data" / "sessions",
     }
     # Each agent's own variable, as the agent itself reads it.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
@@ -175,8 +179,8 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     # Flags win.
     found = sources("--claude-root", "/a", "--codex-root", "/b", "--gemini-root", "/c", "--qwen-root", "/d",
                     "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g", "--pi-root", "/h",
-                    "--continue-root", "/i")  # fmt: skip
-    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i"]
+                    "--continue-root", "/i", "--cline-root", "/j")  # fmt: skip
+    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/j"]
     assert sources("--no-external") == {}
     monkeypatch.delenv("COPILOT_HOME")
     monkeypatch.delenv("PI_CODING_AGENT_DIR")

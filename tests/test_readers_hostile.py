@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from core import SessionQueryError
 from core.reference.projection import project_conversation
 from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.cline import ClineSource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
@@ -65,6 +66,15 @@ def _pi(root: Path, records: list[Any]) -> Path:
 PI_ID = "01a24c16-a285-7258-ac9f-5027617230e6"
 
 
+def _cline(root: Path, records: list[Any]) -> Path:
+    # (the messages document, written as its one line, beside the session's own file)
+    folder = root / "data" / "sessions" / "1796573859929_fzqgz"
+    folder.mkdir(parents=True, exist_ok=True)
+    about = {"session_id": "1796573859929_fzqgz", "started_at": "2026-12-06T16:17:26.406Z", "cwd": "/work/cl"}
+    (folder / "1796573859929_fzqgz.json").write_text(json.dumps(about))
+    return folder / "1796573859929_fzqgz.messages.json"
+
+
 def _continue(root: Path, records: list[Any]) -> Path:
     # (one JSON document, written as its one line)
     return root / "sessions" / "28ab63df-f623-41a0-a4b0-6276f0fb0313.json"
@@ -106,6 +116,18 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
         c_event("assistant.message", {"content": "an answer", "toolRequests": []}),
         c_event("session.title_changed", {"title": "A title"}),
     ]),
+    "cline": (ClineSource, _cline, [
+        {"version": 1, "sessionId": "1796573859929_fzqgz", "messages": [
+            {"id": "s", "role": "user", "content": [{"type": "text", "text": "summary"}], "ts": 1796573860040,
+             "metadata": {"kind": "compaction_summary", "summary": "the summary"}},
+            {"id": "u", "role": "user", "ts": 1796573860048,
+             "content": [{"type": "text", "text": "<user_input mode=\"act\">first question</user_input>"}]},
+            {"id": "a", "role": "assistant", "ts": 1796573860174, "content": [{"type": "text", "text": "an answer"},
+             {"type": "tool_use", "id": "call_1", "name": "run_commands", "input": {"commands": ["ls"]}}]},
+            {"id": "r", "role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1",
+             "content": [{"query": "ls", "result": "out", "success": True}]}], "ts": 1796573860180},
+        ]},
+    ]),
     "continue": (ContinueSource, _continue, [
         {"sessionId": "28ab63df-f623-41a0-a4b0-6276f0fb0313", "title": "Untitled Session",
          "workspaceDirectory": "file:///work/cn", "history": [
@@ -128,7 +150,8 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
                                  "content": [{"type": "text", "text": "out"}], "isError": False}),
         {"type": "compaction", "id": "c1", "parentId": "t1", "timestamp": "2026-12-06T16:01:22.000Z",
          "summary": "what was said", "firstKeptEntryId": "u1", "tokensBefore": 8},
-        {"type": "session_info", "id": "n1", "parentId": "c1", "timestamp": "2026-12-06T16:01:23.000Z", "name": "A title"},
+        {"type": "session_info", "id": "n1", "parentId": "c1", "timestamp": "2026-12-06T16:01:23.000Z",
+         "name": "A title"},
     ]),
 }  # fmt: skip
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from core.sessions.sources.claude import ClaudeCodeSource, claude_root
+from core.sessions.sources.cline import ClineSource, cline_root
 from core.sessions.sources.codex import CodexSource, codex_root
 from core.sessions.sources.continue_cli import ContinueSource, continue_root
 from core.sessions.sources.copilot import CopilotCliSource, copilot_root
@@ -157,6 +158,16 @@ AGENTS: tuple[AgentSource, ...] = (
         continue_root,
         ContinueSource,
         env="CONTINUE_GLOBAL_DIR",
+    ),
+    AgentSource(
+        "cline",
+        "CL",
+        "$CLINE_SESSION_DATA_DIR, else $CLINE_DATA_DIR/sessions, else $CLINE_DIR/data/sessions, "
+        "else ~/.cline/data/sessions",
+        "~/.cline/data/sessions",
+        cline_root,
+        ClineSource,
+        what="sessions folder",
     ),
 )
 """Every agent whose sessions sessionref reads, in the order they are listed and named."""
