@@ -12,7 +12,7 @@ JOBS ?= 4
 
 INTEROP := tests/interop
 
-.PHONY: test check lint typecheck pytest interop bench fuzz run screenshot snapshots vectors clean
+.PHONY: test check lint typecheck pytest interop agents bench fuzz run screenshot snapshots vectors clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +44,7 @@ typecheck: $(STAMP)
 
 # Everything in parallel but the real terminal and the browser, which then run alone: what they
 # measure (a key to a painted screen) is the terminal's own timing.
-pytest: $(STAMP) interop
+pytest: $(STAMP) interop agents
 	$(BIN)/pytest -n $(JOBS) --dist worksteal -m "not (tmux or browser)"
 	$(BIN)/pytest -m "tmux or browser"
 
@@ -61,6 +61,17 @@ $(INTEROP)/node_modules/.installed: $(INTEROP)/package.json $(INTEROP)/package-l
 	else echo "npm not found: the interop tests will be skipped"; fi
 
 interop: $(INTEROP)/node_modules/.installed
+
+# The agents published on PyPI that the interop tests run (tests/interop/python/<agent>.txt, pinned),
+# each in a virtualenv of its own (their dependencies are not ours), installed with uv.
+AGENT_VENVS := $(patsubst $(INTEROP)/python/%.txt,$(INTEROP)/python/.venv-%/.installed,$(wildcard $(INTEROP)/python/*.txt))
+$(INTEROP)/python/.venv-%/.installed: $(INTEROP)/python/%.txt | $(STAMP)
+	rm -rf $(INTEROP)/python/.venv-$*
+	$(BIN)/uv venv --quiet --python $(PYTHON) $(INTEROP)/python/.venv-$*
+	VIRTUAL_ENV=$(abspath $(INTEROP)/python/.venv-$*) $(BIN)/uv pip install --quiet -r $<
+	touch $@
+
+agents: $(AGENT_VENVS)
 
 # `make bench ONLY=retrieval` runs one group (python -m bench --only GROUP).
 bench: $(STAMP)

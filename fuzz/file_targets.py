@@ -20,6 +20,7 @@ from core import (
 from core.folder.jsonl_codec import load_log
 from core.folder.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionEvent
+from core.sessions.sources.aider import HISTORY_NAME, AiderSource
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
@@ -191,9 +192,28 @@ def external(data: bytes) -> str:
             path.parent.mkdir(parents=True)
             path.write_bytes(data)
             outcomes.append(_external_one(source, path, data))
+        outcomes.append(_aider(base / "aider", data))
         return "+".join(outcomes)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _aider(projects: Path, data: bytes) -> str:
+    """The bytes as a project's Aider chat history (Markdown): every session it holds lists, reads
+    and projects with its lines in order; the file is never changed."""
+    path = projects / "app" / HISTORY_NAME
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    source = AiderSource(projects)
+    records = source.listing()
+    for record in records:
+        surface = run_async(source.read_surface(record.header.id))
+        run_async(source.read_title(record.header.id))
+        seqs = [event.seq for event in surface.events]
+        check(seqs == sorted(set(seqs)), "surface seqs are not increasing")
+        project_conversation(surface)
+    check(path.read_bytes() == data, "the tool's file was changed")
+    return f"aider {min(len(records), 3)}"
 
 
 def _external_one(source: FileSource, path: Path, data: bytes) -> str:
@@ -284,7 +304,13 @@ def _external_seeds() -> list[bytes]:
             {"message": {"role": "assistant", "content": "The lock."}},
         ]}
     ).encode()  # fmt: skip
-    return [claude, codex, pi, continued, claude + codex, claude[: len(claude) // 2], b"{}\n[]\nnull\n"]
+    aider = (
+        b"\n# aider chat started at 2026-01-02 03:04:05\n\n> aider --model x  \n> Aider v0.86.2  \n\n"
+        b"#### Why does it flake?  \n#### (two lines)  \n\nThe lock.\n\n#### A heading of the reply\n> a quote\n\n"
+        b"> Tokens: 5 sent, 3 received.  \n\n# aider chat started at 2026-01-02 03:05:00\n\n"
+        b"> Restored previous conversation history.  \n\n#### <blank>  \n\n#### more  \n\nYes.\n\n"
+    )
+    return [claude, codex, pi, continued, aider, claude + codex, claude[: len(claude) // 2], b"{}\n[]\nnull\n"]
 
 
 _EXTERNAL_TOKENS = [
@@ -297,6 +323,10 @@ _EXTERNAL_TOKENS = [
     b'"isCompactSummary":true',
     b'"type":"session_meta"',
     b'"type":"response_item"',
+    b"# aider chat started at 2026-01-02 03:04:05\n",
+    b"#### ",
+    b"  \n",
+    b"> Restored previous conversation history.  \n",
     b'"conversationSummary":',
     b'"history":[',
     b'"workspaceDirectory":"file:///x"',

@@ -168,6 +168,7 @@ _MODULE_MARKERS = {
     "test_agent_kilo": ("interop",),
     "test_agent_continue": ("interop",),
     "test_agent_cline": ("interop", "tmux"),
+    "test_agent_aider": ("interop",),
     "test_handoff_agents": ("interop",),
     "test_handoff_terminal": ("tmux",),
     "test_browser": ("browser",),

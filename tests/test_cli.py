@@ -160,6 +160,7 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "pi": tmp_path / ".pi" / "agent",
         "Continue": tmp_path / ".continue",
         "Cline CLI": tmp_path / ".cline" / "data" / "sessions",
+        "Aider": tmp_path,
     }
     # Each agent's own variable, as the agent itself reads it.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
@@ -179,8 +180,8 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     # Flags win.
     found = sources("--claude-root", "/a", "--codex-root", "/b", "--gemini-root", "/c", "--qwen-root", "/d",
                     "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g", "--pi-root", "/h",
-                    "--continue-root", "/i", "--cline-root", "/j")  # fmt: skip
-    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/j"]
+                    "--continue-root", "/i", "--cline-root", "/j", "--aider-root", "/k")  # fmt: skip
+    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/j", "/k"]
     assert sources("--no-external") == {}
     monkeypatch.delenv("COPILOT_HOME")
     monkeypatch.delenv("PI_CODING_AGENT_DIR")

@@ -217,7 +217,7 @@ class SessionCatalog:
             if self.external:
                 records = list(records)
                 for number, source in enumerate(self.external):
-                    listed, trouble = listed_safely(source)
+                    listed, trouble = listed_safely(source, records)
                     records.extend(listed)
                     problems.extend(trouble)
                     # A source hands back the same list while none of its files changed.

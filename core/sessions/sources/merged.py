@@ -51,11 +51,19 @@ class ExternalSource(Protocol):
     async def read_title(self, session_id: str) -> TitleSnapshot | None: ...
 
 
-def listed(source: ExternalSource) -> tuple[list[SessionRecord], list[StoreProblem]]:
+def listed(
+    source: ExternalSource, before: Sequence[SessionRecord] = ()
+) -> tuple[list[SessionRecord], list[StoreProblem]]:
     """A source's sessions and the files it cannot read. A source that fails as a whole (a reader's
     defect on data no version of its tool writes) lists nothing and says so: it never takes the
-    store's or another agent's sessions with it, and never shows a traceback."""
+    store's or another agent's sessions with it, and never shows a traceback.
+
+    A source that finds its files in the folders other sessions ran in (Aider's, in each project)
+    learns them from ``before``, the sessions listed ahead of it."""
     try:
+        learn = getattr(source, "learn_folders", None)
+        if learn is not None and before:
+            learn({record.header.cwd for record in before})
         return source.listing(), list(source.problems)
     except Exception as error:
         return [], [StoreProblem(source.root, f"{source.name} cannot be listed: {type(error).__name__}")]
@@ -84,7 +92,7 @@ class MergedSessionQuery:
     async def list_sessions(self) -> list[SessionRecord]:
         merged = list(await self.primary.list_sessions())
         for source in self.sources:
-            merged += listed(source)[0]
+            merged += listed(source, merged)[0]
         merged.sort(key=listing_order_key)
         return merged
 

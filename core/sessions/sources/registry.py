@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from core.sessions.sources.aider import AiderSource, aider_root
 from core.sessions.sources.claude import ClaudeCodeSource, claude_root
 from core.sessions.sources.cline import ClineSource, cline_root
 from core.sessions.sources.codex import CodexSource, codex_root
@@ -168,6 +169,16 @@ AGENTS: tuple[AgentSource, ...] = (
         cline_root,
         ClineSource,
         what="sessions folder",
+    ),
+    AgentSource(
+        "aider",
+        "AI",
+        "your home folder; and the folders other sessions ran in",
+        "~",
+        aider_root,
+        AiderSource,
+        what="projects folder",
+        held="projects' .aider.chat.history.md chats",
     ),
 )
 """Every agent whose sessions sessionref reads, in the order they are listed and named."""
