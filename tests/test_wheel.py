@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from core.sessions.sources.registry import AGENTS
+
 REPO = Path(__file__).resolve().parent.parent
 _NOT_SOURCE = (".git", ".venv", "build", "dist", "*.egg-info", "node_modules", "__pycache__", ".*_cache", ".hypothesis")
 
@@ -96,10 +98,9 @@ def test_help_and_doctor_run(installed: tuple[Path, Path, Path]) -> None:
     assert checked.returncode == 0, checked.stdout + checked.stderr
     lines = checked.stdout.splitlines()
     # The store, then a note per other agent's source (none is installed here), and healthy.
-    assert lines[0] == f"store {empty}: 0 sessions in 0 files (0.0 MiB)" and lines[-1] == "healthy (7 notes)"
-    assert [line.split(": ")[3] for line in lines[1:-1]] == [
-        "Claude Code", "Codex CLI", "Gemini CLI", "Qwen Code", "opencode", "Kilo CLI", "GitHub Copilot CLI"
-    ]  # fmt: skip
+    assert lines[0] == f"store {empty}: 0 sessions in 0 files (0.0 MiB)"
+    assert lines[-1] == f"healthy ({len(AGENTS)} notes)"
+    assert [line.split(": ")[3] for line in lines[1:-1]] == [agent.label for agent in AGENTS]
 
 
 def test_the_app_starts_headless_on_a_demo_store(installed: tuple[Path, Path, Path]) -> None:
