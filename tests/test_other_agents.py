@@ -785,15 +785,15 @@ def test_opencode_storage_links_a_broken_database_a_held_one_and_parts_measured_
     db.message("ses_1", "msg_1", {"role": "user"}, text("🎉" * (3 * 1024 * 1024)), text("small"))
     assert surface(OpenCodeSource(db_folder), "opencode:ses_1") == [("user", "small")]
     # A database opencode holds (busy past the wait) reads as busy, not as a session that is not there.
-    from core.sessions.sources.opencode import SourceBusy
+    from core.sessions.sources.sqlite_reads import ReadOnlyDatabase, SourceBusy
 
     held = OpenCodeSource(db_folder)
 
-    def busy(self: OpenCodeSource, sql: str, parameters: tuple[object, ...] = ()) -> list[Any]:
+    def busy(self: ReadOnlyDatabase, sql: str, parameters: tuple[object, ...] = ()) -> list[Any]:
         raise SourceBusy(self.name)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(OpenCodeSource, "_query", busy)
+        patch.setattr(ReadOnlyDatabase, "query", busy)
         assert held.listing() == []
         with pytest.raises(SessionQueryError) as raised:
             held.session("opencode:ses_1")

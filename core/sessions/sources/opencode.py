@@ -12,41 +12,33 @@ an assistant message's text parts an answer, a compaction's summary a compact ch
 tool calls and results, files and step markers are left out. Sub-agents' sessions are part of
 their parent's, never listed. The title is the session's own.
 
-Reading never disturbs opencode: the database is opened read-only and never created (``mode=ro``
-while its write-ahead log is there, ``immutable`` when there is none, so no ``-shm`` or ``-wal`` is
-ever made; a log without its ``-shm`` is read from a private copy, ``sqlite_snapshot``; a database
-that keeps a rollback journal instead is read ``mode=ro`` under its lock, as its writer expects),
-never through a link; each read is one transaction (a consistent snapshot even while
-opencode writes); a locked database is a clear "busy, try again"; a part larger than
-``MAX_PART_BYTES`` is left out.
+Reading never disturbs opencode: the database is read as ``sqlite_reads`` says (read-only, never
+created, nothing made beside it, never through a link, one transaction a read, "busy, try again"
+when opencode holds it); a part larger than ``MAX_PART_BYTES`` is left out.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.errors import SessionQueryError
-from core.files import Revision, open_regular
+from core.files import Revision
 from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import ReadsAsQuery, listing_order_key
 from core.sessions.session import not_found
 from core.sessions.sources.files import ExternalSession, SurfaceBuilder, cannot_read, prompt_title
 from core.sessions.sources.opencode_files import STORAGE, stored_rows, stored_sessions
-from core.sessions.sources.sqlite_snapshot import WalSnapshot, needs_snapshot, read_only
+from core.sessions.sources.sqlite_reads import ReadOnlyDatabase, SourceBusy
 
 OPENCODE_PREFIX = "opencode:"
 KILO_PREFIX = "kilo:"
 MAX_PART_BYTES = 8 * 1024 * 1024
 """The largest part read (a larger one is left out, as a line past a JSONL source's bound is)."""
-BUSY_SECONDS = 2.0
-"""How long a read waits for opencode's lock before it says the database is busy."""
-SESSION_QUERY_BUSY = "SESSION_QUERY_SOURCE_BUSY"
 
 
 def _data_home() -> Path:
@@ -62,13 +54,6 @@ def opencode_root() -> Path:
 def kilo_root() -> Path:
     """Kilo CLI's data folder: ``$XDG_DATA_HOME/kilo``, else ``~/.local/share/kilo``."""
     return _data_home() / "kilo"
-
-
-class SourceBusy(SessionQueryError):
-    """The database is locked by its writer for longer than ``BUSY_SECONDS``: try again."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"{name}'s database is busy (being written); try again", SESSION_QUERY_BUSY)
 
 
 @dataclass
@@ -115,11 +100,11 @@ class OpenCodeSource(ReadsAsQuery):
         self._listed: dict[str, _Listed] = {}
         self._records: list[SessionRecord] | None = None
         self._seen: tuple[object, ...] | None = None
-        self._kept: tuple[sqlite3.Connection, int] | None = None
+        self._db = ReadOnlyDatabase(self.database, self.name)
+        """The database, read as ``sqlite_reads`` says (its reads serialized by ``_lock``)."""
         self._lock = threading.RLock()
         self._busy = False
         """Whether the last listing found the database held by opencode (busy, not missing)."""
-        self._snapshot = WalSnapshot()
 
     def _default_database(self) -> Path:
         named = os.environ.get(self.database_variable) if self.database_variable else None
@@ -127,106 +112,13 @@ class OpenCodeSource(ReadsAsQuery):
             return Path(named) if os.path.isabs(named) else self.root / named
         return self.root / self.database_name
 
-    # -- the database, read-only ----------------------------------------------------------------------
-
-    def _wal(self) -> bool:
-        return os.path.exists(str(self.database) + "-wal")
-
-    def _connection(self) -> sqlite3.Connection:
-        """A read-only connection, never one that creates or changes a file of opencode's.
-
-        While opencode's write-ahead log is there (it is while opencode runs, and stays after), a
-        ``mode=ro`` connection, kept open: it reads the log too, and ``data_version`` says when
-        opencode committed. Without a log the database file is the whole state: it is opened
-        ``immutable`` (no lock, no ``-shm`` or ``-wal`` created), once per read.
-        """
-        if os.path.islink(self.database) or not self.database.is_file():
-            raise FileNotFoundError(str(self.database))
-        if not self._wal():
-            self._close()
-            # A rollback journal's writer changes the file itself under a lock: read under the lock
-            # too (readers of such a database make no file), else a read while it commits sees
-            # pages half written. Without one, the file is the whole state.
-            return read_only(self.database, "" if self._rollback_journal() else "&immutable=1", BUSY_SECONDS)
-        if needs_snapshot(self.database):  # (reading the log here would make a -shm beside it)
-            self._close(snapshot=False)
-            return self._snapshot.connection(self.database, BUSY_SECONDS)
-        inode = os.stat(self.database).st_ino
-        if self._kept is None or self._kept[1] != inode:
-            self._close()
-            self._kept = (read_only(self.database, "", BUSY_SECONDS), inode)
-        return self._kept[0]
-
-    def _rollback_journal(self) -> bool:
-        """Whether the database keeps a rollback journal rather than a write-ahead log (the header's
-        write version, byte 18: 1 rollback, 2 log)."""
-        try:
-            with os.fdopen(open_regular(self.database, follow=False), "rb") as handle:
-                head = handle.read(20)
-        except OSError:
-            return False
-        return len(head) == 20 and head.startswith(b"SQLite format 3\x00") and head[18] == 1
-
-    def _close(self, *, snapshot: bool = True) -> None:
-        if self._kept is not None:
-            self._kept[0].close()
-            self._kept = None
-        if snapshot:
-            self._snapshot.close()
-
-    def _stamp(self) -> tuple[object, ...] | None:
-        """What changes when opencode commits: ``data_version`` of the kept connection (with the
-        log), else the database file's identity, size and time (without one)."""
-        try:
-            status = os.stat(self.database)
-        except OSError:
-            return None
-        if not self._wal():
-            return ("file", status.st_ino, status.st_size, status.st_mtime_ns)
-        if needs_snapshot(self.database):
-            try:
-                return ("copy", *WalSnapshot.identity(self.database))
-            except OSError:
-                return None
-        try:
-            version = self._connection().execute("PRAGMA data_version").fetchone()[0]
-        except (OSError, sqlite3.Error):
-            self._close()
-            return ("unreadable", status.st_mtime_ns)
-        return ("log", status.st_ino, version)
-
-    def _query(self, sql: str, parameters: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
-        """Rows of one read in one transaction (one snapshot of the database)."""
-        try:
-            connection = self._connection()
-        except (OSError, sqlite3.Error) as error:
-            raise OSError(f"cannot open {self.database}: {error}") from None
-        kept = (self._kept is not None and connection is self._kept[0]) or self._snapshot.holds(connection)
-        try:
-            connection.execute("BEGIN")
-            try:
-                return connection.execute(sql, parameters).fetchall()
-            finally:
-                connection.execute("COMMIT")
-        except sqlite3.OperationalError as error:
-            self._close()
-            if "locked" in str(error) or "busy" in str(error):
-                raise SourceBusy(self.name) from None
-            raise OSError(f"cannot read {self.database}: {error}") from None
-        except sqlite3.Error as error:
-            self._close()
-            raise OSError(f"cannot read {self.database}: {error}") from None
-        finally:
-            if not kept:
-                connection.close()
-
     # -- the listing ------------------------------------------------------------------------------------
 
     def listing(self) -> list[SessionRecord]:
         """Every top-level session, newest first (the database's, then the older storage's it does
         not hold); the same list while neither changed."""
         with self._lock:
-            stamp = self._stamp()
+            stamp = self._db.stamp()
             stored = stored_sessions(self.root, MAX_PART_BYTES) if (self.root / STORAGE).is_dir() else []
             seen = (stamp, tuple(session.revision for session in stored))
             if seen == self._seen and self._records is not None:
@@ -236,7 +128,7 @@ class OpenCodeSource(ReadsAsQuery):
             self._busy = False
             if stamp is not None:
                 try:
-                    rows = self._query(
+                    rows = self._db.query(
                         "SELECT s.id, s.directory, s.title, s.time_created, s.time_updated,"
                         " (SELECT count(*) FROM message m WHERE m.session_id = s.id),"
                         " (SELECT max(m.time_updated) FROM message m WHERE m.session_id = s.id)"
@@ -324,7 +216,7 @@ class OpenCodeSource(ReadsAsQuery):
             )
             return entry.session
         try:
-            rows = self._query(
+            rows = self._db.query(
                 "SELECT m.id, m.time_created, m.data, p.id,"
                 " CASE WHEN length(CAST(p.data AS BLOB)) > ? THEN NULL ELSE p.data END"
                 " FROM message m LEFT JOIN part p ON p.message_id = m.id"
