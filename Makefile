@@ -45,8 +45,8 @@ typecheck: $(STAMP)
 # Everything in parallel but the real terminal and the browser, which then run alone: what they
 # measure (a key to a painted screen) is the terminal's own timing.
 pytest: $(STAMP) interop agents
-	$(BIN)/pytest -n $(JOBS) --dist worksteal -m "not (tmux or browser)"
-	$(BIN)/pytest -m "tmux or browser"
+	$(BIN)/pytest -n $(JOBS) --dist worksteal -m "not (tmux or browser)" --durations=12
+	$(BIN)/pytest -m "tmux or browser" --durations=5
 
 # The real DeepSeek Harness packages, the agents the interop tests run, and a Node 22 binary, all
 # from the npm registry, at the versions the lock file pins. Without npm those tests skip, unless

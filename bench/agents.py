@@ -1,7 +1,7 @@
 """Benchmarks of every other agent's source together: 10,000 sessions spread over Claude Code, Codex,
-Gemini CLI, Qwen Code, Copilot CLI, opencode and Kilo CLI (in each tool's own shapes), listed cold and
-warm, a picker keystroke in the app over all of them, and one 1,000-message opencode session read
-from its SQLite database.
+Gemini CLI, Qwen Code, Copilot CLI, opencode, Kilo CLI, pi, Continue, Cline CLI and Aider (in each
+tool's own shapes), listed cold and warm, a picker keystroke in the app over all of them, and one
+1,000-message session of each reader's format read by a fresh source.
 
 Files are written once into a temp folder cached across runs.
 """
@@ -15,21 +15,26 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import agent_shapes as shapes
 from bench.app import print_latencies, type_mentions
 from bench.external import _claude_records, _codex_records, _write
 from bench.timing import median_seconds
 from core import EchoModel, MemorySessionStore
+from core.sessions.sources.aider import AiderSource
 from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.cline import ClineSource
 from core.sessions.sources.codex import CodexSource
+from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.merged import ExternalSource
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource
+from core.sessions.sources.pi import PiSource
 from core.sessions.sources.qwen import QwenCodeSource
 
 TOTAL = 10_000
-KINDS = 7
-_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v1"
+KINDS = 11
+_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v2"
 LONG_MESSAGES = 1_000
 PROJECT = "/home/user/project-0"
 
@@ -168,7 +173,8 @@ def _database(path: Path, sessions: list[tuple[str, int]]) -> None:
 
 def seed(root: Path = _ROOT) -> dict[str, Path]:
     """The seven roots, 10,000 sessions in all, and a database with one 1,000-message session."""
-    roots = {name: root / name for name in ("claude", "codex", "gemini", "qwen", "copilot", "opencode", "kilo", "long")}
+    names = ("claude", "codex", "gemini", "qwen", "copilot", "opencode", "kilo", "pi", "continue", "cline", "aider")
+    roots = {name: root / name for name in (*names, "long")} | {f"long-{name}": root / f"long-{name}" for name in names}
     if (root / ".complete").exists():
         return roots
     per = TOTAL // KINDS + 1
@@ -184,22 +190,49 @@ def seed(root: Path = _ROOT) -> dict[str, Path]:
         (folder / ".project_root").write_text(f"/home/user/project-{index % 40}")
         _write(roots["qwen"] / "projects" / project / "chats" / f"qw-{index:06d}.jsonl", _qwen(index, 3))
         _write(roots["copilot"] / "session-state" / f"cp-{index:06d}" / "events.jsonl", _copilot(index, 3))
+        shapes.pi_session(roots["pi"], index, 3)
+        shapes.cline_session(roots["cline"], index, 3)
+    shapes.continue_sessions(roots["continue"], range(per), 3)
+    for project in range(40):  # (about as many runs in all, each a session)
+        shapes.aider_project(roots["aider"], project, -(-per // 40), 3)
     _database(roots["opencode"] / "opencode.db", [(f"ses_oc{index:06d}", 6) for index in range(per)])
-    _database(roots["kilo"] / "kilo.db", [(f"ses_kl{index:06d}", 6) for index in range(TOTAL - 6 * per)])
+    _database(roots["kilo"] / "kilo.db", [(f"ses_kl{index:06d}", 6) for index in range(TOTAL - 10 * per)])
     _database(roots["long"] / "opencode.db", [("ses_long", LONG_MESSAGES)])
+    # One 1,000-message session of each format (500 turns: a prompt and an answer each).
+    turns = LONG_MESSAGES // 2
+    _write(
+        roots["long-claude"] / "projects" / "-p" / f"{0:08x}-0000-4000-8000-000000000000.jsonl",
+        _claude_records(0, LONG_MESSAGES // 3),  # (a text answer and a closing text a turn: three messages)
+    )
+    rollout = "rollout-2025-07-01T09-00-00-00000000-1111-4000-8000-000000000000.jsonl"
+    _write(roots["long-codex"] / "sessions" / "2025" / "07" / "01" / rollout, _codex_records(0, turns))
+    _write(roots["long-gemini"] / "tmp" / "p" / "chats" / "session-2025-08-01T10-00-00000000.jsonl", _gemini(0, turns))
+    _write(roots["long-qwen"] / "projects" / "-p" / "chats" / "qw-000000.jsonl", _qwen(0, turns))
+    _write(roots["long-copilot"] / "session-state" / "cp-000000" / "events.jsonl", _copilot(0, turns))
+    _database(roots["long-opencode"] / "opencode.db", [("ses_long", LONG_MESSAGES)])
+    _database(roots["long-kilo"] / "kilo.db", [("ses_long", LONG_MESSAGES)])
+    shapes.pi_session(roots["long-pi"], 0, turns)
+    shapes.continue_sessions(roots["long-continue"], range(1), turns)
+    shapes.cline_session(roots["long-cline"], 0, turns)
+    shapes.aider_project(roots["long-aider"], 0, 1, turns)
     (root / ".complete").write_text("ok")
     return roots
 
 
-def sources(roots: dict[str, Path]) -> list[ExternalSource]:
+def sources(roots: dict[str, Path], prefix: str = "") -> list[ExternalSource]:
+    """Every agent's source over its root (``prefix``: the roots named ``<prefix><agent>``)."""
     return [
-        ClaudeCodeSource(roots["claude"]),
-        CodexSource(roots["codex"]),
-        GeminiCliSource(roots["gemini"]),
-        QwenCodeSource(roots["qwen"]),
-        CopilotCliSource(roots["copilot"]),
-        OpenCodeSource(roots["opencode"], database=roots["opencode"] / "opencode.db"),
-        KiloSource(roots["kilo"]),
+        ClaudeCodeSource(roots[prefix + "claude"]),
+        CodexSource(roots[prefix + "codex"]),
+        GeminiCliSource(roots[prefix + "gemini"]),
+        QwenCodeSource(roots[prefix + "qwen"]),
+        CopilotCliSource(roots[prefix + "copilot"]),
+        OpenCodeSource(roots[prefix + "opencode"], database=roots[prefix + "opencode"] / "opencode.db"),
+        KiloSource(roots[prefix + "kilo"]),
+        PiSource(roots[prefix + "pi"]),
+        ContinueSource(roots[prefix + "continue"]),
+        ClineSource(roots[prefix + "cline"]),
+        AiderSource(roots[prefix + "aider"]),
     ]
 
 
@@ -225,7 +258,7 @@ def main(repeats: int = 5) -> None:
     roots = seed()
     print(
         f"\n## Every other agent: {TOTAL:,} sessions over Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI,"
-        " opencode and Kilo CLI"
+        " opencode, Kilo CLI, pi, Continue, Cline CLI and Aider"
     )
     counted: list[int] = []
     cold = median_seconds(lambda: counted.append(sum(len(source.listing()) for source in sources(roots))), repeats)
@@ -238,17 +271,18 @@ def main(repeats: int = 5) -> None:
     print("  picker in the app over all of them: key received -> picker painted")
     print_latencies(asyncio.run(_keystrokes(roots, max(3, repeats))), indent="    ")
 
-    database = roots["long"] / "opencode.db"
+    print(f"  a {LONG_MESSAGES:,}-message session read by a fresh source, each format (target <= 50 ms):")
+    for index, name in enumerate(source.name for source in sources(roots, "long-")):
+        counted: list[int] = []
 
-    def read_long() -> None:
-        source = OpenCodeSource(roots["long"], database=database)  # nothing cached
-        assert len(source.session("opencode:ses_long").events) == LONG_MESSAGES
+        def read_long(index: int = index, counted: list[int] = counted) -> None:
+            source = sources(roots, "long-")[index]  # nothing cached
+            (record,) = source.listing()
+            counted.append(len(source.surface(record.header.id).events))
 
-    read = median_seconds(read_long, max(repeats, 5))
-    print(
-        f"  a {LONG_MESSAGES:,}-message opencode session read from SQLite (fresh source): {read * 1000:6.1f} ms"
-        "   (target <= 50 ms)"
-    )
+        read = median_seconds(read_long, max(repeats, 5))
+        assert abs(counted[-1] - LONG_MESSAGES) <= 2, (name, counted[-1])
+        print(f"    {name:<20} {read * 1000:6.1f} ms  ({counted[-1]:,} messages)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,98 @@
+"""Sessions in the shapes pi, Continue, Cline CLI and Aider write them (as their real runs in
+tests/test_agent_*.py did), for ``bench.agents``: many small sessions to list, one long one to read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+QUESTION = "question {turn}: " + "why does the lock time out? " * 8
+ANSWER = "because of the retry budget. " * 30
+
+
+def _stamp(index: int, turn: int = 0) -> str:
+    return f"2025-09-{1 + index % 28:02}T10:{turn % 60:02}:{index % 60:02}.000Z"
+
+
+def _lines(path: Path, records: list[dict[str, object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+
+def pi_session(root: Path, index: int, turns: int) -> None:
+    session_id = f"01a24c16-{index:04x}-7258-ac9f-{index:012x}"
+    folder = f"/home/user/project-{index % 40}"
+    records: list[dict[str, object]] = [
+        {"type": "session", "version": 3, "id": session_id, "timestamp": _stamp(index), "cwd": folder}
+    ]
+    parent = None
+    for turn in range(turns):
+        for role, text in (("user", QUESTION.format(turn=turn)), ("assistant", ANSWER)):
+            entry = f"{role[0]}{turn:07x}"
+            message = {"role": role, "content": [{"type": "text", "text": text}], "timestamp": 1_756_000_000_000}
+            records.append({"type": "message", "id": entry, "parentId": parent, "timestamp": _stamp(index, turn),
+                            "message": message})  # fmt: skip
+            parent = entry
+    _lines(
+        root / "sessions" / f"--home-user-project-{index % 40}--" / f"2025-09-01T10-00-00-000Z_{session_id}.jsonl",
+        records,
+    )
+
+
+def continue_sessions(root: Path, indexes: range, turns: int) -> None:
+    folder = root / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    index_entries = []
+    for index in indexes:
+        session_id = f"28ab63df-f623-41a0-a4b0-{index:012x}"
+        history = []
+        for turn in range(turns):
+            history.append({"message": {"role": "user", "content": QUESTION.format(turn=turn)}, "contextItems": []})
+            history.append({"message": {"role": "assistant", "content": ANSWER}, "contextItems": []})
+        session = {"sessionId": session_id, "title": "Untitled Session", "history": history,
+                   "workspaceDirectory": f"/home/user/project-{index % 40}"}  # fmt: skip
+        (folder / f"{session_id}.json").write_text(json.dumps(session))
+        created = str(1_756_000_000_000 + index)
+        index_entries.append({"sessionId": session_id, "title": "Untitled Session", "dateCreated": created,
+                              "workspaceDirectory": session["workspaceDirectory"]})  # fmt: skip
+    (folder / "sessions.json").write_text(json.dumps(index_entries))
+
+
+def cline_session(root: Path, index: int, turns: int) -> None:
+    session_id = f"{1_756_000_000_000 + index}_{index:05x}"
+    folder = root / "data" / "sessions" / session_id
+    folder.mkdir(parents=True, exist_ok=True)
+    about = {"version": 1, "session_id": session_id, "started_at": _stamp(index),
+             "cwd": f"/home/user/project-{index % 40}", "metadata": {"title": f"task {index}"}}  # fmt: skip
+    (folder / f"{session_id}.json").write_text(json.dumps(about))
+    messages = []
+    for turn in range(turns):
+        typed = f'<user_input mode="act">{QUESTION.format(turn=turn)}</user_input>'
+        messages.append(
+            {"id": f"u{turn}", "role": "user", "content": [{"type": "text", "text": typed}], "ts": 1_756_000_000_000}
+        )
+        messages.append(
+            {
+                "id": f"a{turn}",
+                "role": "assistant",
+                "content": [{"type": "text", "text": ANSWER}],
+                "ts": 1_756_000_000_000,
+            }
+        )
+    (folder / f"{session_id}.messages.json").write_text(
+        json.dumps({"version": 1, "sessionId": session_id, "messages": messages})
+    )
+
+
+def aider_project(root: Path, project: int, runs: int, turns: int) -> None:
+    """One project's history file: ``runs`` runs of ``turns`` prompts each."""
+    pieces = []
+    for run in range(runs):
+        pieces.append(f"\n# aider chat started at 2025-09-{1 + run % 28:02} 10:{run % 60:02}:{project % 60:02}\n\n")
+        pieces.append("> aider --model x  \n> Aider v0.86.2  \n")
+        for turn in range(turns):
+            pieces.append(f"\n#### {QUESTION.format(turn=turn)}  \n")
+            pieces.append(f"\n{ANSWER.strip()}\n\n> Tokens: 5 sent, 3 received.  \n")
+    path = root / f"project-{project}" / ".aider.chat.history.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(pieces))
