@@ -6,8 +6,11 @@ text. sessionref lists what it wrote with its folder, finds it by a word through
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,21 @@ def cline(home: Path, work: Path, *arguments: str) -> str:
     return run([NODE, str(CLINE), *arguments], work, base_environment(home))
 
 
+@pytest.fixture(autouse=True)
+def _no_hub_left(tmp_path: Path) -> Iterator[None]:
+    """Cline starts a hub daemon in the background (``--cline-hub-daemon --cwd <folder>``) that
+    outlives the run: each test's are stopped when it ends."""
+    yield
+    for process in Path("/proc").glob("[0-9]*"):
+        try:
+            arguments = (process / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--cline-hub-daemon" in arguments and any(str(tmp_path).encode() in argument for argument in arguments):
+            with contextlib.suppress(OSError):
+                os.kill(int(process.name), signal.SIGTERM)
+
+
 @needs_cline
 def test_cline_sessions_list_search_and_reference(tmp_path: Path) -> None:
     home, work = setup_work(tmp_path)
@@ -56,14 +74,23 @@ def test_cline_sessions_list_search_and_reference(tmp_path: Path) -> None:
             [NODE, str(CLINE), "--id", first], {**base_environment(home), "TERM": "xterm-256color"}, work
         )
         try:
-            terminal.wait_for(lambda screen: "Ask anything" in screen, timeout=60)
             for said, answer in (
                 ("CL-MARK-2 please USE A TOOL to list the files", "ANSWER CL-MARK-2"),
                 (f"CL-MARK-3 resumed. {HOSTILE_TYPED}", "ANSWER CL-MARK-3"),
             ):
+                terminal.wait_for(lambda screen: "Ask anything" in screen, timeout=60)  # its input is empty
                 terminal.send(said, literal=True)
-                terminal.send("Enter")
-                terminal.wait_for(lambda screen, answer=answer: answer in screen, timeout=60)
+                terminal.wait_for(lambda screen, said=said: said[:24] in screen, timeout=30)
+                # Right after a turn its TUI may still be finishing it and drop the Enter: press it
+                # again until the turn starts.
+                for _ in range(5):
+                    terminal.send("Enter")
+                    try:
+                        terminal.wait_for(lambda screen, answer=answer: answer in screen, timeout=15)
+                        break
+                    except AssertionError:
+                        continue
+                terminal.wait_for(lambda screen, answer=answer: answer in screen, timeout=30)
         finally:
             terminal.close()
         cline(home, work, "a second session about quokkas")
@@ -157,3 +184,38 @@ def test_its_folder_follows_cline_s_environment(monkeypatch: pytest.MonkeyPatch,
     assert cline_root() == tmp_path / "d" / "sessions"
     monkeypatch.setenv("CLINE_SESSION_DATA_DIR", str(tmp_path / "s"))
     assert cline_root() == tmp_path / "s"
+
+
+@needs_cline
+def test_cline_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
+    import re
+    import shlex
+
+    from tests.test_agents_real import REPO, _said, sessionref_on_path
+    from tests.test_mcp import snapshot
+
+    home, work = setup_work(tmp_path)
+    path, root = sessionref_on_path(tmp_path, home)
+    page = (REPO / "docs" / "mcp.md").read_text()
+    (added,) = re.findall(r"^cline mcp add .*$", page, re.M)  # docs/mcp.md's command, as written
+    assert NODE is not None
+    environment = {**base_environment(home), "PATH": path}
+    with stub(_OpenAI) as (port, script):
+        run([NODE, str(CLINE), *shlex.split(added)[1:]], work, environment)
+        run([NODE, str(CLINE), "auth", "-p", "openai", "-k", "stub", "-m", "stub-model", "-b", f"http://127.0.0.1:{port}/v1"],
+            work, environment)  # fmt: skip
+        # Cline connects its MCP servers in the background: a first turn may start before sessionref's
+        # tools are there (a cold Python start), and then it answers without them. Ask again then.
+        for _ in range(3):
+            run([NODE, str(CLINE), "REFERENCE DESIGN please"], work, environment)
+            if any(m.get("role") == "tool" for body in script.requests for m in body.get("messages", [])):
+                break
+    offered = [t.get("function", {}).get("name", "") for body in script.requests for t in body.get("tools") or []]
+    assert any(name.endswith("reference_session") for name in offered), offered
+    results = [m for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"]
+    # Cline passes an MCP result on as the JSON of the whole result (raw newlines in it), and keeps
+    # about the first and the last 3,900 characters of a long one: the snapshot's frame both ends.
+    called = [json.loads(_said(m.get("content")), strict=False) for m in results]
+    sent, whole = called[0]["content"][0]["text"], snapshot(root)
+    assert "...[truncated " in sent and len(sent) < 10_000
+    assert sent.endswith(whole[-3_000:]) and whole[:1_000] in sent
