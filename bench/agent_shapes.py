@@ -96,3 +96,34 @@ def aider_project(root: Path, project: int, runs: int, turns: int) -> None:
     path = root / f"project-{project}" / ".aider.chat.history.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(pieces))
+
+
+HERMES_SCHEMA = """
+CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, model_config TEXT, parent_session_id TEXT,
+    started_at REAL NOT NULL, ended_at REAL, end_reason TEXT, cwd TEXT, title TEXT,
+    archived INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, role TEXT NOT NULL,
+    content TEXT, timestamp REAL NOT NULL, active INTEGER NOT NULL DEFAULT 1, compacted INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX idx_messages_session ON messages(session_id, timestamp);
+CREATE INDEX idx_sessions_parent ON sessions(parent_session_id);
+"""
+"""Hermes Agent 0.19's two tables, the columns its reader reads (and its two indexes on them)."""
+
+
+def hermes_database(root: Path, indexes: range, turns: int) -> None:
+    import sqlite3
+
+    root.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(root / "state.db")
+    connection.executescript(HERMES_SCHEMA)
+    for index in indexes:
+        session_id = f"20250901_100000_{index:06x}"
+        connection.execute(
+            "INSERT INTO sessions (id, source, started_at, cwd) VALUES (?, 'cli', ?, ?)",
+            (session_id, 1_756_000_000.0 + index, f"/home/user/project-{index % 40}"),
+        )
+        rows = [(session_id, role, text, 1_756_000_000.0 + index) for turn in range(turns)
+                for role, text in (("user", QUESTION.format(turn=turn)), ("assistant", ANSWER))]  # fmt: skip
+        connection.executemany("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)", rows)
+    connection.commit()
+    connection.close()

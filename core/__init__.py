@@ -69,6 +69,7 @@ from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
+from core.sessions.sources.hermes import HermesSource
 from core.sessions.sources.merged import MergedSessionQuery
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource
 from core.sessions.sources.pi import PiSource
@@ -98,6 +99,7 @@ __all__ = [
     "CopilotCliSource",
     "EchoModel",
     "GeminiCliSource",
+    "HermesSource",
     "HookContext",
     "IndexStatus",
     "IndexUnavailable",

@@ -167,8 +167,9 @@ _MODULE_MARKERS = {
     "test_agent_pi": ("interop",),
     "test_agent_kilo": ("interop",),
     "test_agent_continue": ("interop",),
-    "test_agent_cline": ("interop", "tmux"),
+    "test_agent_cline": ("interop",),  # (its resume in a real terminal is marked tmux itself)
     "test_agent_aider": ("interop",),
+    "test_agent_hermes": ("interop",),
     "test_handoff_agents": ("interop",),
     "test_handoff_terminal": ("tmux",),
     "test_browser": ("browser",),

@@ -62,6 +62,7 @@ def _no_hub_left(tmp_path: Path) -> Iterator[None]:
 
 
 @needs_cline
+@pytest.mark.tmux
 def test_cline_sessions_list_search_and_reference(tmp_path: Path) -> None:
     home, work = setup_work(tmp_path)
     with stub(_OpenAI) as (port, script):

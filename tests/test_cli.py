@@ -146,6 +146,7 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "CLINE_SESSION_DATA_DIR",
         "CLINE_DATA_DIR",
         "CLINE_DIR",
+        "HERMES_HOME",
     ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
@@ -160,6 +161,7 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "pi": tmp_path / ".pi" / "agent",
         "Continue": tmp_path / ".continue",
         "Cline CLI": tmp_path / ".cline" / "data" / "sessions",
+        "Hermes Agent": tmp_path / ".hermes",
         "Aider": tmp_path,
     }
     # Each agent's own variable, as the agent itself reads it.
@@ -180,8 +182,9 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     # Flags win.
     found = sources("--claude-root", "/a", "--codex-root", "/b", "--gemini-root", "/c", "--qwen-root", "/d",
                     "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g", "--pi-root", "/h",
-                    "--continue-root", "/i", "--cline-root", "/j", "--aider-root", "/k")  # fmt: skip
-    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/j", "/k"]
+                    "--continue-root", "/i", "--cline-root", "/j", "--aider-root", "/k",
+                    "--hermes-root", "/l")  # fmt: skip
+    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/j", "/k", "/l"]
     assert sources("--no-external") == {}
     monkeypatch.delenv("COPILOT_HOME")
     monkeypatch.delenv("PI_CODING_AGENT_DIR")

@@ -21,6 +21,7 @@ from core.sessions.sources.codex import CodexSource, codex_root
 from core.sessions.sources.continue_cli import ContinueSource, continue_root
 from core.sessions.sources.copilot import CopilotCliSource, copilot_root
 from core.sessions.sources.gemini import GeminiCliSource, gemini_root
+from core.sessions.sources.hermes import HermesSource, hermes_root
 from core.sessions.sources.merged import ExternalSource
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource, kilo_root, opencode_root
 from core.sessions.sources.pi import PiSource, pi_root
@@ -169,6 +170,17 @@ AGENTS: tuple[AgentSource, ...] = (
         cline_root,
         ClineSource,
         what="sessions folder",
+    ),
+    AgentSource(
+        "hermes",
+        "HE",
+        "$HERMES_HOME, else ~/.hermes",
+        "~/.hermes",
+        hermes_root,
+        HermesSource,
+        env="HERMES_HOME",
+        what="home folder",
+        held="state.db sessions",
     ),
     AgentSource(
         "aider",
