@@ -8,8 +8,10 @@ Hermes writes them (its ``hermes_state.py``): compaction and rewind, a compressi
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -36,13 +38,20 @@ needs_hermes = pytest.mark.skipif(
 )
 
 
-def hermes(home: Path, work: Path, port: int, *arguments: str) -> str:
+def hermes_config(home: Path, port: int) -> None:
+    """``config.yaml`` with the stub as its ``custom`` provider (once: ``hermes mcp add`` adds to it)."""
     config = home / ".hermes" / "config.yaml"
     if not config.exists():
         config.parent.mkdir(parents=True, exist_ok=True)
         model = f"  default: stub-model\n  provider: custom\n  base_url: http://127.0.0.1:{port}/v1\n  api_key: stub\n"
         config.write_text("model:\n" + model)
+
+
+def hermes(home: Path, work: Path, port: int, *arguments: str, path: str | None = None) -> str:
+    hermes_config(home, port)
     environment = {**base_environment(home), "OPENAI_API_KEY": "stub", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}
+    if path is not None:
+        environment["PATH"] = path
     return run([str(HERMES), "chat", "-Q", "--yolo", *arguments], work, environment)
 
 
@@ -155,3 +164,36 @@ def test_its_folder_follows_hermes_s_environment(monkeypatch: pytest.MonkeyPatch
     assert hermes_root() == tmp_path / ".hermes"
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "h"))
     assert hermes_root() == tmp_path / "h"
+
+
+@needs_hermes
+def test_hermes_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
+    import re
+    import shlex
+
+    from tests.test_agents_real import REPO, _said, sessionref_on_path
+    from tests.test_mcp import snapshot
+
+    home, work = setup_work(tmp_path)
+    path, root = sessionref_on_path(tmp_path, home)
+    page = (REPO / "docs" / "mcp.md").read_text()
+    (added,) = re.findall(r"^hermes mcp add .*$", page, re.M)  # docs/mcp.md's command, as written
+    with stub(_OpenAI) as (port, script):
+        hermes_config(home, port)
+        # It connects to the server, lists its tools and asks whether to enable them: yes.
+        done = subprocess.run(
+            [str(HERMES), *shlex.split(added)[1:]], cwd=work, env={**base_environment(home), "PATH": path},
+            input="y\n", capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0 and "Connected" in done.stdout, done.stdout + done.stderr
+        hermes(home, work, port, "-q", "REFERENCE DESIGN please", path=path)
+    offered = [t.get("function", {}).get("name", "") for body in script.requests for t in body.get("tools") or []]
+    assert any(name.endswith("reference_session") for name in offered), offered
+    results = [
+        _said(m.get("content")) for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"
+    ]
+    # Hermes hands its model an MCP result as JSON ({"result": ...}) inside an <untrusted_tool_result>
+    # block of its own: the snapshot is in it, whole.
+    wrapped = [re.search(r"\n\n(\{.*\})\n</untrusted_tool_result>", result, re.S) for result in results]
+    inner = [json.loads(found.group(1))["result"] for found in wrapped if found is not None]
+    assert any(text.endswith("\n\n" + snapshot(root)) for text in inner), [result[:300] for result in results]
