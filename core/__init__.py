@@ -63,6 +63,7 @@ from core.sessions.models import (
 )
 from core.sessions.query import SessionQuery
 from core.sessions.session import MemorySessionStore, Session
+from core.sessions.sources.aider import AiderSource
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.cline import ClineSource
 from core.sessions.sources.codex import CodexSource
@@ -88,6 +89,7 @@ __all__ = [
     "AbortController",
     "AbortSignal",
     "AgentLoop",
+    "AiderSource",
     "BakedPrompt",
     "BodyIndex",
     "Candidate",
