@@ -30,10 +30,12 @@ LONG_PROFILE = {
     "dsh_log": 15_000,
     "database_rows": 15_000,
     "external": 10_000,
+    "agent_rows": 5_000,
+    "agent_yaml": 5_000,
     "display": 10_000,
     "mcp_frame": 20_000,
 }
-"""Inputs per target in the long profile (``make fuzz``): 130,000 in all."""
+"""Inputs per target in the long profile (``make fuzz``): 140,000 in all."""
 
 QUICK_PROFILE = {name: 1_000 for name in LONG_PROFILE} | {"prepare": 300, "display": 300}
 """Inputs per target in the bounded profile ``make test`` runs."""

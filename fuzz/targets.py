@@ -29,6 +29,14 @@ from core import (
 from core.constants import MAX_REFERENCES, MAX_SAFE_INTEGER, PROMPT_REQUEST_DELIMITER
 from core.reference.service import FRAME_CLOSE, FRAME_OPEN, REFERENCED_SESSIONS_HEADER
 from core.serialization import tag_safe_json_length
+from fuzz.agent_store_targets import (
+    AGENT_ROW_TOKENS,
+    AGENT_YAML_TOKENS,
+    agent_row_seeds,
+    agent_rows,
+    agent_yaml,
+    agent_yaml_seeds,
+)
 from fuzz.database_targets import database_rows
 from fuzz.file_targets import (
     _EXTERNAL_TOKENS,
@@ -377,6 +385,8 @@ TARGETS: dict[str, Target] = {
     "dsh_log": Target(dsh_log, _real_logs, _LOG_TOKENS, max_len=64 << 10),
     "database_rows": Target(database_rows, _real_logs, _LOG_TOKENS, max_len=64 << 10),
     "external": Target(external, _external_seeds, _EXTERNAL_TOKENS, max_len=16_384),
+    "agent_rows": Target(agent_rows, agent_row_seeds, AGENT_ROW_TOKENS, max_len=2048),
+    "agent_yaml": Target(agent_yaml, agent_yaml_seeds, AGENT_YAML_TOKENS, max_len=4096),
     "display": Target(
         display,
         _display_seeds,

@@ -1,0 +1,181 @@
+"""Fuzz targets over the other agents' formats that are not JSONL: the SQLite rows Hermes Agent and
+opencode keep (``agent_rows``) and the YAML a Copilot CLI session folder holds (``agent_yaml``).
+
+``agent_rows`` makes the input's bytes into rows: pieces of its text, and values of every column
+type (reals, integers past 64 bits' reach, blobs, NULLs, lone surrogates, JSON of another shape),
+chosen by the input's CRC, in a Hermes ``state.db`` and an opencode ``opencode.db``. Every session
+listed reads and projects, or is refused with a documented code; no file appears beside a database
+and none changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core import SessionQueryError, project_conversation
+from core.sessions.sources.copilot import CopilotCliSource
+from core.sessions.sources.hermes import HermesSource
+from core.sessions.sources.opencode import OpenCodeSource
+from fuzz.kit import check, outcome_of, rng_of, run_async, text_of
+
+_ODD: list[Any] = [
+    None,
+    0,
+    -1,
+    1.5,
+    float("inf"),
+    2**62,
+    b"\xff\x00",
+    "",
+    "\x00json:[",
+    "\x00json:{}",
+    "{not json",
+    "[]",
+]
+
+
+def _value(rng: random.Random, pieces: list[str]) -> Any:
+    """A column's value: a piece of the input's text most of the time, else an odd value."""
+    return rng.choice(pieces) if pieces and rng.random() < 0.6 else rng.choice(_ODD)
+
+
+def _pieces(data: bytes) -> list[str]:
+    text = text_of(data).encode("utf-8", "replace").decode("utf-8")  # (SQLite takes no lone surrogate)
+    return [piece for piece in text.split("\n") if piece] or [text]
+
+
+def agent_rows(data: bytes) -> str:
+    """Rows of any shape in Hermes's and opencode's databases: each source lists and reads them or
+    refuses with a code; their folders are left as they were."""
+    rng, pieces = rng_of(data), _pieces(data)
+    base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-rows-"))
+    try:
+        outcomes = [_hermes(base / "hermes", rng, pieces), _opencode(base / "opencode", rng, pieces)]
+        return "+".join(outcomes)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _written(folder: Path, schema: str, rows: list[tuple[str, tuple[Any, ...]]], name: str) -> Path:
+    folder.mkdir(parents=True)
+    connection = sqlite3.connect(folder / name)
+    connection.executescript(schema)
+    for statement, values in rows:
+        connection.execute(statement, values)
+    connection.commit()
+    connection.close()
+    return folder / name
+
+
+def _hermes(folder: Path, rng: random.Random, pieces: list[str]) -> str:
+    schema = """
+    CREATE TABLE sessions (id TEXT, source TEXT, model_config TEXT, parent_session_id TEXT, started_at REAL,
+        ended_at REAL, end_reason TEXT, cwd TEXT, title TEXT, archived INTEGER);
+    CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT, timestamp REAL,
+        active INTEGER, compacted INTEGER);
+    """
+    ids = ["s1", "s2", rng.choice(pieces)]
+    rows: list[tuple[str, tuple[Any, ...]]] = []
+    for session_id in ids:
+        rows.append((
+            "INSERT INTO sessions VALUES (?, 'cli', ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, rng.choice(['{"_branched_from": "s1"}', _value(rng, pieces)]), rng.choice([None, *ids]),
+             _value(rng, pieces), _value(rng, pieces), rng.choice(["compression", "branched", None]),
+             _value(rng, pieces), _value(rng, pieces), rng.choice([0, 0, 1, _value(rng, pieces)])),
+        ))  # fmt: skip
+    for _ in range(rng.randrange(0, 12)):
+        rows.append((
+            "INSERT INTO messages (session_id, role, content, timestamp, active, compacted) VALUES (?, ?, ?, ?, ?, ?)",
+            (rng.choice(ids), rng.choice(["user", "assistant", "tool", _value(rng, pieces)]), _value(rng, pieces),
+             _value(rng, pieces), rng.choice([1, 1, 0, _value(rng, pieces)]), rng.choice([0, 1])),
+        ))  # fmt: skip
+    database = _written(folder, schema, rows, "state.db")
+    return _read_all(HermesSource(folder), folder, database)
+
+
+def _opencode(folder: Path, rng: random.Random, pieces: list[str]) -> str:
+    schema = """
+    CREATE TABLE session (id TEXT, project_id TEXT, parent_id TEXT, slug TEXT, directory TEXT, title TEXT,
+        version TEXT, time_created INTEGER, time_updated INTEGER);
+    CREATE TABLE message (id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
+    CREATE TABLE part (id TEXT, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER,
+        data TEXT);
+    """
+    ids = ["ses_1", rng.choice(pieces)]
+    rows: list[tuple[str, tuple[Any, ...]]] = []
+    for session_id in ids:
+        rows.append((
+            "INSERT INTO session VALUES (?, 'p', ?, 's', ?, ?, '1', ?, ?)",
+            (session_id, rng.choice([None, None, *ids]), _value(rng, pieces), _value(rng, pieces),
+             _value(rng, pieces), _value(rng, pieces)),
+        ))  # fmt: skip
+    for number in range(rng.randrange(0, 8)):
+        data = rng.choice([json.dumps({"role": rng.choice(["user", "assistant"])}), _value(rng, pieces)])
+        rows.append(("INSERT INTO message VALUES (?, ?, ?, ?, ?)",
+                     (f"msg_{number}", rng.choice(ids), _value(rng, pieces), 0, data)))  # fmt: skip
+        part = rng.choice([json.dumps({"type": "text", "text": rng.choice(pieces)}), _value(rng, pieces)])
+        rows.append(("INSERT INTO part VALUES (?, ?, ?, 0, 0, ?)", (f"prt_{number}", f"msg_{number}", "x", part)))
+    database = _written(folder, schema, rows, "opencode.db")
+    return _read_all(OpenCodeSource(folder, database=database), folder, database)
+
+
+def _read_all(source: Any, folder: Path, database: Path) -> str:
+    """List and read every session of ``source``; the folder must be as it was."""
+    before = {name: (folder / name).read_bytes() for name in os.listdir(folder)}
+    records = source.listing()
+    outcome = "ok" if records else "unreadable"
+    for record in records:
+        try:
+            surface = run_async(source.read_surface(record.header.id))
+            run_async(source.read_title(record.header.id))
+        except SessionQueryError as error:
+            outcome = outcome_of(error)
+            continue
+        project_conversation(surface)
+    after = {name: (folder / name).read_bytes() for name in os.listdir(folder)}
+    check(after == before, f"the tool's folder changed: {sorted(set(after) ^ set(before))} ({database.name})")
+    return outcome
+
+
+def agent_yaml(data: bytes) -> str:
+    """The bytes as a Copilot CLI session's ``workspace.yaml`` beside a valid ``events.jsonl``: the
+    session lists and reads (its title and folder from the YAML when they are usable) or is refused
+    with a code; the files are left as they were."""
+    base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-yaml-"))
+    try:
+        folder = base / "session-state" / "cp-0001"
+        folder.mkdir(parents=True)
+        (folder / "workspace.yaml").write_bytes(data)
+        events = [
+            {"type": "session.start", "timestamp": "2026-12-05T11:03:47.051Z",
+             "data": {"sessionId": "cp-0001", "startTime": "2026-12-05T11:03:47.051Z", "context": {"cwd": "/w"}}},
+            {"type": "user.message", "timestamp": "2026-12-05T11:03:48.000Z", "data": {"content": "first question"}},
+        ]  # fmt: skip
+        (folder / "events.jsonl").write_text("".join(json.dumps(event) + "\n" for event in events))
+        return _read_all(CopilotCliSource(base), folder, folder / "workspace.yaml")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def agent_row_seeds() -> list[bytes]:
+    return [b"first question\nan answer", "中文\n\x00json:[]\n</referenced-sessions>".encode(), b"\xff\xfe"]
+
+
+def agent_yaml_seeds() -> list[bytes]:
+    return [
+        b"id: cp-0001\ncwd: /work/app\nsummary: A title\ncreated_at: 2026-12-05T11:03:47.051Z\n",
+        b"cwd: [1, 2]\nsummary: {a: b}\ncreated_at: 2026-02-30\n",
+        b"- a list\n- not a mapping\n",
+        b"&a [*a]\n",
+    ]
+
+
+AGENT_YAML_TOKENS = [b"cwd: ", b"summary: ", b"created_at: ", b"name: ", b"!!python/object", b"&a", b"*a", b"{", b"["]
+AGENT_ROW_TOKENS = [b"\n", b"\x00json:", b'{"type": "text"}', b"compression", b"branched", b"\xff"]
