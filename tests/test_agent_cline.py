@@ -24,9 +24,11 @@ from tests.test_agents_real import (
     base_environment,
     check_search,
     check_sessions,
+    offered_tools,
     run,
     setup_work,
     stub,
+    tool_messages,
     tool_turn_made,
 )
 from tests.test_terminal import TMUX, Terminal
@@ -189,31 +191,26 @@ def test_its_folder_follows_cline_s_environment(monkeypatch: pytest.MonkeyPatch,
 
 @needs_cline
 def test_cline_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
-    import re
-    import shlex
-
-    from tests.test_agents_real import REPO, _said, sessionref_on_path
+    from tests.test_agents_real import _said, docs_command, sessionref_on_path
     from tests.test_mcp import snapshot
 
     home, work = setup_work(tmp_path)
     path, root = sessionref_on_path(tmp_path, home)
-    page = (REPO / "docs" / "mcp.md").read_text()
-    (added,) = re.findall(r"^cline mcp add .*$", page, re.M)  # docs/mcp.md's command, as written
     assert NODE is not None
     environment = {**base_environment(home), "PATH": path}
     with stub(_OpenAI) as (port, script):
-        run([NODE, str(CLINE), *shlex.split(added)[1:]], work, environment)
+        run([NODE, str(CLINE), *docs_command("cline")], work, environment)  # docs/mcp.md's command, as written
         run([NODE, str(CLINE), "auth", "-p", "openai", "-k", "stub", "-m", "stub-model", "-b", f"http://127.0.0.1:{port}/v1"],
             work, environment)  # fmt: skip
         # Cline connects its MCP servers in the background: a first turn may start before sessionref's
         # tools are there (a cold Python start), and then it answers without them. Ask again then.
         for _ in range(3):
             run([NODE, str(CLINE), "REFERENCE DESIGN please"], work, environment)
-            if any(m.get("role") == "tool" for body in script.requests for m in body.get("messages", [])):
+            if tool_messages(script):
                 break
-    offered = [t.get("function", {}).get("name", "") for body in script.requests for t in body.get("tools") or []]
+    offered = offered_tools(script)
     assert any(name.endswith("reference_session") for name in offered), offered
-    results = [m for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"]
+    results = tool_messages(script)
     # Cline passes an MCP result on as the JSON of the whole result (raw newlines in it), and keeps
     # about the first and the last 3,900 characters of a long one: the snapshot's frame both ends.
     called = [json.loads(_said(m.get("content")), strict=False) for m in results]

@@ -27,10 +27,12 @@ from tests.test_agents_real import (
     base_environment,
     check_search,
     check_sessions,
+    offered_tools,
     run,
     sessionref_on_path,
     setup_work,
     stub,
+    tool_messages,
     tool_turn_made,
 )
 from tests.test_mcp import snapshot
@@ -122,9 +124,9 @@ def test_continue_references_a_session_through_sessionref_mcp(tmp_path: Path) ->
     with stub(_OpenAI) as (port, script):
         out = cn(home, work, port, "-p", "REFERENCE DESIGN please", more=docs_yaml("mcpServers"), path=path)
     assert "ANSWER" in out
-    offered = [t.get("function", {}).get("name", "") for body in script.requests for t in body.get("tools") or []]
+    offered = offered_tools(script)
     assert "reference_session" in offered, offered
-    results = [m for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"]
+    results = tool_messages(script)
     # cn passes an MCP result on as the JSON of its content blocks: the snapshot is inside, whole.
     blocks = [json.loads(_said(m.get("content"))) for m in results]
     assert any(block[0]["text"].endswith("\n\n" + snapshot(root)) for block in blocks)

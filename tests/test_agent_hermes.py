@@ -25,9 +25,11 @@ from tests.test_agents_real import (
     base_environment,
     check_search,
     check_sessions,
+    offered_tools,
     run,
     setup_work,
     stub,
+    tool_messages,
     tool_turn_made,
 )
 
@@ -169,29 +171,24 @@ def test_its_folder_follows_hermes_s_environment(monkeypatch: pytest.MonkeyPatch
 @needs_hermes
 def test_hermes_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
     import re
-    import shlex
 
-    from tests.test_agents_real import REPO, _said, sessionref_on_path
+    from tests.test_agents_real import _said, docs_command, sessionref_on_path
     from tests.test_mcp import snapshot
 
     home, work = setup_work(tmp_path)
     path, root = sessionref_on_path(tmp_path, home)
-    page = (REPO / "docs" / "mcp.md").read_text()
-    (added,) = re.findall(r"^hermes mcp add .*$", page, re.M)  # docs/mcp.md's command, as written
     with stub(_OpenAI) as (port, script):
         hermes_config(home, port)
         # It connects to the server, lists its tools and asks whether to enable them: yes.
         done = subprocess.run(
-            [str(HERMES), *shlex.split(added)[1:]], cwd=work, env={**base_environment(home), "PATH": path},
+            [str(HERMES), *docs_command("hermes")], cwd=work, env={**base_environment(home), "PATH": path},
             input="y\n", capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert done.returncode == 0 and "Connected" in done.stdout, done.stdout + done.stderr
         hermes(home, work, port, "-q", "REFERENCE DESIGN please", path=path)
-    offered = [t.get("function", {}).get("name", "") for body in script.requests for t in body.get("tools") or []]
+    offered = offered_tools(script)
     assert any(name.endswith("reference_session") for name in offered), offered
-    results = [
-        _said(m.get("content")) for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"
-    ]
+    results = [_said(m.get("content")) for m in tool_messages(script)]
     # Hermes hands its model an MCP result as JSON ({"result": ...}) inside an <untrusted_tool_result>
     # block of its own: the snapshot is in it, whole.
     wrapped = [re.search(r"\n\n(\{.*\})\n</untrusted_tool_result>", result, re.S) for result in results]

@@ -23,10 +23,13 @@ from tests.test_agents_real import (
     check_search,
     check_sessions,
     docs_block,
+    offered_tools,
+    opencode_config,
     run,
     sessionref_on_path,
     setup_work,
     stub,
+    tool_messages,
     tool_turn_made,
 )
 from tests.test_mcp import snapshot
@@ -37,30 +40,24 @@ needs_kilo = pytest.mark.skipif(_OPTIONAL and KILO is None, reason="Kilo CLI is 
 
 
 def kilo_config(home: Path, port: int, configured: dict[str, Any] | None = None) -> None:
-    """``kilo.json``: ``configured`` (docs/mcp.md's, as written) with the stub as its provider."""
-    config = home / ".config" / "kilo" / "kilo.json"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    provider = {
-        "stub": {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Stub",
-            "options": {"baseURL": f"http://127.0.0.1:{port}/v1", "apiKey": "stub"},
-            "models": {"stub-model": {"name": "Stub", "tool_call": True}},
-        }
-    }
-    config.write_text(json.dumps({**(configured or {}), "provider": provider, "model": "stub/stub-model"}))
+    """``kilo.json``: opencode's schema, as ``opencode_config`` writes it."""
+    opencode_config(home, port, configured, config=home / ".config" / "kilo" / "kilo.json")
 
 
-def kilo(home: Path, work: Path, *arguments: str, path: str | None = None) -> str:
-    assert KILO is not None
+def kilo_environment(home: Path, work: Path) -> dict[str, str]:
     # Like opencode, it takes its folder from $PWD.
-    environment = {
+    return {
         **base_environment(home),
         "PWD": str(work),
         "KILO_DISABLE_MODELS_FETCH": "1",
         "KILO_DISABLE_AUTOUPDATE": "1",
         "KILO_PERMISSION": json.dumps({"*": "allow"}),
     }
+
+
+def kilo(home: Path, work: Path, *arguments: str, path: str | None = None) -> str:
+    assert KILO is not None
+    environment = kilo_environment(home, work)
     if path is not None:
         environment["PATH"] = path
     return run([str(KILO), "run", *arguments], work, environment)
@@ -91,9 +88,9 @@ def test_kilo_cli_references_a_session_through_sessionref_mcp(tmp_path: Path) ->
         kilo_config(home, port, docs_block("app.kilo.ai/config.json"))  # docs/mcp.md's kilo.json, as written
         out = kilo(home, work, "REFERENCE DESIGN please", path=path)
     assert "ANSWER" in out
-    offered = [t.get("function", {}).get("name", "") for body in script.requests for t in body.get("tools") or []]
+    offered = offered_tools(script)
     assert any(name.endswith("reference_session") for name in offered), offered
-    results = [m for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"]
+    results = tool_messages(script)
     assert any(_said(m.get("content")).endswith("\n\n" + snapshot(root)) for m in results)  # whole
 
 
@@ -105,13 +102,7 @@ def test_handoff_to_kilo_cli_headless(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with reading(_OpenAI) as (port, script):
         kilo_config(home, port)
-        environment = {
-            **base_environment(home),
-            "PWD": str(work),
-            "KILO_DISABLE_MODELS_FETCH": "1",
-            "KILO_DISABLE_AUTOUPDATE": "1",
-            "KILO_PERMISSION": json.dumps({"*": "allow"}),
-        }
+        environment = kilo_environment(home, work)
         assert KILO is not None
         environment["PATH"] = _bin(tmp_path, "kilo", [str(KILO)])
         before = (home / ".config" / "kilo" / "kilo.json").read_text()

@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -403,6 +404,23 @@ def docs_block(needle: str) -> dict[str, Any]:
     return parsed
 
 
+def docs_command(program: str) -> list[str]:
+    """The arguments of docs/mcp.md's ``<program> mcp add …`` line, as written."""
+    page = (REPO / "docs" / "mcp.md").read_text()
+    (line,) = re.findall(rf"^{re.escape(program)} mcp add .*$", page, re.M)
+    return shlex.split(line)[1:]
+
+
+def offered_tools(script: Script) -> list[str]:
+    """The names of every tool the Chat Completions requests offered."""
+    return [t.get("function", {}).get("name", "") for body in script.requests for t in body.get("tools") or []]
+
+
+def tool_messages(script: Script) -> list[dict[str, Any]]:
+    """Every tool result the Chat Completions requests carried back."""
+    return [m for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"]
+
+
 def sessionref_on_path(tmp_path: Path, home: Path) -> tuple[str, Path]:
     """A ``sessionref`` command on PATH (what an install puts there) and its default store, under
     ``home``, holding the ``design`` session."""
@@ -469,9 +487,12 @@ def test_qwen_code_sessions_list_search_and_reference(tmp_path: Path) -> None:
 # -- opencode -----------------------------------------------------------------------------------------
 
 
-def opencode_config(home: Path, port: int, configured: dict[str, Any] | None = None) -> None:
-    """``opencode.json``: ``configured`` (docs/mcp.md's, as written) with the stub as its provider."""
-    config = home / ".config" / "opencode" / "opencode.json"
+def opencode_config(
+    home: Path, port: int, configured: dict[str, Any] | None = None, config: Path | None = None
+) -> None:
+    """``opencode.json`` (``config``: another file of the same schema, Kilo CLI's): ``configured``
+    (docs/mcp.md's, as written) with the stub as its provider."""
+    config = config or home / ".config" / "opencode" / "opencode.json"
     config.parent.mkdir(parents=True, exist_ok=True)
     provider = {
         "stub": {
@@ -542,9 +563,9 @@ def test_opencode_references_a_session_through_sessionref_mcp(tmp_path: Path) ->
         environment = {**opencode_environment(home, work), "PATH": path}
         out = run([str(OPENCODE), "run", "REFERENCE DESIGN please"], work, environment)
     assert "ANSWER" in out
-    offered = [t.get("function", {}).get("name", "") for body in script.requests for t in body.get("tools") or []]
+    offered = offered_tools(script)
     assert any(name.endswith("reference_session") for name in offered), offered
-    results = [m for body in script.requests for m in body.get("messages", []) if m.get("role") == "tool"]
+    results = tool_messages(script)
     assert any(_said(m.get("content")).endswith("\n\n" + snapshot(root)) for m in results)  # whole
 
 

@@ -21,21 +21,21 @@ holding ``data``) can be given.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from core.files import open_regular
 from core.sessions.models import SessionHeader
 from core.sessions.sources.files import (
     ExternalSession,
     FileSource,
     SurfaceBuilder,
+    epoch_millis,
     millis,
     prompt_title,
+    read_json,
 )
 
 CLINE_PREFIX = "cline:"
@@ -45,7 +45,6 @@ META_BYTES = 1024 * 1024
 """The largest ``<id>.json`` read."""
 MESSAGES_SUFFIX = ".messages.json"
 _TYPED = re.compile(r"\A\s*<user_input(?:\s[^>]*)?>(.*)</user_input>\s*\Z", re.DOTALL)
-_LATEST_MILLIS = 253_402_300_800_000  # (the year 10000)
 
 
 def cline_root() -> Path:
@@ -58,15 +57,6 @@ def cline_root() -> Path:
         return Path(data).expanduser() / "sessions"
     home = os.environ.get("CLINE_DIR", "").strip()
     return (Path(home).expanduser() if home else Path.home() / ".cline") / "data" / "sessions"
-
-
-def _load(path: Path, limit: int) -> Any:
-    """A JSON file read whole, up to ``limit`` bytes (``OSError`` past it, ``ValueError`` when malformed)."""
-    with os.fdopen(open_regular(path, follow=False), "rb") as handle:
-        raw = handle.read(limit + 1)
-    if len(raw) > limit:
-        raise OSError(f"larger than {limit // (1024 * 1024)} MiB")
-    return json.loads(raw)
 
 
 def _texts(content: Any, kind: str = "text") -> list[str]:
@@ -121,7 +111,7 @@ class ClineSource(FileSource):
     def _meta(path: Path) -> dict[str, Any]:
         """The session's ``<id>.json`` (empty when missing or unreadable)."""
         try:
-            meta = _load(path.with_name(path.name.removesuffix(MESSAGES_SUFFIX) + ".json"), META_BYTES)
+            meta = read_json(path.with_name(path.name.removesuffix(MESSAGES_SUFFIX) + ".json"), META_BYTES)
         except (OSError, ValueError, RecursionError):
             return {}
         return meta if type(meta) is dict else {}
@@ -141,7 +131,7 @@ class ClineSource(FileSource):
 
     def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
         try:
-            document = _load(path, SESSION_BYTES)
+            document = read_json(path, SESSION_BYTES)
         except (ValueError, RecursionError):
             return ExternalSession(header, [], None, 1, None)
         messages = document.get("messages") if type(document) is dict else None
@@ -154,7 +144,7 @@ class ClineSource(FileSource):
                 problems += 1
                 continue
             stamp = message.get("ts")
-            when = stamp if type(stamp) is int and 0 <= stamp < _LATEST_MILLIS else header.created_at
+            when = epoch_millis(stamp) or header.created_at
             marks = message.get("metadata")
             if type(marks) is dict and marks.get("kind") == "compaction_summary":
                 summary = marks.get("summary")

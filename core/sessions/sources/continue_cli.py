@@ -17,20 +17,21 @@ the first prompt. A session's time is ``dateCreated``, else its file's modificat
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from core.files import file_revision, open_regular
+from core.files import file_revision
 from core.sessions.models import SessionHeader
 from core.sessions.sources.files import (
     ExternalSession,
     FileSource,
     SurfaceBuilder,
+    epoch_millis,
     prompt_title,
+    read_json,
 )
 
 CONTINUE_PREFIX = "continue:"
@@ -39,7 +40,6 @@ SESSION_BYTES = 64 * 1024 * 1024
 INDEX_BYTES = 16 * 1024 * 1024
 """The largest ``sessions.json`` read (a longer one is not used: each file is read instead)."""
 PLACEHOLDER_TITLES = frozenset({"", "Untitled Session"})
-_LATEST_MILLIS = 253_402_300_800_000  # (the year 10000)
 
 
 def continue_root() -> Path:
@@ -75,16 +75,7 @@ def _millis(value: Any) -> int | None:
     """Epoch milliseconds written as a number or as its digits, when they name a time before 10000."""
     if type(value) is str and value.isascii() and value.isdigit() and len(value) <= 16:
         value = int(value)
-    return value if type(value) is int and 0 <= value < _LATEST_MILLIS else None
-
-
-def _load(path: Path, limit: int) -> Any:
-    """A JSON file read whole, up to ``limit`` bytes (``OSError`` past it, ``ValueError`` when malformed)."""
-    with os.fdopen(open_regular(path, follow=False), "rb") as handle:
-        raw = handle.read(limit + 1)
-    if len(raw) > limit:
-        raise OSError(f"larger than {limit // (1024 * 1024)} MiB")
-    return json.loads(raw)
+    return epoch_millis(value)
 
 
 class ContinueSource(FileSource):
@@ -120,7 +111,7 @@ class ContinueSource(FileSource):
         if self._index is None or self._index[0] != revision:
             entries: dict[str, Mapping[str, Any]] = {}
             try:
-                listed = _load(path, INDEX_BYTES)
+                listed = read_json(path, INDEX_BYTES)
             except (OSError, ValueError, RecursionError):
                 listed = None
             for entry in listed if type(listed) is list else ():
@@ -135,7 +126,7 @@ class ContinueSource(FileSource):
         if entry is not None:
             folder = entry.get("workspaceDirectory")
         else:  # (not in the index: the file says)
-            session = _load(path, SESSION_BYTES)
+            session = read_json(path, SESSION_BYTES)
             if type(session) is not dict or type(session.get("history")) is not list:
                 return None
             folder = session.get("workspaceDirectory")
@@ -146,7 +137,7 @@ class ContinueSource(FileSource):
 
     def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
         try:
-            session = _load(path, SESSION_BYTES)
+            session = read_json(path, SESSION_BYTES)
         except (ValueError, RecursionError):
             return ExternalSession(header, [], None, 1, None)
         history = session.get("history") if type(session) is dict else None

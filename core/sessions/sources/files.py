@@ -56,6 +56,29 @@ def millis(value: Any) -> int | None:
     return int(parsed.timestamp() * 1000)
 
 
+LATEST_MILLIS = 253_402_300_800_000
+"""Epoch milliseconds of the year 10000: a time at or past it is not one a tool wrote."""
+
+
+def epoch_millis(value: Any) -> int | None:
+    """An epoch-milliseconds field (an integer from 1970 to the year 10000), or ``None``."""
+    return value if type(value) is int and 0 <= value < LATEST_MILLIS else None
+
+
+def read_json(path: Path, limit: int) -> Any:
+    """A JSON document read whole, up to ``limit`` bytes, never through a link.
+
+    Raises:
+        OSError: it cannot be opened, is not a regular file, or is larger than ``limit``.
+        ValueError, RecursionError: it is not JSON.
+    """
+    with os.fdopen(open_regular(path, follow=False), "rb") as handle:
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise OSError(f"larger than {limit // (1024 * 1024)} MiB")
+    return json.loads(raw)
+
+
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _TRAILING = frozenset(" \t\r\n")
 
@@ -159,8 +182,12 @@ LinkedRecord = tuple[int, str | None, int, str, int | None]
 its parent's uuid, its role (``SKIP``…), its text, and its time (only when it has text)."""
 
 
-def newest_branch(records: Mapping[str, LinkedRecord], order: Sequence[str]) -> list[str]:
-    """The branch that ends in the newest record, root first (``parentUuid`` links; a loop ends it)."""
+def newest_branch(
+    records: Mapping[str, LinkedRecord], order: Sequence[str], *, parents_first: bool = False
+) -> list[str]:
+    """The branch that ends in the newest record, root first (``parentUuid`` links; a loop ends it;
+    ``parents_first``: so does a link to a later line, for a tool that writes a parent before its
+    children, so the branch's lines stay in order)."""
     if not order:
         return []
     chain: list[str] = []
@@ -169,7 +196,10 @@ def newest_branch(records: Mapping[str, LinkedRecord], order: Sequence[str]) -> 
     while current is not None and current in records and current not in seen:
         seen.add(current)
         chain.append(current)
-        current = records[current][1]
+        parent = records[current][1]
+        if parents_first and parent is not None and parent in records and records[parent][0] >= records[current][0]:
+            break
+        current = parent
     chain.reverse()
     return chain
 

@@ -39,6 +39,7 @@ from core.sessions.sources.files import (
     json_lines,
     millis,
     prompt_title,
+    read_json,
 )
 
 GEMINI_PREFIX = "gemini:"
@@ -162,12 +163,8 @@ class GeminiCliSource(FileSource):
 
     def _load(self, path: Path, limit: int | None) -> tuple[dict[str, Any], dict[str, tuple[int, dict[str, Any]]], int]:
         if path.suffix == ".json":
-            with os.fdopen(open_regular(path, follow=False), "rb") as handle:
-                raw = handle.read(LEGACY_BYTES + 1)
-            if len(raw) > LEGACY_BYTES:
-                raise OSError(f"larger than {LEGACY_BYTES // (1024 * 1024)} MiB")
             try:
-                record = json.loads(raw)
+                record = read_json(path, LEGACY_BYTES)
             except (ValueError, RecursionError):
                 return {}, {}, 1
             return fold_records(iter([(0, record)]))

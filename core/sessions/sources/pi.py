@@ -40,8 +40,10 @@ from core.sessions.sources.files import (
     FileSource,
     LinkedRecord,
     SurfaceBuilder,
+    epoch_millis,
     json_lines,
     millis,
+    newest_branch,
     prompt_title,
 )
 
@@ -148,7 +150,7 @@ class PiSource(FileSource):
             when = _when(record, text)
             records[entry_id] = (number, parent if type(parent) is str else None, role, text, when)
             order.append(entry_id)
-        chain = _branch(records, order)
+        chain = newest_branch(records, order, parents_first=True)  # (pi writes a parent first)
         builder = SurfaceBuilder()
         for number, role, text, time in _context(chain, records, compactions):
             when = time if time is not None else header.created_at
@@ -175,23 +177,7 @@ def _when(record: dict[str, Any], text: str) -> int | None:
         return found
     message = record.get("message")
     stamp = message.get("timestamp") if type(message) is dict else None
-    return stamp if type(stamp) is int and 0 <= stamp < 253_402_300_800_000 else None  # (before year 10000)
-
-
-def _branch(records: dict[str, LinkedRecord], order: list[str]) -> list[str]:
-    """The branch that ends in the last entry, root first, its lines in order."""
-    chain: list[str] = []
-    seen: set[str] = set()
-    current: str | None = order[-1] if order else None
-    while current is not None and current in records and current not in seen:
-        seen.add(current)
-        chain.append(current)
-        parent = records[current][1]
-        if parent is not None and parent in records and records[parent][0] >= records[current][0]:
-            break  # pi writes a parent before its children: a link forward (or a loop) ends the branch
-        current = parent
-    chain.reverse()
-    return chain
+    return epoch_millis(stamp)
 
 
 def _context(
