@@ -399,3 +399,40 @@ def test_a_common_word_read_whole_or_looked_up_session_by_session_scores_the_sam
         found.append((ranked.scores, ranked.covered))
     assert found[0] == found[1]
     assert found[0][1] == {"s0": 2, "s4": 2, "s8": 2}  # only the sessions "beta" chose, with "alpha" added
+
+
+def test_a_common_word_after_the_newest_sessions_are_chosen_reads_only_their_run_of_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every word common: the first chooses the newest sessions holding it, and the next is read
+    # only between the first and the last key chosen (a word's postings are kept in key order),
+    # scoring exactly what looking each one up scores.
+    import core.search.word_ranking as word_ranking
+    from core.search.shard_reads import ShardReader
+
+    indexed = Indexed(tmp_path / "store")
+    for number in range(40):
+        session = indexed.session(f"s{number}", created_at=number)
+        say_user(session, "alpha " * (1 + number % 3) + "omega " * (1 + number % 2))
+    indexed.sync()
+    shards = len(indexed.index.shards)
+    monkeypatch.setattr(word_ranking, "COMMON_TERM", 4 * shards)  # both words common: the newest 4 a shard
+    spans: list[tuple[int, int] | None] = []
+    read = ShardReader.posting_arrays
+
+    def spying(self: ShardReader, word: str, keys: object = None, **options: object) -> object:
+        spans.append(options.get("span"))  # type: ignore[arg-type]
+        return read(self, word, keys, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ShardReader, "posting_arrays", spying)
+    query = parse_query("alpha omega")
+    found = []
+    for lookups in (0, 1000):  # looked up one by one, then their run of keys read
+        monkeypatch.setattr(word_ranking, "LOOKUPS_PER_ROW", lookups)
+        spans.clear()
+        ranked = indexed.index.rank(query)
+        found.append((ranked.scores, ranked.covered))
+    assert found[0] == found[1]
+    assert len(found[1][0]) == 4 * shards and set(found[1][1].values()) == {2}
+    read_spans = [span for span in spans if span is not None]
+    assert len(read_spans) == shards and all(high - low == 3 for low, high in read_spans)

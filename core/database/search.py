@@ -27,7 +27,7 @@ from core.search.finder import QUICK_BUDGET
 from core.search.index_values import INDEX_FAILED, IndexStatus
 from core.search.matching import Snippet, fold, make_snippet
 from core.search.meaning import Embedder
-from core.search.ranking import MESSAGE_COVERAGE_POWER, PASSAGES, Passage, RankedWords, TermStats
+from core.search.ranking import MESSAGE_COVERAGE_POWER, PASSAGES, FoundWords, Passage, RankedWords, TermStats
 from core.search.search_query import SearchQuery
 from core.sessions.models import SurfaceSnapshot
 
@@ -222,7 +222,7 @@ class PgMessageIndex:
         prefix = query.prefix if query.prefix and "\x00" not in query.prefix else None
         operands = [_operand(term) for term in terms] + ([_operand(prefix) + ":*"] if prefix else [])
         if not operands:
-            return RankedWords({}, TermStats(0, 0.0, {}))
+            return RankedWords((), TermStats(0, 0.0, {}))
         rows = self._query(
             "WITH q AS (SELECT pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, %(query)s) AS query) "
             "SELECT m.session_id, m.position, m.role, m.body, "
@@ -256,7 +256,7 @@ class PgMessageIndex:
             del passages[PASSAGES:]
         self._passages = (query, best)
         covered = {session_id: len(words) for session_id, words in held_by.items()}
-        return RankedWords(scores, TermStats(len(scores), 0.0, {}), (), covered)
+        return RankedWords((FoundWords.of(scores, covered),), TermStats(len(scores), 0.0, {}))
 
     def passages(self, session_id: str, query: SearchQuery, ranked: RankedWords, count: int) -> list[Passage]:
         """The best messages of one session the last ``rank`` of ``query`` read."""

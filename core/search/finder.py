@@ -13,9 +13,8 @@ matched and carries its best-matching messages (position, role, a snippet with t
 from __future__ import annotations
 
 import contextlib
-import heapq
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from core.abort import AbortSignal
@@ -23,11 +22,12 @@ from core.errors import INVALID_REFERENCE, SessionReferenceError
 from core.search import ranking
 from core.search.fusion import MeaningStep
 from core.search.index_values import INDEX_DISK_FULL, IndexStatus, IndexUnavailable
-from core.search.listing_match import MatchField, MetaIndex, candidate_of, field_match, group_of
+from core.search.listing_cache import ListingCache
+from core.search.listing_match import MatchField, candidate_of, field_match, group_of
 from core.search.matching import MIN_BODY_QUERY, Snippet
 from core.search.meaning import MEANING_BUDGET, MEANING_POOL, MEANING_WORDS
 from core.search.message_index import MessageIndex
-from core.search.ranking import PASSAGES, Passage, RankedWords, TitleIndex, idf
+from core.search.ranking import PASSAGES, Passage, RankedWords, idf
 from core.search.search_config import SearchConfig
 from core.search.search_query import SearchQuery, parse_query, typed_stem
 from core.search.search_result import BodyState, SearchHit, SearchResult
@@ -73,10 +73,7 @@ class SessionSearch:
         elif not isinstance(config, SearchConfig):
             config = SearchConfig.model_validate(config)
         self.config = config
-        self._meta: tuple[Sequence[SessionRecord], Mapping[str, str | None], MetaIndex] | None = None
-        self._titles: tuple[Sequence[SessionRecord], Mapping[str, str | None], TitleIndex] | None = None
-        self._positions: tuple[Sequence[SessionRecord], dict[str, int]] | None = None
-        self._groups: tuple[Sequence[SessionRecord], str | None, list[int]] | None = None
+        self.listing = ListingCache()
 
     def search(
         self,
@@ -156,32 +153,12 @@ class SessionSearch:
             return "short", status
         return ("ready" if status.complete else "indexing"), status
 
-    def meta_index(self, records: Sequence[SessionRecord], titles: Mapping[str, str | None]) -> MetaIndex:
-        cached = self._meta
-        if cached is None or cached[0] is not records or cached[1] is not titles:
-            cached = self._meta = (records, titles, MetaIndex(records, titles))
-        return cached[2]
 
-    def title_index(self, records: Sequence[SessionRecord], titles: Mapping[str, str | None]) -> TitleIndex:
-        cached = self._titles
-        if cached is None or cached[0] is not records or cached[1] is not titles:
-            labels = [titles.get(record.header.id) for record in records]
-            cached = self._titles = (records, titles, TitleIndex(labels))
-        return cached[2]
+def _fresh(count: int) -> tuple[Any, Any, Any, Any]:
+    """A search's arrays by listing position: scores, scored, said, every word (see ``_Run``)."""
+    import numpy as np
 
-    def groups(self, records: Sequence[SessionRecord], target_cwd: str | None) -> list[int]:
-        """Each listed session's group (0 this folder, 1 no folder, 2 elsewhere), by position."""
-        cached = self._groups
-        if cached is None or cached[0] is not records or cached[1] != target_cwd:
-            groups = [group_of(record.header.cwd, target_cwd) for record in records]
-            cached = self._groups = (records, target_cwd, groups)
-        return cached[2]
-
-    def position_map(self, records: Sequence[SessionRecord]) -> dict[str, int]:
-        cached = self._positions
-        if cached is None or cached[0] is not records:
-            cached = self._positions = (records, {record.header.id: i for i, record in enumerate(records)})
-        return cached[1]
+    return np.zeros(count), np.zeros(count, bool), np.zeros(count, bool), np.zeros(count, bool)
 
 
 class _Run:
@@ -202,13 +179,13 @@ class _Run:
         self.records, self.titles, self.limit = records, titles, limit
         self.signal, self.deadline = signal, deadline
         self.budget = max(0.0, deadline - time.perf_counter())
-        self.position_of = search.position_map(records)
+        self.position_of = search.listing.position_map(records)
         self.own = self.position_of.get(target.id)
-        self.scores: dict[int, float] = {}
+        self.scores, self.scored, self.said, self.every_word = _fresh(len(records))
+        """By listing position: each session's score, whether it scored (whatever its score), whether
+        the message index found a word of the query in it, whether it holds every word."""
         self.meta: set[int] = set()
         self.titled: set[int] = set()
-        self.said: set[int] = set()
-        self.every_word: set[int] = set()  # the sessions holding every word of the query
         self.found: dict[int, Snippet] = {}  # a phrase's or identifier's newest message
         self.required: set[int] | None = None
         self.read: dict[int, tuple[Passage, ...]] = {}  # best messages already read (re-ranking)
@@ -217,15 +194,17 @@ class _Run:
         self.complete = True
 
     def add(self, position: int, score: float) -> None:
-        self.scores[position] = self.scores.get(position, 0.0) + score
+        self.scores[position] += score
+        self.scored[position] = True
 
     def match_listing(self) -> None:
         """Titles, ids and folders, from memory: the whole query as typed, then the title's words."""
         query = self.query
         if query.text.strip():
-            groups = self.search.groups(self.records, self.target.cwd)
+            listing = self.search.listing
+            groups = listing.groups(self.records, self.target.cwd)
             first_group = 0
-            for position in self.search.meta_index(self.records, self.titles).matching(self.records, query.text):
+            for position in listing.meta_index(self.records, self.titles).matching(self.records, query.text):
                 self.meta.add(position)
                 self.add(position, ranking.META_BONUS)
                 if groups[position] == 0 and position != self.own:
@@ -233,14 +212,14 @@ class _Run:
                     if first_group > self.limit:
                         break  # a page of this folder's title/id/folder matches, the newest: none later shows
         if query.terms or query.prefix:
-            title_index = self.search.title_index(self.records, self.titles)
+            title_index = self.search.listing.title_index(self.records, self.titles)
             expanded = title_index.expand(query.prefix) if query.prefix else []
             stemmed = typed_stem(query.prefix) if query.prefix else None
             if stemmed is not None and stemmed not in expanded:
                 expanded.append(stemmed)
-            for position, score in title_index.scores(query.terms, expanded).items():
-                self.titled.add(position)
-                self.add(position, ranking.TITLE_WEIGHT * score)
+            titled = title_index.scores(query.terms, expanded)
+            self.titled.update(titled)
+            self._add_many(titled.keys(), (ranking.TITLE_WEIGHT * score for score in titled.values()), len(titled))
 
     def match_messages(self) -> None:
         """What was said: ranked words, then phrases (required) and identifiers as typed."""
@@ -254,20 +233,7 @@ class _Run:
                 self.complete = False  # the full answer reads every session holding the words
             if self.signal is not None:
                 self.signal.throw_if_aborted()
-            wanted = max(self.ranked.wanted(query), 1)
-            covered, position_of, scores = self.ranked.covered, self.position_of, self.scores
-            said, every_word, power = self.said, self.every_word, ranking.COVERAGE_POWER
-            for session_id, score in self.ranked.scores.items():  # (thousands: kept lean)
-                position = position_of.get(session_id)
-                if position is None:
-                    continue  # indexed but no longer listed: never offered
-                said.add(position)
-                holds = covered.get(session_id, 0)
-                if holds >= wanted:
-                    every_word.add(position)
-                else:
-                    score *= (holds / wanted) ** power
-                scores[position] = scores.get(position, 0.0) + score
+            self._add_words(self.ranked, max(self.ranked.wanted(query), 1))
         total = max(len(self.records), 1)
         for phrase in query.phrases:
             held = self._holders(phrase, self.required)
@@ -281,15 +247,52 @@ class _Run:
                 self.found.setdefault(position, snippet)
                 self.add(position, ranking.LITERAL_WEIGHT * idf(len(held), total))
         typed = query.text.strip()
-        others = len(self.scores) - (1 if self.own in self.scores else 0)
+        others = int(self.scored.sum()) - (1 if self.own is not None and self.scored[self.own] else 0)
         long_enough = len(typed) >= (MIN_BODY_QUERY if typed.isascii() else 2)  # two CJK characters are a word
         if not query.needles and long_enough and len(typed.split()) == 1 and others < self.limit:
             # One word, too few sessions: also as typed inside longer words ("ueerr" in
             # "ValueError", "日志" in "日志在哪里"), ranked below the sessions that say the word itself.
-            order = [position for position in range(len(self.records)) if position not in self.scores]
+            order = self._unscored()
             for position, snippet in self._containing(typed, order, self.limit - others).items():
                 self.found.setdefault(position, snippet)
                 self.add(position, SUBSTRING_SCORE)
+
+    def _add_words(self, ranked: RankedWords, wanted: int) -> None:
+        """Add the message index's word scores (thousands of sessions: as arrays), a session's
+        scaled by the share of the query's words it holds, to the power ``COVERAGE_POWER``."""
+        import numpy as np
+
+        for part in ranked.found:
+            positions = self.search.listing.positions(self.records, part)
+            listed = positions >= 0  # (indexed but no longer listed: never offered)
+            positions, scores, held = positions[listed], part.scores[listed], part.covered[listed]
+            whole = held >= wanted
+            scores = np.where(whole, scores, scores * (np.minimum(held, wanted) / wanted) ** ranking.COVERAGE_POWER)
+            np.add.at(self.scores, positions, scores)
+            self.scored[positions] = True
+            self.said[positions] = True
+            self.every_word[positions[whole]] = True
+
+    def _add_many(self, positions: Iterable[int], scores: Iterable[float], count: int) -> None:
+        import numpy as np
+
+        at = np.fromiter(positions, np.int64, count)
+        np.add.at(self.scores, at, np.fromiter(scores, np.float64, count))
+        self.scored[at] = True
+
+    def _by_score(self) -> list[int]:
+        """The positions that scored, best first (the newest among equals)."""
+        import numpy as np
+
+        positions = np.flatnonzero(self.scored)
+        best: list[int] = positions[np.lexsort((positions, -self.scores[positions]))].tolist()
+        return best
+
+    def _unscored(self) -> list[int]:
+        import numpy as np
+
+        unscored: list[int] = np.flatnonzero(~self.scored).tolist()
+        return unscored
 
     def match_meaning(self) -> None:
         """The query's vector, when the index keeps vectors and the query is words enough to mean
@@ -307,9 +310,7 @@ class _Run:
     def _holders(self, needle: str, among: set[int] | None) -> dict[int, Snippet]:
         """The sessions holding ``needle`` as typed, best scored first: every one when the substring
         index narrows it down, else as many as a page of results needs (the best scored checked)."""
-        scored = sorted(self.scores, key=lambda position: (-self.scores[position], position))
-        seen = set(scored)
-        order = scored + [position for position in range(len(self.records)) if position not in seen]
+        order = self._by_score() + self._unscored()
         if among is not None:
             order = [position for position in order if position in among]
         return self._containing(needle, order, HOLDERS_CHECKED * self.limit)
@@ -334,40 +335,23 @@ class _Run:
 
     def forget_messages(self) -> None:
         self.ranked = None
-        self.said.clear()
+        self.scores, self.scored, self.said, self.every_word = _fresh(len(self.records))
         self.found.clear()
         self.required = None
-        self.scores = {}
-        for position in self.meta:
-            self.add(position, ranking.META_BONUS)
+        self.meta.clear()
         self.titled.clear()
         self.match_listing()
 
     def hits(self, passages: int) -> list[SearchHit]:
         """The best ``limit`` sessions in the contract's groups, each with what matched."""
-        groups = self.search.groups(self.records, self.target.cwd)
-        meta, every_word = self.meta, self.every_word
-        all_words = ranking.ALL_WORDS_FIRST and bool(every_word)
-        required = self.required
-        # Inside a group: the query found whole in a title, id or folder first, then the sessions
-        # holding every word, then the rest; best first, newest first among equals.
-        keys = (
-            (
-                3 * groups[position]
-                + (0 if position in meta else 2 if all_words and position not in every_word else 1),
-                -score,
-                position,
-            )
-            for position, score in self.scores.items()
-            if position != self.own and (required is None or position in required)
-        )
+        groups = self.search.listing.groups(self.records, self.target.cwd)
         meaning = self.meaning
-        ordered = heapq.nsmallest(max(self.limit, ranking.RERANKED, MEANING_POOL if meaning else 0), keys)
+        ordered = self._best(max(self.limit, ranking.RERANKED, MEANING_POOL if meaning else 0))
         ordered = self._reranked(ordered)
         if meaning is not None:
             began = time.perf_counter()
             ordered = meaning.fused(ordered)
-            if len(ordered) < self.limit and required is None:
+            if len(ordered) < self.limit and self.required is None:
                 taken = {position for _key, _negative, position in ordered}
                 among = {r.header.id for p, r in enumerate(self.records) if p not in taken and p != self.own}
                 ordered, complete = meaning.filled(
@@ -385,6 +369,27 @@ class _Run:
             # as typed (a phrase, an identifier) or nothing: a page of results never reads 50 sessions.
             hits.append(self._hit(position, -negative, passages, read=rank < self._reads()))
         return hits
+
+    def _best(self, count: int) -> list[tuple[int, float, int]]:
+        """The ``count`` best sessions in the contract's groups, as ordering keys: inside a group,
+        the query found whole in a title, id or folder first, then the sessions holding every word,
+        then the rest; best first, newest first among equals."""
+        import numpy as np
+
+        positions = np.flatnonzero(self.scored)
+        if self.own is not None:
+            positions = positions[positions != self.own]
+        if self.required is not None:
+            positions = positions[np.isin(positions, np.fromiter(self.required, np.int64, len(self.required)))]
+        tier = np.ones(len(positions), np.int64)
+        if ranking.ALL_WORDS_FIRST and self.every_word.any():
+            tier[~self.every_word[positions]] = 2
+        if self.meta:
+            tier[np.isin(positions, np.fromiter(self.meta, np.int64, len(self.meta)))] = 0
+        keys = 3 * self.search.listing.group_array(self.records, self.target.cwd)[positions] + tier
+        negatives = -self.scores[positions]
+        chosen = np.lexsort((positions, negatives, keys))[:count]
+        return list(zip(keys[chosen].tolist(), negatives[chosen].tolist(), positions[chosen].tolist(), strict=True))
 
     def _reranked(self, ordered: list[tuple[int, float, int]]) -> list[tuple[int, float, int]]:
         """The first ``RERANKED`` sessions scored again with their best message's own score."""
@@ -418,7 +423,7 @@ class _Run:
         title = self.titles.get(header.id)
         candidate = candidate_of(header, title)
         snippets: tuple[Snippet, ...] = ()
-        if passages and read and (position in self.said or position in self.found):
+        if passages and read and (self.said[position] or position in self.found):
             snippets = self._snippets(position, passages)
         elif passages and position in self.found:
             snippets = (self.found[position],)
@@ -444,7 +449,7 @@ class _Run:
             if position in self.read:
                 continue
             found: tuple[Passage, ...] = ()
-            if self.ranked is not None and position in self.said:
+            if self.ranked is not None and self.said[position]:
                 if self.signal is not None:
                     self.signal.throw_if_aborted()  # a newer keystroke: stop between sessions
                 if time.perf_counter() < self.deadline:

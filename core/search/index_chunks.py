@@ -188,6 +188,12 @@ def message_texts(text: str, starts: Sequence[int]) -> list[str]:
     return [text[start:end] for start, end in zip(starts, ends, strict=True)]
 
 
+def message_text(text: str, starts: Sequence[int], index: int) -> str:
+    """One message of a chunk's ``text`` (see ``message_texts``)."""
+    end = starts[index + 1] - 1 if index + 1 < len(starts) else len(text)
+    return text[starts[index] : end]
+
+
 def unindex(connection: sqlite3.Connection, rowid: int, body: bytes) -> Counter[str]:
     """Forget a chunk's text in the FTS table; the word counts it held (for the postings)."""
     text = unpack(body)

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from core.search.index_chunks import ROLES, Chunk, message_texts
+from core.search.index_chunks import ROLES, Chunk, message_text, message_texts
 from core.search.ranking import (
     K1,
     LITERAL_WEIGHT,
@@ -145,14 +145,12 @@ class _Scoring:
             chunk, folded, starts, holding = one.chunk, one.folded, one.starts, one.holding
             if not found and not holding:
                 continue
-            texts = message_texts(chunk.text, chunk.starts)
             for index in sorted(found.keys() | holding):
                 end = starts[index + 1] - 1 if index + 1 < len(starts) else len(folded)
                 length = folded.count(" ", starts[index], end) + 1
                 score = _score(found.get(index), length, self.terms, self.prefixed, self.weights, self.asked)
-                text = texts[index]
                 if index in holding:
-                    lowered = text.lower()
+                    lowered = message_text(chunk.text, chunk.starts, index).lower()
                     score += self.needle_score * sum(1 for needle in query.needles if needle in lowered)
                 if score <= 0:
                     continue
@@ -160,6 +158,7 @@ class _Scoring:
                 if len(best) >= count and (score, position) <= best[0][:2]:
                     continue
                 role = ROLES.get(chunk.roles[index : index + 1], "user")
+                text = message_text(chunk.text, chunk.starts, index)
                 entry = (score, position, Passage(score, position, role, text))
                 if len(best) < count:
                     heapq.heappush(best, entry)

@@ -18,7 +18,8 @@ import bisect
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from core.search.matching import Snippet, marked_snippet
 from core.search.search_query import SearchQuery
@@ -85,15 +86,59 @@ class TermStats:
 
 
 @dataclass(frozen=True, slots=True)
-class RankedWords:
-    """What a word search of an index found: session id -> BM25 score, the statistics it used, and
-    the indexed words the word being typed was taken to mean."""
+class FoundWords:
+    """The sessions of one part of an index (a shard) holding a word of a query, as parallel arrays
+    by the part's session key: their BM25 scores and how many of the query's words each holds."""
 
-    scores: dict[str, float]
+    ids: Mapping[int, str]
+    """The part's session ids by key (a key missing from it was forgotten since)."""
+    version: int | None
+    """Changes whenever ``ids`` does (``None``: not to be kept from one search to the next)."""
+    keys: Any
+    scores: Any
+    covered: Any
+
+    @classmethod
+    def of(cls, scores: Mapping[str, float], covered: Mapping[str, int]) -> FoundWords:
+        """Scores and words held by session id, as found words (a store that ranks in its database)."""
+        import numpy as np
+
+        ids = dict(enumerate(scores))
+        return cls(
+            ids,
+            None,
+            np.arange(len(ids)),
+            np.fromiter(scores.values(), np.float64, len(ids)),
+            np.fromiter((covered.get(session_id, 0) for session_id in scores), np.int64, len(ids)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RankedWords:
+    """What a word search of an index found: the sessions holding its words (by part, see
+    ``FoundWords``), the statistics it used, and the indexed words the word being typed was taken
+    to mean."""
+
+    found: tuple[FoundWords, ...]
     stats: TermStats
     prefix_terms: tuple[str, ...] = ()
-    covered: dict[str, int] = field(default_factory=dict)
-    """Session id -> how many of the query's words it holds (the word being typed counts once)."""
+
+    @property
+    def scores(self) -> dict[str, float]:
+        """Session id -> BM25 score (built on each call: a search reads ``found``)."""
+        return {session_id: score for session_id, score, _held in self._rows()}
+
+    @property
+    def covered(self) -> dict[str, int]:
+        """Session id -> how many of the query's words it holds (the word being typed counts once)."""
+        return {session_id: held for session_id, _score, held in self._rows()}
+
+    def _rows(self) -> Iterator[tuple[str, float, int]]:
+        for part in self.found:
+            for key, score, held in zip(part.keys.tolist(), part.scores.tolist(), part.covered.tolist(), strict=True):
+                session_id = part.ids.get(key)
+                if session_id is not None:
+                    yield session_id, score, held
 
     def wanted(self, query: SearchQuery) -> int:
         """How many words a session holding all of ``query``'s holds."""

@@ -235,10 +235,12 @@ class ShardReader:
         rows = self.query("SELECT value FROM meta WHERE key = 'vocabulary'")
         return bool(rows) and rows[0][0] == "fresh"
 
-    def posting_arrays(self, word: str, keys: Any = None, *, newest: int | None = None) -> tuple[Any, Any]:
+    def posting_arrays(
+        self, word: str, keys: Any = None, *, newest: int | None = None, span: tuple[int, int] | None = None
+    ) -> tuple[Any, Any]:
         """(session keys, counts) of the sessions of this shard holding ``word``, as numpy arrays
         (only those of the array ``keys`` when given; only the ``newest`` most recently indexed
-        when given).
+        when given; only those whose key is within ``span``, both ends included, when given).
 
         Raises:
             IndexUnavailable: the index cannot be read.
@@ -252,6 +254,8 @@ class ShardReader:
             found = self.query(
                 lists + "(SELECT key, count FROM postings WHERE word = ? ORDER BY key DESC LIMIT ?)", (word, newest)
             )
+        elif keys is None and span is not None:
+            found = self.query(lists + "postings WHERE word = ? AND key BETWEEN ? AND ?", (word, *span))
         elif keys is None:
             found = self.query(lists + "postings WHERE word = ?", (word,))
         else:
@@ -270,15 +274,15 @@ class ShardReader:
             np.fromstring(",".join(count_lists), np.float64, sep=","),
         )
 
-    def length_array(self) -> tuple[dict[int, str], Any]:
-        """The session ids by key, and every session's length in words as a numpy array by key
-        (made again only after the lengths changed)."""
+    def length_array(self) -> tuple[dict[int, str], int, Any]:
+        """The session ids by key, the version of both (it changes whenever they do), and every
+        session's length in words as a numpy array by key (made again only after the lengths changed)."""
         import numpy as np
 
         files = self._files
         cached = files.length_cache
         if cached is not None and cached[0] == files.length_version and cached[1] is files.lengths:
-            return files.ids, cached[2]
+            return files.ids, cached[0], cached[2]
         with files.lock:
             version, lengths, ids = files.length_version, files.lengths, files.ids
             array = np.zeros(max(lengths, default=0) + 1)
@@ -287,7 +291,7 @@ class ShardReader:
                     lengths.values(), np.float64, len(lengths)
                 )
         files.length_cache = (version, lengths, array)
-        return ids, array
+        return ids, version, array
 
     def words_of(self, session_id: str) -> int:
         """How many indexed words a session holds (0: not indexed)."""

@@ -341,9 +341,9 @@ class ShardWriter:
             length = self._files.lengths.get(key, 0) + write_counts(connection, key, change, self._vocabulary)
         connection.execute("UPDATE sessions SET words = ? WHERE key = ?", (length, key))
         self._files.lengths[key] = length
-        self._files.length_version += 1
         self._files.known[session_id] = (key, session.revision)
         self._files.ids[key] = session_id
+        self._files.length_version += 1  # (last: a search that reads this version sees the session)
 
     def checkpoint(self) -> None:
         """Merge the FTS segments and fold the write-ahead log into the file (after a big build)."""

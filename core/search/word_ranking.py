@@ -12,7 +12,7 @@ from typing import Any
 from core.abort import AbortSignal
 from core.search.index_chunks import trigram_query
 from core.search.message_scores import best_messages, counted_starts
-from core.search.ranking import K1, B, Passage, RankedWords, TermStats
+from core.search.ranking import K1, B, FoundWords, Passage, RankedWords, TermStats
 from core.search.search_query import SearchQuery, typed_stem
 from core.search.shard import Shard
 
@@ -75,11 +75,7 @@ class WordRanking:
             if signal is not None:
                 signal.throw_if_aborted()
             self._add(term, df.get(term, 0), total, stats.weight(term), sums, quick, best=True)
-        scores: dict[str, float] = {}
-        covered: dict[str, int] = {}
-        for shard_sums in sums:
-            shard_sums.collect(scores, covered)
-        return RankedWords(scores, stats, tuple(prefix_terms), covered)
+        return RankedWords(tuple(shard_sums.found_words() for shard_sums in sums), stats, tuple(prefix_terms))
 
     def _expand(self, prefix: str, expansions: int) -> list[str]:
         """The indexed words the word being typed may become: the most widespread first."""
@@ -163,7 +159,7 @@ class _Sums:
         import numpy as np
 
         self.reads = shard.reads
-        self.ids, self.lengths = self.reads.length_array()
+        self.ids, self.version, self.lengths = self.reads.length_array()
         self.average = average
         self.scores = np.zeros(len(self.lengths))
         self.covered = np.zeros(len(self.lengths), np.int32)
@@ -181,9 +177,16 @@ class _Sums:
         among = np.flatnonzero(self.covered) if restrict else None
         if among is not None and not len(among):
             return
-        if among is not None and len(among) * LOOKUPS_PER_ROW >= held:
-            among = None  # every posting read and the others dropped: cheaper than looking each one up
-        keys, counts = self.reads.posting_arrays(term, among, newest=newest)
+        span = None
+        if among is not None:
+            # The postings between the first and the last key wanted (a word's postings are kept in
+            # key order), as many as that share of the shard's sessions, read in a row and the others
+            # dropped, when cheaper than looking each one up (the newest sessions an earlier common
+            # word chose are a short run of keys).
+            low, high = int(among[0]), int(among[-1])
+            if len(among) * LOOKUPS_PER_ROW >= held * (high - low + 1) / max(len(self.lengths), 1):
+                among, span = None, (low, high)
+        keys, counts = self.reads.posting_arrays(term, among, newest=newest, span=span)
         inside = keys < len(self.lengths)  # (a session indexed since the search began is left out)
         if restrict:
             inside[inside] = self.covered[keys[inside]] > 0
@@ -198,8 +201,8 @@ class _Sums:
             self.scores[keys] += scores
             self.covered[keys] += 1
 
-    def collect(self, scores: dict[str, float], covered: dict[str, int]) -> None:
-        """Add this shard's sessions to ``scores`` and ``covered`` by session id."""
+    def found_words(self) -> FoundWords:
+        """The shard's sessions holding a word of the query, their scores and words held."""
         import numpy as np
 
         totals, held = self.scores, self.covered
@@ -207,9 +210,4 @@ class _Sums:
             totals = totals + self.best
             held = held + (self.best > 0)
         keys = np.flatnonzero(held)
-        ids = self.ids
-        for key, score, count in zip(keys.tolist(), totals[keys].tolist(), held[keys].tolist(), strict=True):
-            session_id = ids.get(key)
-            if session_id is not None:  # (forgotten since)
-                scores[session_id] = score
-                covered[session_id] = count
+        return FoundWords(self.ids, self.version, keys, totals[keys], held[keys])
