@@ -22,8 +22,8 @@ from core.errors import INVALID_REFERENCE, SessionReferenceError
 from core.search import ranking
 from core.search.fusion import MeaningStep
 from core.search.index_values import INDEX_DISK_FULL, IndexStatus, IndexUnavailable
-from core.search.listing_cache import ListingCache
 from core.search.listing_match import MatchField, candidate_of, field_match, group_of
+from core.search.listing_memory import ListingMemory
 from core.search.matching import MIN_BODY_QUERY, Snippet
 from core.search.meaning import MEANING_BUDGET, MEANING_POOL, MEANING_WORDS
 from core.search.message_index import MessageIndex
@@ -73,7 +73,7 @@ class SessionSearch:
         elif not isinstance(config, SearchConfig):
             config = SearchConfig.model_validate(config)
         self.config = config
-        self.listing = ListingCache()
+        self.listing = ListingMemory()
 
     def search(
         self,

@@ -12,11 +12,14 @@ from core.search.listing_match import MetaIndex, group_of
 from core.search.ranking import FoundWords, TitleIndex
 from core.sessions.models import SessionRecord
 
+FEW_FOUND = 8
+"""Sessions found fewer than one in this many of a part's are looked up one by one when its array
+must be made again (the array costs a lookup for each of its sessions)."""
 KEPT_PARTS = 16
 """Parts (an index's shards) whose key -> position arrays are kept; beyond, they are made again."""
 
 
-class ListingCache:
+class ListingMemory:
     """The in-memory search structures of the last listing searched (see the module docstring)."""
 
     def __init__(self) -> None:
@@ -83,6 +86,12 @@ class ListingCache:
             and cached[3] == len(ids)
         ):
             array = cached[4]
+        elif len(found.keys) * FEW_FOUND < len(ids):
+            # A few sessions found while the index changes (a build): looked up, nothing kept.
+            position_of = self.position_map(records)
+            return np.fromiter(
+                (position_of.get(ids.get(key, ""), -1) for key in found.keys.tolist()), np.int64, len(found.keys)
+            )
         else:
             position_of = self.position_map(records)
             pairs = list(ids.items())  # (one step: the index's writer may add to it meanwhile)
