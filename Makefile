@@ -63,11 +63,12 @@ $(INTEROP)/node_modules/.installed: $(INTEROP)/package.json $(INTEROP)/package-l
 interop: $(INTEROP)/node_modules/.installed
 
 # The agents published on PyPI that the interop tests run (tests/interop/python/<agent>.txt, pinned),
-# each in a virtualenv of its own (their dependencies are not ours), installed with uv.
+# each in a virtualenv of its own (their dependencies are not ours), installed with uv, with the
+# Python its file asks for (tests/interop/python/interpreter).
 AGENT_VENVS := $(patsubst $(INTEROP)/python/%.txt,$(INTEROP)/python/.venv-%/.installed,$(wildcard $(INTEROP)/python/*.txt))
 $(INTEROP)/python/.venv-%/.installed: $(INTEROP)/python/%.txt | $(STAMP)
 	rm -rf $(INTEROP)/python/.venv-$*
-	$(BIN)/uv venv --quiet --python $(PYTHON) $(INTEROP)/python/.venv-$*
+	$(BIN)/uv venv --quiet --python "$$($(INTEROP)/python/interpreter $< $(PYTHON))" $(INTEROP)/python/.venv-$*
 	VIRTUAL_ENV=$(abspath $(INTEROP)/python/.venv-$*) $(BIN)/uv pip install --quiet -r $<
 	touch $@
 

@@ -75,6 +75,7 @@ from core.sessions.sources.merged import MergedSessionQuery
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource
 from core.sessions.sources.pi import PiSource
 from core.sessions.sources.qwen import QwenCodeSource
+from core.sessions.sources.vibe import VibeSource
 from core.sessions.surface import derive_messages, display_prompt_content, fold_surface
 
 __all__ = [
@@ -142,6 +143,7 @@ __all__ = [
     "SurfaceSnapshot",
     "SyncReport",
     "TitleSnapshot",
+    "VibeSource",
     "bake_prompt_message",
     "decode_session_reference_uri",
     "derive_messages",

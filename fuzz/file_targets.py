@@ -26,6 +26,7 @@ from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.files import FileSource
 from core.sessions.sources.pi import PiSource
+from core.sessions.sources.vibe import VibeSource
 from fuzz.kit import check, outcome_of, rng_of, run_async
 from tests.support.shared_fixtures import fixtures_root
 
@@ -172,9 +173,9 @@ _LOG_TOKENS = [
 
 
 def external(data: bytes) -> str:
-    """The same bytes as a Claude Code transcript, a Codex rollout, a pi session and a Continue
-    session: each lists, reads and projects, or is reported unreadable; the tools' files are never
-    changed."""
+    """The same bytes as a Claude Code transcript, a Codex rollout, a pi session, a Continue session,
+    an Aider chat history and a Mistral Vibe session's context: each lists, reads and projects, or is
+    reported unreadable; the tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         claude = base / "claude" / "projects" / "-work-app" / "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c.jsonl"
@@ -193,9 +194,30 @@ def external(data: bytes) -> str:
             path.write_bytes(data)
             outcomes.append(_external_one(source, path, data))
         outcomes.append(_aider(base / "aider", data))
+        vibe = _vibe_store(base / "vibe")
+        vibe.write_bytes(data)
+        outcomes.append(_external_one(VibeSource(base / "vibe"), vibe, data))
         return "+".join(outcomes)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+VIBE_CHUNK = "5fbe14a3f3b925527f49e31f872e2088816e69591733665252de2cd7d357e5bc"
+
+
+def _vibe_store(home: Path) -> Path:
+    """A Mistral Vibe session folder as Vibe 3.0.2 publishes one; the path of its context's chunk."""
+    folder = home / "logs" / "session" / "unified" / "e65c2abf-9651-9647-0da0-3b046f359384"
+    (folder / "generations" / "0000000000000008").mkdir(parents=True)
+    (folder / "chunks").mkdir()
+    meta = {"session_id": folder.name, "start_time": "2026-12-06T16:33:10.808000+00:00",
+            "environment": {"working_directory": "/work/app"}}  # fmt: skip
+    (folder / "meta.json").write_text(json.dumps(meta))
+    pointer = {"generation": "0000000000000008", "store_format": "mistral.vibe.unified-session-store/v1"}
+    (folder / "CURRENT").write_text(json.dumps(pointer))
+    manifest = {"checkpoint": {"chunks": [VIBE_CHUNK], "path": "checkpoint.json"}}
+    (folder / "generations" / "0000000000000008" / "manifest.json").write_text(json.dumps(manifest))
+    return folder / "chunks" / f"{VIBE_CHUNK}.json"
 
 
 def _aider(projects: Path, data: bytes) -> str:
@@ -310,7 +332,21 @@ def _external_seeds() -> list[bytes]:
         b"> Tokens: 5 sent, 3 received.  \n\n# aider chat started at 2026-01-02 03:05:00\n\n"
         b"> Restored previous conversation history.  \n\n#### <blank>  \n\n#### more  \n\nYes.\n\n"
     )
-    return [claude, codex, pi, continued, aider, claude + codex, claude[: len(claude) // 2], b"{}\n[]\nnull\n"]
+    vibe = json.dumps(
+        [
+            {"message": {"role": "user", "content": [{"type": "text", "text": "<compaction_summary>S"}]},
+             "source": "injection", "turn_index": 0},
+            {"message": {"role": "user", "content": [{"type": "text", "text": "Why does it flake?"}]},
+             "source": "history", "turn_index": 1},
+            {"message": {"role": "assistant", "content": [{"type": "tool_call", "id": "t", "name": "bash"}]},
+             "source": "history", "turn_index": 1},
+            {"message": {"role": "tool", "content": [{"type": "text", "text": "x"}], "tool_call_id": "t"},
+             "source": "history", "turn_index": 1},
+            {"message": {"role": "assistant", "content": [{"type": "text", "text": "The lock."}]},
+             "source": "history", "turn_index": 1},
+        ]
+    ).encode()  # fmt: skip
+    return [claude, codex, pi, continued, aider, vibe, claude + codex, claude[: len(claude) // 2], b"{}\n[]\nnull\n"]
 
 
 _EXTERNAL_TOKENS = [

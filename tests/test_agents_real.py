@@ -101,6 +101,20 @@ class Script:
         return f"ANSWER {markers[-1]}" if markers else "ANSWER"
 
 
+def _named(tool: dict[str, Any]) -> str:
+    return str(tool.get("function", {}).get("name", ""))
+
+
+def _fitted(arguments: dict[str, Any], tool: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments without those a tool that takes no others does not declare (Mistral
+    Vibe's ``bash`` refuses a call with any)."""
+    schema = tool.get("function", {}).get("parameters") or {}
+    declared = schema.get("properties")
+    if schema.get("additionalProperties") is not False or not isinstance(declared, dict):
+        return arguments
+    return {key: value for key, value in arguments.items() if key in declared}
+
+
 class _OpenAI(BaseHTTPRequestHandler):
     """A Chat Completions model (Qwen Code, opencode, Copilot CLI), streamed or not."""
 
@@ -119,6 +133,7 @@ class _OpenAI(BaseHTTPRequestHandler):
         decided = self.script.decide(users, answered, tools)
         if decided is not None:
             _kind, name, arguments = decided
+            arguments = _fitted(arguments, next((t for t in body.get("tools") or [] if _named(t) == name), {}))
             delta: dict[str, Any] = {
                 "role": "assistant",
                 "tool_calls": [

@@ -28,6 +28,7 @@ from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.pi import PiSource
 from core.sessions.sources.qwen import QwenCodeSource
+from core.sessions.sources.vibe import VibeSource
 from tests.test_external import UUID, c_assistant, c_user, codex_line, codex_message, text
 from tests.test_other_agents import SID, c_event, g_reply, g_user, gemini_header, q_record, q_text
 
@@ -78,6 +79,13 @@ def _cline(root: Path, records: list[Any]) -> Path:
 def _continue(root: Path, records: list[Any]) -> Path:
     # (one JSON document, written as its one line)
     return root / "sessions" / "28ab63df-f623-41a0-a4b0-6276f0fb0313.json"
+
+
+def _vibe(root: Path, records: list[Any]) -> Path:
+    # (the context's one chunk, written as its one line, named by the manifest beside Vibe's other files)
+    from tests.test_agent_vibe import DIGEST, write_store
+
+    return write_store(root, []) / "chunks" / f"{DIGEST}.json"
 
 
 def _pi_message(entry: str, parent: str | None, message: dict[str, Any]) -> dict[str, Any]:
@@ -152,6 +160,17 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
          "summary": "what was said", "firstKeptEntryId": "u1", "tokensBefore": 8},
         {"type": "session_info", "id": "n1", "parentId": "c1", "timestamp": "2026-12-06T16:01:23.000Z",
          "name": "A title"},
+    ]),
+    "vibe": (VibeSource, _vibe, [
+        [{"message": {"content": [{"text": "<compaction_summary>the summary</compaction_summary>", "type": "text"}],
+                      "role": "user"}, "source": "injection", "turn_index": 0},
+         {"message": {"content": [{"text": "first question", "type": "text"}], "role": "user"}, "source": "history",
+          "turn_index": 1},
+         {"message": {"content": [{"text": "an answer", "type": "text"}, {"arguments": {"raw": "{}", "type": "json",
+                      "value": {}}, "id": "call_1", "name": "bash", "type": "tool_call"}], "role": "assistant"},
+          "source": "history", "turn_index": 1},
+         {"message": {"content": [{"text": "out", "type": "text"}], "role": "tool", "tool_call_id": "call_1"},
+          "source": "history", "turn_index": 1}],
     ]),
 }  # fmt: skip
 

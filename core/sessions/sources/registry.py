@@ -26,6 +26,7 @@ from core.sessions.sources.merged import ExternalSource
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource, kilo_root, opencode_root
 from core.sessions.sources.pi import PiSource, pi_root
 from core.sessions.sources.qwen import QwenCodeSource, qwen_root
+from core.sessions.sources.vibe import VibeSource, vibe_root
 
 
 class SourceReader(Protocol):
@@ -191,6 +192,16 @@ AGENTS: tuple[AgentSource, ...] = (
         AiderSource,
         what="projects folder",
         held="projects' .aider.chat.history.md chats",
+    ),
+    AgentSource(
+        "vibe",
+        "MV",
+        "$VIBE_HOME, else ~/.vibe",
+        "~/.vibe",
+        vibe_root,
+        VibeSource,
+        env="VIBE_HOME",
+        what="home folder",
     ),
 )
 """Every agent whose sessions sessionref reads, in the order they are listed and named."""
