@@ -1,5 +1,6 @@
-"""Sessions in the shapes pi, Continue, Cline CLI and Aider write them (as their real runs in
-tests/test_agent_*.py did), for ``bench.agents``: many small sessions to list, one long one to read."""
+"""Sessions in the shapes pi, Continue, Cline CLI, Aider, Hermes Agent and Mistral Vibe write them (as
+their real runs in tests/test_agent_*.py did), for ``bench.agents``: many small sessions to list, one
+long one to read."""
 
 from __future__ import annotations
 
@@ -82,6 +83,41 @@ def cline_session(root: Path, index: int, turns: int) -> None:
     (folder / f"{session_id}.messages.json").write_text(
         json.dumps({"version": 1, "sessionId": session_id, "messages": messages})
     )
+
+
+def vibe_session(root: Path, index: int, turns: int) -> None:
+    """A Mistral Vibe session folder: its newest generation's checkpoint in chunks of about 64 KiB, as
+    Vibe seals them."""
+    import hashlib
+
+    session_id = f"{index:08x}-0000-4000-8000-000000000000"
+    folder = root / "logs" / "session" / "unified" / session_id
+    (folder / "generations" / "0000000000000008").mkdir(parents=True, exist_ok=True)
+    (folder / "chunks").mkdir(exist_ok=True)
+    meta = {"session_id": session_id, "parent_session_id": None, "start_time": _stamp(index),
+            "environment": {"working_directory": f"/home/user/project-{index % 40}"}, "title": None}  # fmt: skip
+    (folder / "meta.json").write_text(json.dumps(meta))
+    items = []
+    for turn in range(turns):
+        for role, text in (("user", QUESTION.format(turn=turn)), ("assistant", ANSWER)):
+            message = {"content": [{"text": text, "type": "text"}], "role": role}
+            items.append({"message": message, "source": "history", "turn_index": turn})
+    digests, run = [], []
+    for item in [*items, None]:
+        if item is not None:
+            run.append(item)
+        if run and (item is None or len(json.dumps(run)) > 64 * 1024):
+            body = json.dumps(run).encode()
+            digest = hashlib.sha256(body).hexdigest()
+            (folder / "chunks" / f"{digest}.json").write_bytes(body + b"\n")
+            digests.append(digest)
+            run = []
+    manifest = {"checkpoint": {"checkpoint_version": 1, "chunks": digests, "path": "checkpoint.json"},
+                "generation": "0000000000000008", "session_id": session_id}  # fmt: skip
+    (folder / "generations" / "0000000000000008" / "manifest.json").write_text(json.dumps(manifest))
+    pointer = {"generation": "0000000000000008", "session_id": session_id, "snapshot_sequence": 8,
+               "store_format": "mistral.vibe.unified-session-store/v1", "store_format_minor": 9}  # fmt: skip
+    (folder / "CURRENT").write_text(json.dumps(pointer))
 
 
 def aider_project(root: Path, project: int, runs: int, turns: int) -> None:

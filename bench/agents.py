@@ -1,6 +1,6 @@
 """Benchmarks of every other agent's source together: 10,000 sessions spread over Claude Code, Codex,
-Gemini CLI, Qwen Code, Copilot CLI, opencode, Kilo CLI, pi, Continue, Cline CLI, Hermes Agent and
-Aider (in each tool's own shapes), listed cold and warm, a picker keystroke in the app over all of
+Gemini CLI, Qwen Code, Copilot CLI, opencode, Kilo CLI, pi, Continue, Cline CLI, Hermes Agent, Aider
+and Mistral Vibe (in each tool's own shapes), listed cold and warm, a picker keystroke in the app over all of
 them, and one 1,000-message session of each reader's format read by a fresh source.
 
 Files are written once into a temp folder cached across runs.
@@ -32,10 +32,11 @@ from core.sessions.sources.merged import ExternalSource
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource
 from core.sessions.sources.pi import PiSource
 from core.sessions.sources.qwen import QwenCodeSource
+from core.sessions.sources.vibe import VibeSource
 
 TOTAL = 10_000
-KINDS = 12
-_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v3"
+KINDS = 13
+_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v4"
 LONG_MESSAGES = 1_000
 PROJECT = "/home/user/project-0"
 
@@ -173,7 +174,7 @@ def _database(path: Path, sessions: list[tuple[str, int]]) -> None:
 
 
 def seed(root: Path = _ROOT) -> dict[str, Path]:
-    """The seven roots, 10,000 sessions in all, and a database with one 1,000-message session."""
+    """Every agent's root, 10,000 sessions in all, and a database with one 1,000-message session."""
     names = (
         "claude",
         "codex",
@@ -187,6 +188,7 @@ def seed(root: Path = _ROOT) -> dict[str, Path]:
         "cline",
         "hermes",
         "aider",
+        "vibe",
     )
     roots = {name: root / name for name in (*names, "long")} | {f"long-{name}": root / f"long-{name}" for name in names}
     if (root / ".complete").exists():
@@ -206,12 +208,13 @@ def seed(root: Path = _ROOT) -> dict[str, Path]:
         _write(roots["copilot"] / "session-state" / f"cp-{index:06d}" / "events.jsonl", _copilot(index, 3))
         shapes.pi_session(roots["pi"], index, 3)
         shapes.cline_session(roots["cline"], index, 3)
+        shapes.vibe_session(roots["vibe"], index, 3)
     shapes.continue_sessions(roots["continue"], range(per), 3)
     shapes.hermes_database(roots["hermes"], range(per), 3)
     for project in range(40):  # (about as many runs in all, each a session)
         shapes.aider_project(roots["aider"], project, -(-per // 40), 3)
     _database(roots["opencode"] / "opencode.db", [(f"ses_oc{index:06d}", 6) for index in range(per)])
-    _database(roots["kilo"] / "kilo.db", [(f"ses_kl{index:06d}", 6) for index in range(TOTAL - 11 * per)])
+    _database(roots["kilo"] / "kilo.db", [(f"ses_kl{index:06d}", 6) for index in range(TOTAL - (KINDS - 1) * per)])
     _database(roots["long"] / "opencode.db", [("ses_long", LONG_MESSAGES)])
     # One 1,000-message session of each format (500 turns: a prompt and an answer each).
     turns = LONG_MESSAGES // 2
@@ -231,6 +234,7 @@ def seed(root: Path = _ROOT) -> dict[str, Path]:
     shapes.cline_session(roots["long-cline"], 0, turns)
     shapes.hermes_database(roots["long-hermes"], range(1), turns)
     shapes.aider_project(roots["long-aider"], 0, 1, turns)
+    shapes.vibe_session(roots["long-vibe"], 0, turns)
     (root / ".complete").write_text("ok")
     return roots
 
@@ -250,6 +254,7 @@ def sources(roots: dict[str, Path], prefix: str = "") -> list[ExternalSource]:
         ClineSource(roots[prefix + "cline"]),
         HermesSource(roots[prefix + "hermes"]),
         AiderSource(roots[prefix + "aider"]),
+        VibeSource(roots[prefix + "vibe"]),
     ]
 
 
@@ -275,7 +280,7 @@ def main(repeats: int = 5) -> None:
     roots = seed()
     print(
         f"\n## Every other agent: {TOTAL:,} sessions over Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI,"
-        " opencode, Kilo CLI, pi, Continue, Cline CLI, Hermes Agent and Aider"
+        " opencode, Kilo CLI, pi, Continue, Cline CLI, Hermes Agent, Aider and Mistral Vibe"
     )
     counted: list[int] = []
     cold = median_seconds(lambda: counted.append(sum(len(source.listing()) for source in sources(roots))), repeats)
