@@ -1,6 +1,6 @@
-"""Sessions in the shapes pi, Continue, Cline CLI, Aider, Hermes Agent and Mistral Vibe write them (as
-their real runs in tests/test_agent_*.py did), for ``bench.agents``: many small sessions to list, one
-long one to read."""
+"""Sessions in the shapes pi, Continue, Cline CLI, Aider, Hermes Agent, Mistral Vibe and OpenHands write
+them (as their real runs in tests/test_agent_*.py did), for ``bench.agents``: many small sessions to
+list, one long one to read."""
 
 from __future__ import annotations
 
@@ -118,6 +118,27 @@ def vibe_session(root: Path, index: int, turns: int) -> None:
     pointer = {"generation": "0000000000000008", "session_id": session_id, "snapshot_sequence": 8,
                "store_format": "mistral.vibe.unified-session-store/v1", "store_format_minor": 9}  # fmt: skip
     (folder / "CURRENT").write_text(json.dumps(pointer))
+
+
+def openhands_conversation(root: Path, index: int, turns: int) -> None:
+    """An OpenHands conversation folder: ``base_state.json`` and one file an event, as its SDK writes them."""
+    folder = root / "conversations" / f"{index:032x}"
+    (folder / "events").mkdir(parents=True, exist_ok=True)
+    state = {
+        "id": f"{index:08x}-0000-4000-8000-000000000000",
+        "workspace": {"working_dir": f"/home/user/project-{index % 40}"},
+    }
+    (folder / "base_state.json").write_text(json.dumps(state))
+    number = 0
+    for turn in range(turns):
+        for source, role, text in (("user", "user", QUESTION.format(turn=turn)), ("agent", "assistant", ANSWER)):
+            event_id = f"{number:08x}-0000-4000-8000-{index:012x}"
+            said = {"role": role, "content": [{"type": "text", "text": text}], "thinking_blocks": []}
+            event = {"id": event_id, "timestamp": f"2025-09-{1 + index % 28:02}T10:00:{turn % 60:02}.000000",
+                     "source": source, "llm_message": said, "activated_skills": [], "extended_content": [],
+                     "kind": "MessageEvent"}  # fmt: skip
+            (folder / "events" / f"event-{number:05d}-{event_id}.json").write_text(json.dumps(event))
+            number += 1
 
 
 def aider_project(root: Path, project: int, runs: int, turns: int) -> None:

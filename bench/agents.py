@@ -1,6 +1,6 @@
 """Benchmarks of every other agent's source together: 10,000 sessions spread over Claude Code, Codex,
-Gemini CLI, Qwen Code, Copilot CLI, opencode, Kilo CLI, pi, Continue, Cline CLI, Hermes Agent, Aider
-and Mistral Vibe (in each tool's own shapes), listed cold and warm, a picker keystroke in the app over all of
+Gemini CLI, Qwen Code, Copilot CLI, opencode, Kilo CLI, pi, Continue, Cline CLI, Hermes Agent, Aider,
+Mistral Vibe and OpenHands (in each tool's own shapes), listed cold and warm, a picker keystroke in the app over all of
 them, and one 1,000-message session of each reader's format read by a fresh source.
 
 Files are written once into a temp folder cached across runs.
@@ -30,13 +30,14 @@ from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.hermes import HermesSource
 from core.sessions.sources.merged import ExternalSource
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource
+from core.sessions.sources.openhands import OpenHandsSource
 from core.sessions.sources.pi import PiSource
 from core.sessions.sources.qwen import QwenCodeSource
 from core.sessions.sources.vibe import VibeSource
 
 TOTAL = 10_000
-KINDS = 13
-_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v4"
+KINDS = 14
+_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v5"
 LONG_MESSAGES = 1_000
 PROJECT = "/home/user/project-0"
 
@@ -189,6 +190,7 @@ def seed(root: Path = _ROOT) -> dict[str, Path]:
         "hermes",
         "aider",
         "vibe",
+        "openhands",
     )
     roots = {name: root / name for name in (*names, "long")} | {f"long-{name}": root / f"long-{name}" for name in names}
     if (root / ".complete").exists():
@@ -209,6 +211,7 @@ def seed(root: Path = _ROOT) -> dict[str, Path]:
         shapes.pi_session(roots["pi"], index, 3)
         shapes.cline_session(roots["cline"], index, 3)
         shapes.vibe_session(roots["vibe"], index, 3)
+        shapes.openhands_conversation(roots["openhands"], index, 3)
     shapes.continue_sessions(roots["continue"], range(per), 3)
     shapes.hermes_database(roots["hermes"], range(per), 3)
     for project in range(40):  # (about as many runs in all, each a session)
@@ -235,6 +238,7 @@ def seed(root: Path = _ROOT) -> dict[str, Path]:
     shapes.hermes_database(roots["long-hermes"], range(1), turns)
     shapes.aider_project(roots["long-aider"], 0, 1, turns)
     shapes.vibe_session(roots["long-vibe"], 0, turns)
+    shapes.openhands_conversation(roots["long-openhands"], 0, turns)
     (root / ".complete").write_text("ok")
     return roots
 
@@ -255,6 +259,7 @@ def sources(roots: dict[str, Path], prefix: str = "") -> list[ExternalSource]:
         HermesSource(roots[prefix + "hermes"]),
         AiderSource(roots[prefix + "aider"]),
         VibeSource(roots[prefix + "vibe"]),
+        OpenHandsSource(roots[prefix + "openhands"]),
     ]
 
 
@@ -280,7 +285,7 @@ def main(repeats: int = 5) -> None:
     roots = seed()
     print(
         f"\n## Every other agent: {TOTAL:,} sessions over Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI,"
-        " opencode, Kilo CLI, pi, Continue, Cline CLI, Hermes Agent, Aider and Mistral Vibe"
+        " opencode, Kilo CLI, pi, Continue, Cline CLI, Hermes Agent, Aider, Mistral Vibe and OpenHands"
     )
     counted: list[int] = []
     cold = median_seconds(lambda: counted.append(sum(len(source.listing()) for source in sources(roots))), repeats)

@@ -73,6 +73,7 @@ from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.hermes import HermesSource
 from core.sessions.sources.merged import MergedSessionQuery
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource
+from core.sessions.sources.openhands import OpenHandsSource
 from core.sessions.sources.pi import PiSource
 from core.sessions.sources.qwen import QwenCodeSource
 from core.sessions.sources.vibe import VibeSource
@@ -115,6 +116,7 @@ __all__ = [
     "ModelError",
     "OpenAICompatibleModel",
     "OpenCodeSource",
+    "OpenHandsSource",
     "ParsedReferenceText",
     "PiSource",
     "PreparedMessage",

@@ -25,6 +25,7 @@ from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.files import FileSource
+from core.sessions.sources.openhands import OpenHandsSource
 from core.sessions.sources.pi import PiSource
 from core.sessions.sources.vibe import VibeSource
 from fuzz.kit import check, outcome_of, rng_of, run_async
@@ -174,8 +175,8 @@ _LOG_TOKENS = [
 
 def external(data: bytes) -> str:
     """The same bytes as a Claude Code transcript, a Codex rollout, a pi session, a Continue session,
-    an Aider chat history and a Mistral Vibe session's context: each lists, reads and projects, or is
-    reported unreadable; the tools' files are never changed."""
+    an Aider chat history, a Mistral Vibe session's context and an OpenHands event: each lists, reads
+    and projects, or is reported unreadable; the tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         claude = base / "claude" / "projects" / "-work-app" / "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c.jsonl"
@@ -197,6 +198,9 @@ def external(data: bytes) -> str:
         vibe = _vibe_store(base / "vibe")
         vibe.write_bytes(data)
         outcomes.append(_external_one(VibeSource(base / "vibe"), vibe, data))
+        event = _openhands_conversation(base / "openhands")
+        event.write_bytes(data)
+        outcomes.append(_external_one(OpenHandsSource(base / "openhands"), event, data))
         return "+".join(outcomes)
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -218,6 +222,23 @@ def _vibe_store(home: Path) -> Path:
     manifest = {"checkpoint": {"chunks": [VIBE_CHUNK], "path": "checkpoint.json"}}
     (folder / "generations" / "0000000000000008" / "manifest.json").write_text(json.dumps(manifest))
     return folder / "chunks" / f"{VIBE_CHUNK}.json"
+
+
+def _openhands_conversation(home: Path) -> Path:
+    """An OpenHands conversation whose first event is its user's message; the path of its second."""
+    folder = home / "conversations" / "16c67e46aadb478eaadad7ca8f1bf03a"
+    (folder / "events").mkdir(parents=True)
+    (folder / "base_state.json").write_text(json.dumps({"workspace": {"working_dir": "/work/app"}}))
+    said = {"role": "user", "content": [{"type": "text", "text": "Why does it flake?"}]}
+    first = {
+        "id": "u1",
+        "timestamp": "2026-01-02T03:04:05",
+        "source": "user",
+        "llm_message": said,
+        "kind": "MessageEvent",
+    }
+    (folder / "events" / "event-00000-0000000a-0000.json").write_text(json.dumps(first))
+    return folder / "events" / "event-00001-0000000b-0000.json"
 
 
 def _aider(projects: Path, data: bytes) -> str:

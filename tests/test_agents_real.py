@@ -107,12 +107,19 @@ def _named(tool: dict[str, Any]) -> str:
 
 def _fitted(arguments: dict[str, Any], tool: dict[str, Any]) -> dict[str, Any]:
     """The call's arguments without those a tool that takes no others does not declare (Mistral
-    Vibe's ``bash`` refuses a call with any)."""
+    Vibe's ``bash`` refuses a call with any), and with the first choice of a required one it asks to
+    choose (OpenHands's ``security_risk``)."""
     schema = tool.get("function", {}).get("parameters") or {}
     declared = schema.get("properties")
-    if schema.get("additionalProperties") is not False or not isinstance(declared, dict):
+    if not isinstance(declared, dict):
         return arguments
-    return {key: value for key, value in arguments.items() if key in declared}
+    if schema.get("additionalProperties") is False:
+        arguments = {key: value for key, value in arguments.items() if key in declared}
+    for key in schema.get("required") or []:
+        choices = declared.get(key, {}).get("enum") if isinstance(declared.get(key), dict) else None
+        if key not in arguments and choices:
+            arguments = {**arguments, key: choices[0]}
+    return arguments
 
 
 class _OpenAI(BaseHTTPRequestHandler):

@@ -24,6 +24,7 @@ from core.sessions.sources.gemini import GeminiCliSource, gemini_root
 from core.sessions.sources.hermes import HermesSource, hermes_root
 from core.sessions.sources.merged import ExternalSource
 from core.sessions.sources.opencode import KiloSource, OpenCodeSource, kilo_root, opencode_root
+from core.sessions.sources.openhands import OpenHandsSource, openhands_root
 from core.sessions.sources.pi import PiSource, pi_root
 from core.sessions.sources.qwen import QwenCodeSource, qwen_root
 from core.sessions.sources.vibe import VibeSource, vibe_root
@@ -202,6 +203,16 @@ AGENTS: tuple[AgentSource, ...] = (
         VibeSource,
         env="VIBE_HOME",
         what="home folder",
+    ),
+    AgentSource(
+        "openhands",
+        "OH",
+        "$OPENHANDS_CONVERSATIONS_DIR, else $OPENHANDS_PERSISTENCE_DIR/conversations, else ~/.openhands/conversations",
+        "~/.openhands/conversations",
+        openhands_root,
+        OpenHandsSource,
+        what="conversations folder",
+        held="conversations",
     ),
 )
 """Every agent whose sessions sessionref reads, in the order they are listed and named."""
