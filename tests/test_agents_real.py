@@ -594,9 +594,9 @@ def test_opencode_references_a_session_through_sessionref_mcp(tmp_path: Path) ->
 # -- GitHub Copilot CLI -------------------------------------------------------------------------------
 
 
-def copilot(home: Path, work: Path, port: int, *arguments: str) -> str:
-    assert COPILOT is not None
-    environment = {
+def copilot_environment(home: Path, port: int) -> dict[str, str]:
+    """Copilot CLI offline on the stub, its folder under ``home``."""
+    return {
         **base_environment(home),
         "COPILOT_OFFLINE": "true",
         "COPILOT_AUTO_UPDATE": "false",
@@ -606,6 +606,11 @@ def copilot(home: Path, work: Path, port: int, *arguments: str) -> str:
         # One unpacked copy of its runtime for every test, beside the package.
         "COPILOT_CACHE_HOME": str(INTEROP / ".copilot-cache"),
     }
+
+
+def copilot(home: Path, work: Path, port: int, *arguments: str) -> str:
+    assert COPILOT is not None
+    environment = copilot_environment(home, port)
     return run([str(COPILOT), "--allow-all-tools", "--no-auto-update", *arguments], work, environment)
 
 

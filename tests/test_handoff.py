@@ -200,7 +200,7 @@ def test_another_writer_or_another_tool_gets_a_side_note(tmp_path: Path, work: P
 
 def test_each_agent_is_started_through_its_own_options(tmp_path: Path) -> None:
     server = ToolServer.for_store(root="/s", url=None)
-    for name in ("claude", "codex", "gemini", "opencode", "kilo"):
+    for name in ("claude", "codex", "gemini", "opencode", "kilo", "copilot"):
         agent = AGENTS[name]
         launch = agent.build(f"/bin/{name}", "BRIEF", str(tmp_path), server, False)  # type: ignore[misc]
         try:
@@ -213,6 +213,11 @@ def test_each_agent_is_started_through_its_own_options(tmp_path: Path) -> None:
             if name == "gemini":
                 overlay = Path(launch.env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json"
                 assert json.loads(overlay.read_text())["mcpServers"]["sessionref"]["trust"] is True
+            if name == "copilot":
+                (option,) = [a for a in launch.argv if a.startswith("--additional-mcp-config=@")]
+                config = json.loads(Path(option.partition("@")[2]).read_text())
+                assert config["mcpServers"]["sessionref"]["args"][-3:] == ["mcp", "--root", "/s"]
+                assert launch.argv[-3:] == ["--allow-tool=sessionref", "-i", "BRIEF"]
             if name in ("opencode", "kilo"):
                 content = launch.env[f"{name.upper()}_CONFIG_CONTENT"]
                 assert json.loads(content)["mcp"]["sessionref"]["type"] == "local"

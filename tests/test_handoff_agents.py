@@ -37,6 +37,7 @@ from tests.test_agents_real import (
     _said,
     gemini_environment,
     gemini_responses,
+    needs_copilot,
 )
 from tests.test_agents_real import stub as agent_stub
 from tests.test_mcp import say_assistant, say_user
@@ -351,3 +352,21 @@ def test_handoff_to_opencode_headless(tmp_path: Path) -> None:
     after.pop("$schema", None)
     assert after == json.loads(before) and "sessionref" not in json.dumps(after)
     recorded(tmp_path, "opencode")
+
+
+@needs_copilot
+def test_handoff_to_copilot_cli_headless(tmp_path: Path) -> None:
+    from tests.test_agents_real import COPILOT, copilot_environment
+
+    setup(tmp_path)
+    home = tmp_path / "home"
+    with reading(_OpenAI) as (port, script):
+        environment = copilot_environment(home, port)
+        assert COPILOT is not None
+        environment["PATH"] = _bin(tmp_path, "copilot", [str(COPILOT), "--no-auto-update"])
+        done = handoff(tmp_path, "copilot", environment)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    opencode_saw(script.requests)  # (Chat Completions too: the same checks)
+    # The server was this run's only: nothing of it in Copilot CLI's own configuration.
+    assert "sessionref" not in "".join(p.read_text(errors="replace") for p in (home / ".copilot").rglob("*.json"))
+    recorded(tmp_path, "copilot")

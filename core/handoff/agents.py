@@ -12,6 +12,8 @@ written or changed:
   ``gemini -p`` headless.
 - opencode: ``$OPENCODE_CONFIG_CONTENT``, merged over the user's configuration; ``opencode --prompt``
   interactive, ``opencode run`` headless. Kilo CLI (opencode's fork) the same, ``$KILO_CONFIG_CONTENT``.
+- GitHub Copilot CLI: ``--additional-mcp-config=@FILE`` (a file of this run's) and ``--allow-tool``
+  for the server's tools; ``copilot -i`` interactive, ``copilot -p`` headless.
 - sessionref: a new sessionref session in the folder whose draft references the source.
 """
 
@@ -221,6 +223,17 @@ def _opencode_like(variable: str) -> Builder:
     return build
 
 
+def _copilot(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
+    """GitHub Copilot CLI: ``--additional-mcp-config`` (a file of this run's, added to the user's
+    servers for this session only) and ``--allow-tool`` for the server's tools (they only read)."""
+    config = os.path.join(_run_folder(), "mcp-config.json")
+    entry = {"type": "local", "command": server.command, "args": server.args, "env": server.env, "tools": ["*"]}
+    _write_private(config, json.dumps({"mcpServers": {SERVER_NAME: entry}}))
+    # (Both options take lists: written with "=", neither takes the next argument.)
+    argv = [program, f"--additional-mcp-config=@{config}", f"--allow-tool={SERVER_NAME}"]
+    return Launch([*argv, "-p" if headless else "-i", prompt], folder, {}, [config])
+
+
 def _write_private(path: str, text: str) -> None:
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -276,6 +289,7 @@ AGENTS: dict[str, Agent] = {
         Agent("gemini", SOURCES["gemini"].label, "gemini", _gemini),
         Agent("opencode", SOURCES["opencode"].label, "opencode", _opencode_like("OPENCODE_CONFIG_CONTENT")),
         Agent("kilo", SOURCES["kilo"].label, "kilo", _opencode_like("KILO_CONFIG_CONTENT")),
+        Agent("copilot", SOURCES["copilot"].label, "copilot", _copilot),
         Agent("sessionref", "sessionref", "sessionref"),
     )
 }
