@@ -147,6 +147,9 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "CLINE_DATA_DIR",
         "CLINE_DIR",
         "HERMES_HOME",
+        "VIBE_HOME",
+        "OPENHANDS_CONVERSATIONS_DIR",
+        "OPENHANDS_PERSISTENCE_DIR",
     ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
@@ -163,6 +166,8 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "Cline CLI": tmp_path / ".cline" / "data" / "sessions",
         "Hermes Agent": tmp_path / ".hermes",
         "Aider": tmp_path,
+        "Mistral Vibe": tmp_path / ".vibe",
+        "OpenHands": tmp_path / ".openhands" / "conversations",
     }
     # Each agent's own variable, as the agent itself reads it.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
@@ -173,7 +178,10 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "cp"))
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "pi"))
     monkeypatch.setenv("CONTINUE_GLOBAL_DIR", str(tmp_path / "cn"))
+    monkeypatch.setenv("VIBE_HOME", str(tmp_path / "vb"))
+    monkeypatch.setenv("OPENHANDS_PERSISTENCE_DIR", str(tmp_path / "oh"))
     found = sources()
+    assert found["Mistral Vibe"] == tmp_path / "vb" and found["OpenHands"] == tmp_path / "oh" / "conversations"
     assert found["pi"] == tmp_path / "pi" and found["Continue"] == tmp_path / "cn"
     assert found["GitHub Copilot CLI"] == tmp_path / "cp"
     assert found["Claude Code"] == tmp_path / "cc" and found["Codex CLI"] == tmp_path / "cx"
@@ -183,12 +191,16 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     found = sources("--claude-root", "/a", "--codex-root", "/b", "--gemini-root", "/c", "--qwen-root", "/d",
                     "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g", "--pi-root", "/h",
                     "--continue-root", "/i", "--cline-root", "/j", "--aider-root", "/k",
-                    "--hermes-root", "/l")  # fmt: skip
-    assert sorted(map(str, found.values())) == ["/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/j", "/k", "/l"]
+                    "--hermes-root", "/l", "--vibe-root", "/m", "--openhands-root", "/n")  # fmt: skip
+    assert sorted(map(str, found.values())) == [
+        "/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/j", "/k", "/l", "/m", "/n"
+    ]  # fmt: skip
     assert sources("--no-external") == {}
     monkeypatch.delenv("COPILOT_HOME")
     monkeypatch.delenv("PI_CODING_AGENT_DIR")
     monkeypatch.delenv("CONTINUE_GLOBAL_DIR")
+    monkeypatch.delenv("VIBE_HOME")
+    monkeypatch.delenv("OPENHANDS_PERSISTENCE_DIR")
     assert sources("--demo") == {}  # the demo stays the demo (the agents' own variables do not count)
     assert list(sources("--demo", "--codex-root", "/b")) == ["Codex CLI"]
     # The config file's [sources] table gives the same (a flag still wins; enabled = false turns all off).

@@ -200,7 +200,7 @@ def test_another_writer_or_another_tool_gets_a_side_note(tmp_path: Path, work: P
 
 def test_each_agent_is_started_through_its_own_options(tmp_path: Path) -> None:
     server = ToolServer.for_store(root="/s", url=None)
-    for name in ("claude", "codex", "gemini", "opencode", "kilo", "copilot"):
+    for name in ("claude", "codex", "gemini", "qwen", "opencode", "kilo", "copilot"):
         agent = AGENTS[name]
         launch = agent.build(f"/bin/{name}", "BRIEF", str(tmp_path), server, False)  # type: ignore[misc]
         try:
@@ -213,6 +213,10 @@ def test_each_agent_is_started_through_its_own_options(tmp_path: Path) -> None:
             if name == "gemini":
                 overlay = Path(launch.env["GEMINI_CLI_HOME"]) / ".gemini" / "settings.json"
                 assert json.loads(overlay.read_text())["mcpServers"]["sessionref"]["trust"] is True
+            if name == "qwen":
+                overlay = Path(launch.env["QWEN_HOME"])
+                assert json.loads((overlay / "settings.json").read_text())["mcpServers"]["sessionref"]["trust"] is True
+                assert launch.env["QWEN_RUNTIME_DIR"] != launch.env["QWEN_HOME"]
             if name == "copilot":
                 (option,) = [a for a in launch.argv if a.startswith("--additional-mcp-config=@")]
                 config = json.loads(Path(option.partition("@")[2]).read_text())

@@ -12,6 +12,8 @@ written or changed:
   ``gemini -p`` headless.
 - opencode: ``$OPENCODE_CONFIG_CONTENT``, merged over the user's configuration; ``opencode --prompt``
   interactive, ``opencode run`` headless. Kilo CLI (opencode's fork) the same, ``$KILO_CONFIG_CONTENT``.
+- Qwen Code: ``$QWEN_HOME`` on an overlay of ``~/.qwen`` as for Gemini CLI, ``$QWEN_RUNTIME_DIR`` on the
+  real one (its conversations stay there); ``qwen -i`` interactive, ``qwen -p`` headless.
 - GitHub Copilot CLI: ``--additional-mcp-config=@FILE`` (a file of this run's) and ``--allow-tool``
   for the server's tools; ``copilot -i`` interactive, ``copilot -p`` headless.
 - sessionref: a new sessionref session in the folder whose draft references the source.
@@ -173,13 +175,14 @@ GEMINI_KEPT = ("tmp", "history")
 sessions there: they must land in the real one)."""
 
 
-def _gemini(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
-    """Gemini CLI has no per-run server option, and its system settings layers must be owned by root:
-    it runs with ``$GEMINI_CLI_HOME`` on an overlay of the user's ``~/.gemini`` (every entry linked
-    to the real one, so sessions, credentials and history stay where they are) whose
-    ``settings.json`` is the user's with the server added."""
-    real_home = os.environ.get("GEMINI_CLI_HOME") or os.path.expanduser("~")
-    real = os.path.join(real_home, ".gemini")
+def _overlay(real: str, label: str, server: ToolServer, kept: tuple[str, ...] = ()) -> tuple[str, str]:
+    """A private folder overlaying the agent's settings folder ``real``: every entry a link to the
+    real one (``kept`` made first when missing), except ``settings.json``, the user's with the server
+    added (``trust``: its tools only read). Returns (this run's folder, the overlay in it).
+
+    Raises:
+        HandoffError: ``HANDOFF_AGENT_SETTINGS`` when the user's settings cannot be read.
+    """
     settings: dict[str, object] = {}
     try:
         with open(os.path.join(real, "settings.json"), encoding="utf-8") as handle:
@@ -189,24 +192,45 @@ def _gemini(program: str, prompt: str, folder: str, server: ToolServer, headless
         pass
     except (OSError, ValueError) as error:
         raise HandoffError(
-            f"your Gemini CLI settings ({real}/settings.json) cannot be read to add sessionref to them: {error}",
+            f"your {label} settings ({real}/settings.json) cannot be read to add sessionref to them: {error}",
             "HANDOFF_AGENT_SETTINGS",
         ) from error
     run = _run_folder()
-    overlay = os.path.join(run, ".gemini")
+    overlay = os.path.join(run, os.path.basename(real))
     os.mkdir(overlay, 0o700)
-    for name in GEMINI_KEPT:
+    for name in kept:
         os.makedirs(os.path.join(real, name), mode=0o700, exist_ok=True)
-    for name in os.listdir(real):
+    for name in os.listdir(real) if os.path.isdir(real) else []:
         if name != "settings.json":
             os.symlink(os.path.join(real, name), os.path.join(overlay, name))
     servers = settings.get("mcpServers")
     servers = dict(servers) if isinstance(servers, dict) else {}
     servers[SERVER_NAME] = {"command": server.command, "args": server.args, "env": server.env, "trust": True}
-    path = os.path.join(overlay, "settings.json")
-    _write_private(path, json.dumps({**settings, "mcpServers": servers}))
+    _write_private(os.path.join(overlay, "settings.json"), json.dumps({**settings, "mcpServers": servers}))
+    return run, overlay
+
+
+def _gemini(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
+    """Gemini CLI has no per-run server option, and its system settings layers must be owned by root:
+    it runs with ``$GEMINI_CLI_HOME`` on an overlay of the user's ``~/.gemini`` (every entry linked
+    to the real one, so sessions, credentials and history stay where they are) whose
+    ``settings.json`` is the user's with the server added."""
+    real_home = os.environ.get("GEMINI_CLI_HOME") or os.path.expanduser("~")
+    run, overlay = _overlay(os.path.join(real_home, ".gemini"), "Gemini CLI", server, GEMINI_KEPT)
     argv = [program, "-p" if headless else "-i", prompt]
     return Launch(argv, folder, {"GEMINI_CLI_HOME": run}, [overlay])
+
+
+def _qwen(program: str, prompt: str, folder: str, server: ToolServer, headless: bool) -> Launch:
+    """Qwen Code (Gemini CLI's fork) has no per-run server option either: it runs with ``$QWEN_HOME``
+    on an overlay of the user's (``~/.qwen``) whose ``settings.json`` is the user's with the server
+    added, and ``$QWEN_RUNTIME_DIR`` on the real runtime folder, so its conversations land where they
+    always do."""
+    real = os.path.expanduser(os.environ.get("QWEN_HOME") or "~/.qwen")
+    runtime = os.environ.get("QWEN_RUNTIME_DIR") or real
+    _run, overlay = _overlay(real, "Qwen Code", server)
+    argv = [program, "-p" if headless else "-i", prompt]
+    return Launch(argv, folder, {"QWEN_HOME": overlay, "QWEN_RUNTIME_DIR": runtime}, [overlay])
 
 
 def _opencode_like(variable: str) -> Builder:
@@ -274,7 +298,7 @@ class Agent:
         if size > ARGUMENT_BYTES:
             raise HandoffError(
                 f"the briefing is {size:,} bytes, more than the {ARGUMENT_BYTES:,} an agent can be started with: "
-                "lower [reference] max_bytes, or write it with --print",
+                "lower [reference] max_reference_bytes, or write it with --print",
                 HANDOFF_TOO_LARGE,
             )
         return self.build(program, prompt, folder, server, headless)
@@ -287,6 +311,7 @@ AGENTS: dict[str, Agent] = {
         Agent("claude", SOURCES["claude"].label, "claude", _claude),
         Agent("codex", SOURCES["codex"].label, "codex", _codex),
         Agent("gemini", SOURCES["gemini"].label, "gemini", _gemini),
+        Agent("qwen", SOURCES["qwen"].label, "qwen", _qwen),
         Agent("opencode", SOURCES["opencode"].label, "opencode", _opencode_like("OPENCODE_CONFIG_CONTENT")),
         Agent("kilo", SOURCES["kilo"].label, "kilo", _opencode_like("KILO_CONFIG_CONTENT")),
         Agent("copilot", SOURCES["copilot"].label, "copilot", _copilot),
