@@ -5,7 +5,9 @@ what masking adds to ``prepare`` of three 1,000-message sources, and how fast a 
 from __future__ import annotations
 
 import asyncio
+import statistics
 import sys
+import time
 from collections import Counter
 
 from bench.timing import median_seconds
@@ -47,21 +49,21 @@ def bench_prepare(repeats: int) -> None:
     references = [ReferenceInput(f"source-{index}") for index in range(3)]
     content = [{"type": "text", "text": "compare these"}]
     loop = asyncio.new_event_loop()
-    cold, warm = {}, {}
-    for redact in (False, True):
-        # Cold: a new service each time (nothing masked yet); warm: the same one (the preview's case,
-        # preparing the same sources at every typing pause: their masked conversations are kept).
-        cold[redact] = median_seconds(
-            lambda r=redact: loop.run_until_complete(
-                SessionReferenceService(store, redact=r).prepare(target, content, references)
-            ),
-            max(repeats, 9),
-        )
-        service = SessionReferenceService(store, redact=redact)
+    # Cold: a new service each time (nothing masked yet); warm: the same one (the preview's case,
+    # preparing the same sources at every typing pause: their masked conversations are kept). Without
+    # and with masking in turn, so the machine's drift falls on both alike.
+    services = {redact: SessionReferenceService(store, redact=redact) for redact in (False, True)}
+    for service in services.values():
         loop.run_until_complete(service.prepare(target, content, references))
-        warm[redact] = median_seconds(
-            lambda s=service: loop.run_until_complete(s.prepare(target, content, references)), max(repeats, 9)
-        )
+    runs: dict[tuple[str, bool], list[float]] = {}
+    for _ in range(max(repeats, 9) * 2):
+        for redact in (False, True):
+            for name, service in (("cold", SessionReferenceService(store, redact=redact)), ("warm", services[redact])):
+                began = time.perf_counter()
+                loop.run_until_complete(service.prepare(target, content, references))
+                runs.setdefault((name, redact), []).append(time.perf_counter() - began)
+    cold = {redact: statistics.median(runs["cold", redact]) for redact in (False, True)}
+    warm = {redact: statistics.median(runs["warm", redact]) for redact in (False, True)}
     loop.close()
     print("  prepare() of three 1,000-message sources, without / with masking:")
     for name, timings in (("first time", cold), ("again", warm)):

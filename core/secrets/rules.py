@@ -17,8 +17,9 @@ non-empty group, when it has groups, is the secret (so ``password=`` and a URL's
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
@@ -35,12 +36,18 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 
 
+class Pattern(Protocol):
+    """What a rule's expression is asked: its matches between two positions (``re.Pattern``'s)."""
+
+    def finditer(self, string: str, pos: int = ..., endpos: int = ...) -> Iterator[re.Match[str]]: ...
+
+
 @dataclass(frozen=True)
 class Rule:
     """One way a secret is written."""
 
     kind: str
-    pattern: re.Pattern[str]
+    pattern: Pattern
     check: Callable[[str], bool] | None = None
     """Whether a found value really is one (entropy, structure); ``None``: every match is."""
     whole: bool = False
@@ -101,8 +108,19 @@ def entropy(value: str) -> float:
 
 
 def random_looking(value: str) -> bool:
-    """Whether an assigned value looks generated (a key), not written (a word, a path, a placeholder)."""
+    """Whether an assigned value looks generated (a key), not written (a word, a path, a placeholder).
+    A dotted or dashed token whose long part looks generated is one (``hvs.CAES…``, ``dp.st.prd.…``)."""
     value = value.strip("\"'`")
+    if len(value) < 12 or PLACEHOLDERS.match(value) or (value.isupper() and "_" in value):
+        return False
+    if "." in value and "(" not in value and "/" not in value:
+        parts = value.split(".")
+        if any(len(part) >= 20 and _generated(part) for part in parts):
+            return True
+    return _generated(value)
+
+
+def _generated(value: str) -> bool:
     if len(value) < 12 or PLACEHOLDERS.match(value) or (value.isupper() and "_" in value):
         return False
     if re.fullmatch(r"[A-Z][A-Z0-9_]*", value) or re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)+", value):
@@ -146,9 +164,12 @@ def _jwt(value: str) -> bool:
 
 _KEYWORD = (
     r"[A-Za-z0-9_.\-]*(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|passwd|pwd|auth[_\-]?key|"
-    r"access[_\-]?key|private[_\-]?key|client[_\-]?secret|signing[_\-]?key|encryption[_\-]?key|credentials?)"
+    r"access[_\-]?key|private[_\-]?key|client[_\-]?secret|signing[_\-]?key|encryption[_\-]?key|credentials?|"
+    r"[_.\-]key(?![a-z])|(?-i:(?<=[a-z0-9])Key)|(?-i:^KEY|(?<=[^A-Za-z0-9])KEY)(?![A-Za-z]))"
     r"[A-Za-z0-9_.\-]*"
 )
+"""A name that says it holds a secret: ``*_KEY``, ``apiKey``, ``client-key-data``, ``*_TOKEN``,
+``*_SECRET``, ``PASSWORD``, ``credentials``... (a word that merely holds ``key``, ``monkey``, is not)."""
 
 _CONNECTION_VALUE = r"('[^'\n]{3,200}'|\"[^\"\n]{3,200}\"|[^\s;&\"'\n]{3,200})"
 """A password's value in a connection string (quoted, or up to the next separator)."""
@@ -257,10 +278,75 @@ RULES: list[Rule] = [
         r"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+([A-Za-z0-9._~+/\-]{8,}=*)",
         keywords=("authorization",),
     ),
+    # Any other scheme, or none (Linear's ``Authorization: lin_api_…``, FCM's ``key=…``): a value that
+    # looks generated.
+    _ours(
+        "authorization-header",
+        r"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:(?!bearer|basic|token)[A-Za-z][\w\-]{0,30}\s+|key=)?"
+        r"([A-Za-z0-9._~+/:\-]{12,}=*)",
+        random_looking,
+        keywords=("authorization",),
+    ),
+    # -- command lines and files that hold a password --------------------------------------------
+    # curl, wget, httpie, git... ``-u user:pass`` / ``--user user:pass`` (the password only).
+    _ours(
+        "cli-password",
+        r"(?<![\w\-])(?:-u|--user|--proxy-user)(?:=|\s+)[\"']?[^\s:\"'@]{1,100}:([^\s\"']{3,})",
+        lambda value: readable_password(value) and not value.isdigit(),
+        anchors=("-u", "--user", "--proxy-user"),
+    ),
+    # ``--password X``, ``--token=X``, ``--api-key X``...
+    _ours(
+        "cli-password",
+        r"(?<![\w\-])--(?:password|passwd|pass|token|api[_\-]?key|secret|client[_\-]secret|access[_\-]token|"
+        r"auth[_\-]token|bearer[_\-]token)(?:=|\s+)[\"']?([^\s\"']{3,})",
+        readable_password,
+        anchors=("--pass", "--token", "--api", "--secret", "--client", "--access", "--auth", "--bearer"),
+    ),
+    # A database client's password: ``mysql -pX``, ``mongosh -p X``, ``sshpass -p X``, ``redis-cli -a X``.
+    _ours(
+        "cli-password",
+        r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,300}?\s-p([^\s\"'-][^\s\"']{2,})",
+        readable_password,
+        keywords=("mysql", "mariadb"),
+    ),
+    _ours(
+        "cli-password",
+        r"\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|sshpass)\b[^\n|;&]{0,300}?\s"
+        r"(?:-p|--password)(?:\s+|=)?[\"']?([^\s\"'-][^\s\"']{2,})",
+        readable_password,
+        keywords=("mongo", "sshpass"),
+    ),
+    _ours(
+        "cli-password",
+        r"\bredis-cli\b[^\n|;&]{0,300}?\s(?:-a|--pass)\s+[\"']?([^\s\"'-][^\s\"']{2,})",
+        readable_password,
+        anchors=("redis-cli",),
+    ),
+    # ``.netrc``: ``machine HOST login USER password PASS`` on one line or over several.
+    _ours(
+        "netrc-password",
+        r"\bmachine\s+\S+\s+(?:(?:login|account|port)\s+\S+\s+){1,3}password\s+(\S+)",
+        readable_password,
+        anchors=("machine",),
+    ),
+    _ours("age-key", _B + r"AGE-SECRET-KEY-1[0-9A-Z]{58}" + _E, anchors=("AGE-SECRET-KEY-1",)),
+    # A PuTTY key's private part: the lines after ``Private-Lines: N``.
+    _ours(
+        "private-key",
+        r"Private-Lines:\s*\d+\s*(?:\\r)?(?:\n|\\n)((?:[A-Za-z0-9+/=]+(?:\r?\n|\\r?\\n)?){1,200})",
+        anchors=("Private-Lines:",),
+    ),
+    # A cloud storage shared access signature (Azure SAS, signed URLs).
+    _ours(
+        "sas-signature",
+        r"[?&](?:sig|Signature|X-Goog-Signature|X-Amz-Signature)=([A-Za-z0-9%+/=_\-]{20,})",
+        anchors=("sig=", "Signature="),
+    ),
     _ours(
         "assigned-secret",
-        r"(?i)(?<![A-Za-z0-9])[\"']?" + _KEYWORD + r"[\"']?\s*(?::=|=>|=|:)\s*(?:[\"'`]([^\"'`\s]{8,300})[\"'`]"
-        r"|([^\s\"'`,;)}\]]{8,300}))",
+        r"(?i)(?<![A-Za-z0-9])[\"']?" + _KEYWORD + r"[\"']?\s*(?::=|=>|=|:)\s*(?:[\"'`]([^\"'`\s]{8,})[\"'`]?"
+        r"|([^\s\"'`,;)}\]]{8,}))",
         random_looking,
         keywords=("key", "secret", "token", "passw", "pwd", "credential"),
         assignment=True,
