@@ -44,7 +44,7 @@ _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _VALUE = re.compile(r"[^\s\"'`,;)}\]]*")
 """The rest of a value that ran past its window."""
-UNBOUNDED = frozenset({"assigned-secret", "authorization-header", "cli-password"})
+UNBOUNDED = frozenset({"assigned-secret", "authorization-header", "cli-password", "said-secret"})
 """Kinds whose value is masked to its end wherever that is (an 884-character session token)."""
 REACHING = frozenset({"private-key", "netrc-password"})
 """Kinds whose match may run over several lines (a key's body, a ``.netrc`` entry)."""
@@ -134,6 +134,7 @@ GENERIC = frozenset(
         "cli-password",
         "netrc-password",
         "sas-signature",
+        "said-secret",
     }
 )
 """Kinds found by where a value is written, not by its own shape: a shape's kind wins on a tie."""

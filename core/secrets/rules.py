@@ -287,6 +287,16 @@ RULES: list[Rule] = [
         random_looking,
         keywords=("authorization",),
     ),
+    _ours("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{24,}" + _E, anchors=("whsec_",)),
+    _ours("doppler-token", _B + r"dp\.st\.[a-z0-9_\-]{2,35}\.[A-Za-z0-9]{40,44}" + _E, anchors=("dp.st.",)),
+    # A secret said in a sentence: "I set the token to …", "the key is …", "my password was …".
+    _ours(
+        "said-secret",
+        r"(?i)\b(?:api[ _\-]?)?(?:token|key|secret|password|passphrase|passcode|credentials?)\b"
+        r"(?:\s+(?:is|was|to|as|=|:)|\s*[=:])\s+[\"'`]?([^\s\"'`,;)}\]]{16,})",
+        lambda value: random_looking(value.rstrip(".!?")),
+        keywords=("token", "key", "secret", "password", "passphrase", "passcode", "credential"),
+    ),
     # -- command lines and files that hold a password --------------------------------------------
     # curl, wget, httpie, git... ``-u user:pass`` / ``--user user:pass`` (the password only).
     _ours(
