@@ -293,8 +293,8 @@ RULES: list[Rule] = [
     _ours(
         "said-secret",
         r"(?i)\b(?:api[ _\-]?)?(?:token|key|secret|password|passphrase|passcode|credentials?)\b"
-        r"(?:\s+(?:is|was|to|as|=|:)|\s*[=:])\s+[\"'`]?([^\s\"'`,;)}\]]{16,})",
-        lambda value: random_looking(value.rstrip(".!?")),
+        r"(?:\s+(?:is|was|to|as|=|:)|\s*[=:])\s+[\"'`]?([^\s\"'`,;)}\]]{15,}[^\s\"'`,;)}\].!?])",
+        random_looking,
         keywords=("token", "key", "secret", "password", "passphrase", "passcode", "credential"),
     ),
     # -- command lines and files that hold a password --------------------------------------------
