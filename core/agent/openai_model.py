@@ -8,10 +8,8 @@ import contextlib
 import json
 import os
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-import httpx
 
 from core.abort import AbortSignal
 from core.agent.chat_models import MODEL_CONTEXT_LENGTH, MODEL_REPLY_TOO_LARGE, ModelError
@@ -19,6 +17,9 @@ from core.agent.chunks import Chunk, ToolCallDelta
 from core.agent.tokens import context_limit_in, is_context_overflow
 from core.agent.wire import wire_messages
 from core.sessions.wire_shapes import ModelMessage, TokenUsage, ToolDefinition
+
+if TYPE_CHECKING:
+    import httpx
 
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEEPSEEK_MODEL = "deepseek-chat"
@@ -201,6 +202,8 @@ class OpenAICompatibleModel:
             body["max_tokens"] = max_tokens
         if tools:
             body["tools"] = tools
+        import httpx  # (imported by the first request: most commands never make one)
+
         calls: dict[int, str] = {}
         headers = {"Authorization": f"Bearer {self.api_key}", "Accept": "text/event-stream"}
         timeout = httpx.Timeout(self.timeout)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-from core.secrets.rules import RULES, Rule
+from core.secrets.rules import Rule, our_rules
 from core.spans import merged_spans
 
 MASK = "[redacted: {kind}]"
@@ -61,7 +61,7 @@ def _scanner() -> tuple[ahocorasick_rs.AhoCorasick, list[tuple[int, list[tuple[i
     and the rules: ours, then the field's (``field_rules``). Made at the first scan, not at import."""
     from core.secrets.field_rules import field_rules
 
-    rules = [*RULES, *field_rules()]
+    rules = [*our_rules(), *field_rules()]
     needles: dict[str, list[tuple[int, bool]]] = {}
     for number, rule in enumerate(rules):
         for anchor in rule.anchors:

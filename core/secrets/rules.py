@@ -16,24 +16,11 @@ non-empty group, when it has groups, is the secret (so ``password=`` and a URL's
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
-
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 
 
 class Pattern(Protocol):
@@ -174,192 +161,214 @@ _KEYWORD = (
 _CONNECTION_VALUE = r"('[^'\n]{3,200}'|\"[^\"\n]{3,200}\"|[^\s;&\"'\n]{3,200})"
 """A password's value in a connection string (quoted, or up to the next separator)."""
 
-RULES: list[Rule] = [
-    # -- detect-secrets' own patterns --------------------------------------------------------------
-    *_library("aws-access-key-id", AWSKeyDetector, AWS_KEY_IDS, only=0),
-    *_library("azure-storage-key", AzureStorageKeyDetector, ("AccountKey=",)),
-    *_library("discord-token", DiscordBotTokenDetector, keywords=("discord", "bot")),
-    *_library("github-token", GitHubTokenDetector, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    *_library(
-        "gitlab-token",
-        GitLabTokenDetector,
-        (
-            "glpat-",
-            "gldt-",
-            "glft-",
-            "glsoat-",
-            "glrt-",
-            "GR1348941",
-            "glcbt-",
-            "glimt-",
-            "glptt-",
-            "glagent-",
-            "gloas-",
+
+@functools.cache
+def our_rules() -> list[Rule]:
+    """Every rule of ours the finder runs (``detect-secrets`` is imported here, at the first scan, not
+    when the engine is)."""
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+
+    return [
+        # -- detect-secrets' own patterns --------------------------------------------------------------
+        *_library("aws-access-key-id", AWSKeyDetector, AWS_KEY_IDS, only=0),
+        *_library("azure-storage-key", AzureStorageKeyDetector, ("AccountKey=",)),
+        *_library("discord-token", DiscordBotTokenDetector, keywords=("discord", "bot")),
+        *_library("github-token", GitHubTokenDetector, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+        *_library(
+            "gitlab-token",
+            GitLabTokenDetector,
+            (
+                "glpat-",
+                "gldt-",
+                "glft-",
+                "glsoat-",
+                "glrt-",
+                "GR1348941",
+                "glcbt-",
+                "glimt-",
+                "glptt-",
+                "glagent-",
+                "gloas-",
+            ),
         ),
-    ),
-    *_library("mailchimp-key", MailchimpDetector, ("-us",)),
-    *_library("openai-key", OpenAIDetector, ("T3BlbkFJ",)),
-    *_library("pypi-token", PypiTokenDetector, ("pypi-",)),
-    *_library("sendgrid-key", SendGridDetector, ("SG.",)),
-    *_library("slack-token", SlackDetector, ("xox", "XOX", "hooks.slack.com")),
-    *_library("square-token", SquareOAuthDetector, ("sq0csp-",)),
-    *_library("stripe-key", StripeDetector, ("k_live_",)),
-    *_library("telegram-token", TelegramBotTokenDetector, (":AA",)),
-    # -- what it lacks ------------------------------------------------------------------------------
-    _ours("anthropic-key", _B + r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{60,120}" + _E, anchors=("sk-ant-",)),
-    _ours("openai-key", _B + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{40,200}" + _E, anchors=("sk-",)),
-    _ours("openai-key", _B + r"sk-[A-Za-z0-9]{48}" + _E, anchors=("sk-",)),
-    _ours("deepseek-key", _B + r"sk-[0-9a-f]{32}" + _E, anchors=("sk-",)),
-    # A JSON Web Token with its signature (detect-secrets' pattern stops before it).
-    _ours(
-        "jwt", _B + r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}" + _E, _jwt, anchors=("eyJ",)
-    ),
-    _ours("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, anchors=("AIza",)),
-    _ours("github-token", _B + r"github_pat_[A-Za-z0-9_]{70,90}" + _E, anchors=("github_pat_",)),
-    _ours("gitlab-token", _B + r"glpat-[A-Za-z0-9_\-]{20}" + _E, anchors=("glpat-",)),
-    _ours("stripe-key", _B + r"(?:sk|rk|pk)_(?:test|live)_[0-9A-Za-z]{20,99}" + _E, anchors=("_test_", "_live_")),
-    # (A Twilio id's own start, AC or SK, is in too many words: found by where it is written.)
-    _ours("twilio-key", _B + r"(?:AC|SK)[0-9a-fA-F]{32}" + _E, keywords=("twilio", "sid", "account", "api_key")),
-    _ours("npm-token", _B + r"npm_[A-Za-z0-9]{36}" + _E, anchors=("npm_",)),
-    _ours("npm-token", r"_authToken\s*=\s*([^\s\"']{16,})", anchors=("_authToken",)),
-    _ours(
-        "slack-webhook",
-        r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]{20,}",
-        anchors=("hooks.slack.com",),
-    ),
-    _ours(
-        "aws-secret-key",
-        r"(?i)aws.{0,20}?(?:secret|key).{0,20}?[\"'=:\s]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
-        keywords=("aws",),
-    ),
-    # An AWS secret key written on the line of its key id, before or after it.
-    _ours(
-        "aws-secret-key",
-        r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}[^\n]{0,200}?(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})"
-        r"(?![A-Za-z0-9/+=])",
-        generated_base64,
-        anchors=AWS_KEY_IDS,
-    ),
-    _ours(
-        "aws-secret-key",
-        r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])[^\n]{0,200}?(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}",
-        generated_base64,
-        anchors=AWS_KEY_IDS,
-    ),
-    _ours(
-        "private-key",
-        r"-----BEGIN[A-Z ]{0,20}PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:[\s\S]{0,12000}?-----END[A-Z ]{0,20}PRIVATE KEY(?: BLOCK)?-----|(?:[A-Za-z0-9+/=:\-\s]|\\n|\\r){0,12000})",
-        anchors=("PRIVATE KEY",),
-    ),
-    _ours(
-        "url-password",
-        r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,100}:([^\s@/\"'<>]{3,200})@[^\s/@\"'<>]",
-        readable_password,
-        anchors=("://",),
-    ),
-    _ours(
-        "connection-password",
-        r"(?i)\b(?:host|server|user|uid|dbname|database|data source)\s*=[^\n]{0,300}?\b(?:password|pwd)\s*=\s*"
-        + _CONNECTION_VALUE,
-        readable_password,
-        keywords=("password", "pwd"),
-    ),
-    _ours(
-        "connection-password",
-        r"(?i)\b(?:password|pwd)\s*=\s*"
-        + _CONNECTION_VALUE
-        + r"(?=[^\n]{0,300}?\b(?:host|server|user|uid|dbname|database)\s*=)",
-        readable_password,
-        keywords=("password", "pwd"),
-    ),
-    _ours(
-        "authorization-header",
-        r"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+([A-Za-z0-9._~+/\-]{8,}=*)",
-        keywords=("authorization",),
-    ),
-    # Any other scheme, or none (Linear's ``Authorization: lin_api_…``, FCM's ``key=…``): a value that
-    # looks generated.
-    _ours(
-        "authorization-header",
-        r"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:(?!bearer|basic|token)[A-Za-z][\w\-]{0,30}\s+|key=)?"
-        r"([A-Za-z0-9._~+/:\-]{12,}=*)",
-        random_looking,
-        keywords=("authorization",),
-    ),
-    _ours("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{24,}" + _E, anchors=("whsec_",)),
-    _ours("doppler-token", _B + r"dp\.st\.[a-z0-9_\-]{2,35}\.[A-Za-z0-9]{40,44}" + _E, anchors=("dp.st.",)),
-    # A secret said in a sentence: "I set the token to …", "the key is …", "my password was …".
-    _ours(
-        "said-secret",
-        r"(?i)\b(?:api[ _\-]?)?(?:token|key|secret|password|passphrase|passcode|credentials?)\b"
-        r"(?:\s+(?:is|was|to|as|=|:)|\s*[=:])\s+[\"'`]?([^\s\"'`,;)}\]]{15,}[^\s\"'`,;)}\].!?])",
-        random_looking,
-        keywords=("token", "key", "secret", "password", "passphrase", "passcode", "credential"),
-    ),
-    # -- command lines and files that hold a password --------------------------------------------
-    # curl, wget, httpie, git... ``-u user:pass`` / ``--user user:pass`` (the password only).
-    _ours(
-        "cli-password",
-        r"(?<![\w\-])(?:-u|--user|--proxy-user)(?:=|\s+)[\"']?[^\s:\"'@]{1,100}:([^\s\"']{3,})",
-        lambda value: readable_password(value) and not value.isdigit(),
-        anchors=("-u", "--user", "--proxy-user"),
-    ),
-    # ``--password X``, ``--token=X``, ``--api-key X``...
-    _ours(
-        "cli-password",
-        r"(?<![\w\-])--(?:password|passwd|pass|token|api[_\-]?key|secret|client[_\-]secret|access[_\-]token|"
-        r"auth[_\-]token|bearer[_\-]token)(?:=|\s+)[\"']?([^\s\"']{3,})",
-        readable_password,
-        anchors=("--pass", "--token", "--api", "--secret", "--client", "--access", "--auth", "--bearer"),
-    ),
-    # A database client's password: ``mysql -pX``, ``mongosh -p X``, ``sshpass -p X``, ``redis-cli -a X``.
-    _ours(
-        "cli-password",
-        r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,300}?\s-p([^\s\"'-][^\s\"']{2,})",
-        readable_password,
-        keywords=("mysql", "mariadb"),
-    ),
-    _ours(
-        "cli-password",
-        r"\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|sshpass)\b[^\n|;&]{0,300}?\s"
-        r"(?:-p|--password)(?:\s+|=)?[\"']?([^\s\"'-][^\s\"']{2,})",
-        readable_password,
-        keywords=("mongo", "sshpass"),
-    ),
-    _ours(
-        "cli-password",
-        r"\bredis-cli\b[^\n|;&]{0,300}?\s(?:-a|--pass)\s+[\"']?([^\s\"'-][^\s\"']{2,})",
-        readable_password,
-        anchors=("redis-cli",),
-    ),
-    # ``.netrc``: ``machine HOST login USER password PASS`` on one line or over several.
-    _ours(
-        "netrc-password",
-        r"\bmachine\s+\S+\s+(?:(?:login|account|port)\s+\S+\s+){1,3}password\s+(\S+)",
-        readable_password,
-        anchors=("machine",),
-    ),
-    _ours("age-key", _B + r"AGE-SECRET-KEY-1[0-9A-Z]{58}" + _E, anchors=("AGE-SECRET-KEY-1",)),
-    # A PuTTY key's private part: the lines after ``Private-Lines: N``.
-    _ours(
-        "private-key",
-        r"Private-Lines:\s*\d+\s*(?:\\r)?(?:\n|\\n)((?:[A-Za-z0-9+/=]+(?:\r?\n|\\r?\\n)?){1,200})",
-        anchors=("Private-Lines:",),
-    ),
-    # A cloud storage shared access signature (Azure SAS, signed URLs).
-    _ours(
-        "sas-signature",
-        r"[?&](?:sig|Signature|X-Goog-Signature|X-Amz-Signature)=([A-Za-z0-9%+/=_\-]{20,})",
-        anchors=("sig=", "Signature="),
-    ),
-    _ours(
-        "assigned-secret",
-        r"(?i)(?<![A-Za-z0-9])[\"']?" + _KEYWORD + r"[\"']?\s*(?::=|=>|=|:)\s*(?:[\"'`]([^\"'`\s]{8,})[\"'`]?"
-        r"|([^\s\"'`,;)}\]]{8,}))",
-        random_looking,
-        keywords=("key", "secret", "token", "passw", "pwd", "credential"),
-        assignment=True,
-    ),
-]
-"""Every rule the finder runs."""
+        *_library("mailchimp-key", MailchimpDetector, ("-us",)),
+        *_library("openai-key", OpenAIDetector, ("T3BlbkFJ",)),
+        *_library("pypi-token", PypiTokenDetector, ("pypi-",)),
+        *_library("sendgrid-key", SendGridDetector, ("SG.",)),
+        *_library("slack-token", SlackDetector, ("xox", "XOX", "hooks.slack.com")),
+        *_library("square-token", SquareOAuthDetector, ("sq0csp-",)),
+        *_library("stripe-key", StripeDetector, ("k_live_",)),
+        *_library("telegram-token", TelegramBotTokenDetector, (":AA",)),
+        # -- what it lacks ------------------------------------------------------------------------------
+        _ours("anthropic-key", _B + r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{60,120}" + _E, anchors=("sk-ant-",)),
+        _ours("openai-key", _B + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{40,200}" + _E, anchors=("sk-",)),
+        _ours("openai-key", _B + r"sk-[A-Za-z0-9]{48}" + _E, anchors=("sk-",)),
+        _ours("deepseek-key", _B + r"sk-[0-9a-f]{32}" + _E, anchors=("sk-",)),
+        # A JSON Web Token with its signature (detect-secrets' pattern stops before it).
+        _ours(
+            "jwt",
+            _B + r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}" + _E,
+            _jwt,
+            anchors=("eyJ",),
+        ),
+        _ours("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, anchors=("AIza",)),
+        _ours("github-token", _B + r"github_pat_[A-Za-z0-9_]{70,90}" + _E, anchors=("github_pat_",)),
+        _ours("gitlab-token", _B + r"glpat-[A-Za-z0-9_\-]{20}" + _E, anchors=("glpat-",)),
+        _ours("stripe-key", _B + r"(?:sk|rk|pk)_(?:test|live)_[0-9A-Za-z]{20,99}" + _E, anchors=("_test_", "_live_")),
+        # (A Twilio id's own start, AC or SK, is in too many words: found by where it is written.)
+        _ours("twilio-key", _B + r"(?:AC|SK)[0-9a-fA-F]{32}" + _E, keywords=("twilio", "sid", "account", "api_key")),
+        _ours("npm-token", _B + r"npm_[A-Za-z0-9]{36}" + _E, anchors=("npm_",)),
+        _ours("npm-token", r"_authToken\s*=\s*([^\s\"']{16,})", anchors=("_authToken",)),
+        _ours(
+            "slack-webhook",
+            r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]{20,}",
+            anchors=("hooks.slack.com",),
+        ),
+        _ours(
+            "aws-secret-key",
+            r"(?i)aws.{0,20}?(?:secret|key).{0,20}?[\"'=:\s]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+            keywords=("aws",),
+        ),
+        # An AWS secret key written on the line of its key id, before or after it.
+        _ours(
+            "aws-secret-key",
+            r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}[^\n]{0,200}?(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})"
+            r"(?![A-Za-z0-9/+=])",
+            generated_base64,
+            anchors=AWS_KEY_IDS,
+        ),
+        _ours(
+            "aws-secret-key",
+            r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])[^\n]{0,200}?(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}",
+            generated_base64,
+            anchors=AWS_KEY_IDS,
+        ),
+        _ours(
+            "private-key",
+            r"-----BEGIN[A-Z ]{0,20}PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:[\s\S]{0,12000}?-----END[A-Z ]{0,20}PRIVATE KEY(?: BLOCK)?-----"
+            r"|(?:[A-Za-z0-9+/=:\-\s]|\\n|\\r){0,12000})",
+            anchors=("PRIVATE KEY",),
+        ),
+        _ours(
+            "url-password",
+            r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,100}:([^\s@/\"'<>]{3,200})@[^\s/@\"'<>]",
+            readable_password,
+            anchors=("://",),
+        ),
+        _ours(
+            "connection-password",
+            r"(?i)\b(?:host|server|user|uid|dbname|database|data source)\s*=[^\n]{0,300}?\b(?:password|pwd)\s*=\s*"
+            + _CONNECTION_VALUE,
+            readable_password,
+            keywords=("password", "pwd"),
+        ),
+        _ours(
+            "connection-password",
+            r"(?i)\b(?:password|pwd)\s*=\s*"
+            + _CONNECTION_VALUE
+            + r"(?=[^\n]{0,300}?\b(?:host|server|user|uid|dbname|database)\s*=)",
+            readable_password,
+            keywords=("password", "pwd"),
+        ),
+        _ours(
+            "authorization-header",
+            r"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+([A-Za-z0-9._~+/\-]{8,}=*)",
+            keywords=("authorization",),
+        ),
+        # Any other scheme, or none (Linear's ``Authorization: lin_api_…``, FCM's ``key=…``): a value that
+        # looks generated.
+        _ours(
+            "authorization-header",
+            r"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:(?!bearer|basic|token)[A-Za-z][\w\-]{0,30}\s+|key=)?"
+            r"([A-Za-z0-9._~+/:\-]{12,}=*)",
+            random_looking,
+            keywords=("authorization",),
+        ),
+        _ours("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{24,}" + _E, anchors=("whsec_",)),
+        _ours("doppler-token", _B + r"dp\.st\.[a-z0-9_\-]{2,35}\.[A-Za-z0-9]{40,44}" + _E, anchors=("dp.st.",)),
+        # A secret said in a sentence: "I set the token to …", "the key is …", "my password was …".
+        _ours(
+            "said-secret",
+            r"(?i)\b(?:api[ _\-]?)?(?:token|key|secret|password|passphrase|passcode|credentials?)\b"
+            r"(?:\s+(?:is|was|to|as|=|:)|\s*[=:])\s+[\"'`]?([^\s\"'`,;)}\]]{15,}[^\s\"'`,;)}\].!?])",
+            random_looking,
+            keywords=("token", "key", "secret", "password", "passphrase", "passcode", "credential"),
+        ),
+        # -- command lines and files that hold a password --------------------------------------------
+        # curl, wget, httpie, git... ``-u user:pass`` / ``--user user:pass`` (the password only).
+        _ours(
+            "cli-password",
+            r"(?<![\w\-])(?:-u|--user|--proxy-user)(?:=|\s+)[\"']?[^\s:\"'@]{1,100}:([^\s\"']{3,})",
+            lambda value: readable_password(value) and not value.isdigit(),
+            anchors=("-u", "--user", "--proxy-user"),
+        ),
+        # ``--password X``, ``--token=X``, ``--api-key X``...
+        _ours(
+            "cli-password",
+            r"(?<![\w\-])--(?:password|passwd|pass|token|api[_\-]?key|secret|client[_\-]secret|access[_\-]token|"
+            r"auth[_\-]token|bearer[_\-]token)(?:=|\s+)[\"']?([^\s\"']{3,})",
+            readable_password,
+            anchors=("--pass", "--token", "--api", "--secret", "--client", "--access", "--auth", "--bearer"),
+        ),
+        # A database client's password: ``mysql -pX``, ``mongosh -p X``, ``sshpass -p X``, ``redis-cli -a X``.
+        _ours(
+            "cli-password",
+            r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,300}?\s-p([^\s\"'-][^\s\"']{2,})",
+            readable_password,
+            keywords=("mysql", "mariadb"),
+        ),
+        _ours(
+            "cli-password",
+            r"\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|sshpass)\b[^\n|;&]{0,300}?\s"
+            r"(?:-p|--password)(?:\s+|=)?[\"']?([^\s\"'-][^\s\"']{2,})",
+            readable_password,
+            keywords=("mongo", "sshpass"),
+        ),
+        _ours(
+            "cli-password",
+            r"\bredis-cli\b[^\n|;&]{0,300}?\s(?:-a|--pass)\s+[\"']?([^\s\"'-][^\s\"']{2,})",
+            readable_password,
+            anchors=("redis-cli",),
+        ),
+        # ``.netrc``: ``machine HOST login USER password PASS`` on one line or over several.
+        _ours(
+            "netrc-password",
+            r"\bmachine\s+\S+\s+(?:(?:login|account|port)\s+\S+\s+){1,3}password\s+(\S+)",
+            readable_password,
+            anchors=("machine",),
+        ),
+        _ours("age-key", _B + r"AGE-SECRET-KEY-1[0-9A-Z]{58}" + _E, anchors=("AGE-SECRET-KEY-1",)),
+        # A PuTTY key's private part: the lines after ``Private-Lines: N``.
+        _ours(
+            "private-key",
+            r"Private-Lines:\s*\d+\s*(?:\\r)?(?:\n|\\n)((?:[A-Za-z0-9+/=]+(?:\r?\n|\\r?\\n)?){1,200})",
+            anchors=("Private-Lines:",),
+        ),
+        # A cloud storage shared access signature (Azure SAS, signed URLs).
+        _ours(
+            "sas-signature",
+            r"[?&](?:sig|Signature|X-Goog-Signature|X-Amz-Signature)=([A-Za-z0-9%+/=_\-]{20,})",
+            anchors=("sig=", "Signature="),
+        ),
+        _ours(
+            "assigned-secret",
+            r"(?i)(?<![A-Za-z0-9])[\"']?" + _KEYWORD + r"[\"']?\s*(?::=|=>|=|:)\s*(?:[\"'`]([^\"'`\s]{8,})[\"'`]?"
+            r"|([^\s\"'`,;)}\]]{8,}))",
+            random_looking,
+            keywords=("key", "secret", "token", "passw", "pwd", "credential"),
+            assignment=True,
+        ),
+    ]

@@ -1,5 +1,5 @@
 """``python -m tui.cli``: the ``sessionref`` command."""
 
-from tui.cli.command import main
+from tui.cli import main
 
 raise SystemExit(main())

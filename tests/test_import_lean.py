@@ -1,0 +1,66 @@
+"""Start-up stays lean: ``import core`` and ``sessionref --version`` load none of the heavy
+dependencies, which are imported when first used (the secret rules at the first scan, httpx at the
+first model request, pydantic with the first model class, the search and database machinery when a
+store needs them). A heavy import creeping back into either fails here, by name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+HEAVY = (
+    "asyncio",
+    "pydantic",
+    "httpx",
+    "detect_secrets",
+    "ahocorasick_rs",
+    "betterleaks",
+    "numpy",
+    "psycopg",
+    "textual",
+    "rich",
+    "mcp",
+    "msgspec",
+    "zstandard",
+    "tokenizers",
+    "wordllama",
+    "yaml",
+)
+
+
+def loaded(code: str) -> list[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
+def heavy_in(modules: list[str]) -> list[str]:
+    return sorted({name.split(".")[0] for name in modules if name.split(".")[0] in HEAVY})
+
+
+def test_import_core_loads_nothing_heavy() -> None:
+    modules = loaded("import core")
+    assert heavy_in(modules) == []
+    assert [name for name in modules if name.startswith("core.")] == []  # (each name on first use)
+
+
+def test_sessionref_version_loads_nothing_of_the_engine() -> None:
+    modules = loaded("from tui.cli import main\nmain(['--version'])")
+    assert heavy_in(modules) == []
+    assert [name for name in modules if name.startswith(("core.", "tui.app", "tui.cli.command"))] == []
+
+
+def test_the_engine_s_names_still_come_from_core() -> None:
+    import core
+
+    assert set(core.__all__) <= set(dir(core))
+    for name in ("SessionReferenceService", "JsonlSessionStore", "VibeSource", "OpenHandsSource", "AgentLoop"):
+        assert getattr(core, name).__name__ == name
+    modules = loaded("from core import SessionReferenceService")
+    assert "httpx" not in heavy_in(modules) and "detect_secrets" not in heavy_in(modules)
