@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # numpy is imported when vectors are first made or read, neve
 
 MEANING_CHARS = 2000
 """A message's first characters that make its vector (more adds nothing measurable, and costs)."""
-MEANING_POOL = 50
+MEANING_POOL = 30
 """The sessions the words rank best that meaning ranks again (beyond them it cannot change a page)."""
 MEANING_WEIGHT = 0.25
 """Meaning's weight in the reciprocal rank fusion (the words weigh 1; an equal weight measured worse)."""
