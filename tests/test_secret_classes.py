@@ -26,6 +26,8 @@ AGE = "AGE-SECRET-KEY-1" + "QYQSZQGPQ8QSZQGPQYQSZ3GPQYQSZQGPQYQS4QGPQYQSZQGPQY7S
         ("mongosh -u admin -p M0ngoPass mydb", "M0ngoPass"),
         ("sshpass -p 'sshP4ss' ssh pi@host", "sshP4ss"),
         ("redis-cli -h cache -a r3disAuth ping", "r3disAuth"),
+        ("docker login -u deploy -p d0ckerHubPass registry.example.com", "d0ckerHubPass"),
+        ("podman login --username ci -p 'p0dmanPass' quay.io", "p0dmanPass"),
         ("gh api --token ghx9Qw2Er7Ty4Ui1Op3As6 /user", "ghx9Qw2Er7Ty4Ui1Op3As6"),
         ("tool login --password=correct-horse-battery", "correct-horse-battery"),
         ("vault login --api-key " + GENERATED, GENERATED),
@@ -92,6 +94,8 @@ def test_each_class_is_masked_whole(text: str, secret: str | None) -> None:
         "token: my.dotted.config.value.name",
         "--password-stdin < file",
         "redis-cli -a $REDIS_PASSWORD",
+        "docker login -u ci --password-stdin ghcr.io",
+        "docker run -p 8080:80 -e LOGIN=1 nginx",
     ],
 )
 def test_what_only_looks_like_one_stays(text: str) -> None:

@@ -337,6 +337,14 @@ def our_rules() -> list[Rule]:
             readable_password,
             keywords=("mongo", "sshpass"),
         ),
+        # ``docker login -p X`` (``--password X`` is the rule above's).
+        _ours(
+            "cli-password",
+            r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm\s+registry)\s+login\b[^\n|;&]{0,300}?\s-p(?:\s+|=)?[\"']?"
+            r"([^\s\"'-][^\s\"']{2,})",
+            readable_password,
+            keywords=("docker", "podman", "nerdctl", "buildah", "skopeo", "helm"),
+        ),
         _ours(
             "cli-password",
             r"\bredis-cli\b[^\n|;&]{0,300}?\s(?:-a|--pass)\s+[\"']?([^\s\"'-][^\s\"']{2,})",
