@@ -21,8 +21,8 @@ from core import project_conversation
 from core.errors import SessionQueryError
 from core.sessions.sources.vibe import VibeSource, vibe_root
 from tests.support.rc8 import INTEROP
+from tests.test_agents_real import HOSTILE as HOSTILE_TEXT
 from tests.test_agents_real import (
-    HOSTILE,
     Script,
     _OpenAI,
     base_environment,
@@ -33,6 +33,7 @@ from tests.test_agents_real import (
     stub,
     tool_turn_made,
 )
+from tests.test_readers_hostile import HOSTILE, _list_and_read, _paths, _set
 
 VIBE = INTEROP / "python" / ".venv-vibe" / "bin" / "vibe"
 _OPTIONAL = os.environ.get("SESSIONREF_REQUIRE_INTEROP") != "1"
@@ -73,7 +74,7 @@ def test_vibe_sessions_list_search_and_reference(tmp_path: Path) -> None:
         vibe(home, work, "-p", "VB-MARK-1 hello, what is a wombat?")
         session = _only_session(home)
         vibe(home, work, "--resume", session, "-p", "VB-MARK-2 please USE A TOOL to list the files")
-        vibe(home, work, "--resume", session, "-p", f"VB-MARK-3 resumed. {HOSTILE}")
+        vibe(home, work, "--resume", session, "-p", f"VB-MARK-3 resumed. {HOSTILE_TEXT}")
     assert tool_turn_made(script)
     folder = home / ".vibe"
     (session_id,) = check_sessions(VibeSource(folder), "VB", work)
@@ -243,8 +244,10 @@ def test_no_link_out_of_its_folders_is_followed(tmp_path: Path) -> None:
     assert listed == ["vibe:chunk-link", f"vibe:{SESSION}", "vibe:generation-link"]
     assert _conversation(source, f"vibe:{SESSION}") == ["first question"]
     for session in ("vibe:chunk-link", "vibe:generation-link"):
-        assert _read_or_refused(source, session) in ("read", "SESSION_QUERY_SESSION_NOT_FOUND")
-        assert "not yours" not in str(source.surface(session)) if _read_or_refused(source, session) == "read" else True
+        outcome = _read_or_refused(source, session)
+        assert outcome in ("read", "SESSION_QUERY_SESSION_NOT_FOUND")
+        if outcome == "read":
+            assert "not yours" not in str(source.surface(session))
 
 
 def _read_or_refused(source: VibeSource, session_id: str) -> str:
@@ -257,42 +260,17 @@ def _read_or_refused(source: VibeSource, session_id: str) -> str:
     return "read"
 
 
-HOSTILE_VALUES = [5, -1, 1.5, 10**30, True, None, "text", "", "\ud800", "+10000-01-01T00:00:00Z", [], [1], {}, {"a": 1}]
-
-
-def _values(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [path]
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            found += _values(inner, (*path, key))
-    elif isinstance(value, list):
-        for at, inner in enumerate(value):
-            found += _values(inner, (*path, at))
-    return found
-
-
-def _replaced(value: Any, path: tuple[Any, ...], replacement: Any) -> Any:
-    if not path:
-        return replacement
-    copy = dict(value) if isinstance(value, dict) else list(value)
-    copy[path[0]] = _replaced(value[path[0]], path[1:], replacement)
-    return copy
-
-
 @pytest.mark.parametrize("name", ["meta.json", "CURRENT", f"generations/{GENERATION}/manifest.json"])
 def test_every_value_of_its_documents_replaced_by_every_other_type_is_read_or_refused(
     name: str, tmp_path: Path
 ) -> None:
     folder = write_store(tmp_path / "base", CONTEXT)
     document = json.loads((folder / name).read_text())
-    for number, path in enumerate(_values(document)):
-        for at, replacement in enumerate(HOSTILE_VALUES):
+    for number, path in enumerate(_paths(document)):
+        for at, replacement in enumerate(HOSTILE):
             root = tmp_path / f"{number}-{at}"
             shutil.copytree(tmp_path / "base", root)
-            changed = json.dumps(_replaced(document, path, replacement)).encode("utf-8", "surrogatepass")
+            changed = json.dumps(_set(document, path, replacement)).encode("utf-8", "surrogatepass")
             (root / "logs" / "session" / "unified" / SESSION / name).write_bytes(changed)
-            source = VibeSource(root)
-            for record in source.listing():
-                outcome = _read_or_refused(source, record.header.id)
-                assert outcome == "read" or outcome.startswith("SESSION_QUERY_"), (name, path, replacement)
+            _list_and_read(VibeSource(root), (name, path, replacement))
             shutil.rmtree(root)

@@ -480,16 +480,20 @@ def test_gemini_cli_references_a_session_through_sessionref_mcp(tmp_path: Path) 
 # -- Qwen Code ----------------------------------------------------------------------------------------
 
 
-def qwen(home: Path, work: Path, port: int, *arguments: str) -> str:
-    assert NODE is not None
-    environment = {
+def qwen_environment(home: Path, port: int) -> dict[str, str]:
+    """Qwen Code on the stub, its folder under ``home``."""
+    return {
         **base_environment(home),
         "OPENAI_API_KEY": "stub",
         "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
         "OPENAI_MODEL": "stub-model",
         "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
     }
-    return run([NODE, str(QWEN), "--yolo", *arguments], work, environment)
+
+
+def qwen(home: Path, work: Path, port: int, *arguments: str) -> str:
+    assert NODE is not None
+    return run([NODE, str(QWEN), "--yolo", *arguments], work, qwen_environment(home, port))
 
 
 @needs_node

@@ -7,7 +7,6 @@ through an overlay of Qwen Code's settings folder."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,13 @@ from tests.test_agents_real import (
     Script,
     _OpenAI,
     _said,
-    base_environment,
     copilot_environment,
     docs_command,
     needs_copilot,
     needs_qwen,
     offered_tools,
+    qwen_environment,
+    run,
     sessionref_on_path,
     setup_work,
     stub,
@@ -48,25 +48,6 @@ class Deferred(Script):
         return ("call", "tool_call", {"name": name, "arguments": arguments})
 
 
-def qwen_environment(home: Path, port: int, path: str) -> dict[str, str]:
-    return {
-        **base_environment(home),
-        "OPENAI_API_KEY": "stub",
-        "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
-        "OPENAI_MODEL": "stub-model",
-        "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
-        "PATH": path,
-    }
-
-
-def run(command: list[str], cwd: Path, environment: dict[str, str]) -> str:
-    done = subprocess.run(
-        command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout
-
-
 @needs_qwen
 def test_qwen_code_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
     home, work = setup_work(tmp_path)
@@ -74,7 +55,7 @@ def test_qwen_code_references_a_session_through_sessionref_mcp(tmp_path: Path) -
     assert NODE is not None
     with stub(_OpenAI) as (port, script):
         script.__class__ = Deferred
-        environment = qwen_environment(home, port, path)
+        environment = {**qwen_environment(home, port), "PATH": path}
         run([NODE, str(QWEN), *docs_command("qwen")], work, environment)
         # docs/mcp.md's threshold, beside the server the command wrote.
         settings = home / ".qwen" / "settings.json"
@@ -124,7 +105,7 @@ def test_handoff_to_qwen_code_headless(tmp_path: Path) -> None:
     with stub(_OpenAI) as (port, script):
         script.__class__ = Deferred
         script.call = ("mcp__sessionref__read_session", READ)  # type: ignore[attr-defined]
-        environment = qwen_environment(home, port, _bin(tmp_path, "qwen", [NODE, str(QWEN), "--yolo"]))
+        environment = {**qwen_environment(home, port), "PATH": _bin(tmp_path, "qwen", [NODE, str(QWEN), "--yolo"])}
         done = handoff(tmp_path, "qwen", environment)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     first = script.requests[0]["messages"]

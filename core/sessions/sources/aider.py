@@ -32,7 +32,6 @@ sessions say they ran in (``learn_folders``), never following a link.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import time
@@ -50,7 +49,7 @@ from core.sessions.models import (
 )
 from core.sessions.query import ReadsAsQuery, listing_order_key
 from core.sessions.session import not_found
-from core.sessions.sources.files import LINE_BYTES, SurfaceBuilder, prompt_title
+from core.sessions.sources.files import LINE_BYTES, SurfaceBuilder, prompt_title, subfolders
 
 AIDER_PREFIX = "aider:"
 HISTORY_NAME = ".aider.chat.history.md"
@@ -155,9 +154,8 @@ class AiderSource(ReadsAsQuery):
 
     def _candidates(self) -> Iterator[str]:
         seen: set[str] = set()
-        folders = [str(self.root)]
-        with contextlib.suppress(OSError):  # (no such folder: the learned ones only)
-            folders += [entry.path for entry in os.scandir(self.root) if entry.is_dir(follow_symlinks=False)]
+        # (no such folder: the learned ones only)
+        folders = [str(self.root), *(entry.path for entry in subfolders(self.root))]
         for folder in [*folders, *sorted(self._learned)]:
             path = os.path.join(folder, HISTORY_NAME)
             if path not in seen and os.path.lexists(path):

@@ -34,8 +34,11 @@ from core.sessions.sources.files import (
     SurfaceBuilder,
     epoch_millis,
     millis,
+    plain_folder,
     prompt_title,
     read_json,
+    read_json_object,
+    subfolders,
 )
 
 CLINE_PREFIX = "cline:"
@@ -93,16 +96,12 @@ class ClineSource(FileSource):
 
     def _sessions(self) -> Path:
         for folder in (self.root / "data" / "sessions", self.root / "sessions"):
-            if folder.is_dir() and not folder.is_symlink() and not folder.parent.is_symlink():
+            if plain_folder(folder) and not folder.parent.is_symlink():
                 return folder
         return self.root
 
     def _files(self) -> Iterator[str]:
-        try:
-            folders = [entry for entry in os.scandir(self._sessions()) if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            return
-        for folder in folders:
+        for folder in subfolders(self._sessions()):
             path = os.path.join(folder.path, folder.name + MESSAGES_SUFFIX)
             if os.path.lexists(path):
                 yield path
@@ -110,11 +109,7 @@ class ClineSource(FileSource):
     @staticmethod
     def _meta(path: Path) -> dict[str, Any]:
         """The session's ``<id>.json`` (empty when missing or unreadable)."""
-        try:
-            meta = read_json(path.with_name(path.name.removesuffix(MESSAGES_SUFFIX) + ".json"), META_BYTES)
-        except (OSError, ValueError, RecursionError):
-            return {}
-        return meta if type(meta) is dict else {}
+        return read_json_object(path.with_name(path.name.removesuffix(MESSAGES_SUFFIX) + ".json"), META_BYTES)
 
     def _header(self, path: Path) -> SessionHeader | None:
         meta = self._meta(path)

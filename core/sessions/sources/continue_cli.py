@@ -32,6 +32,7 @@ from core.sessions.sources.files import (
     epoch_millis,
     prompt_title,
     read_json,
+    text_of,
 )
 
 CONTINUE_PREFIX = "continue:"
@@ -46,19 +47,6 @@ def continue_root() -> Path:
     """``$CONTINUE_GLOBAL_DIR``, else ``~/.continue``."""
     configured = os.environ.get("CONTINUE_GLOBAL_DIR")
     return Path(configured).expanduser() if configured else Path.home() / ".continue"
-
-
-def _text(content: Any) -> str:
-    """A message's text: a string content, or its ``text`` parts joined (images left out)."""
-    if type(content) is str:
-        return content
-    if type(content) is not list:
-        return ""
-    return "\n".join(
-        part["text"]
-        for part in content
-        if type(part) is dict and part.get("type") == "text" and type(part.get("text")) is str and part["text"]
-    )
 
 
 def _folder(value: Any) -> str | None:
@@ -155,7 +143,7 @@ class ContinueSource(FileSource):
             if type(summary) is str and summary.strip():
                 builder.checkpoint(number, when, summary)
                 continue
-            text = _text(message.get("content"))
+            text = text_of(message.get("content"))
             if not text.strip():
                 continue
             if message.get("role") == "user":

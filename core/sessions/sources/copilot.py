@@ -35,6 +35,7 @@ from core.sessions.sources.files import (
     json_lines,
     millis,
     prompt_title,
+    subfolders,
 )
 
 COPILOT_PREFIX = "copilot:"
@@ -82,12 +83,7 @@ class CopilotCliSource(FileSource):
     follow_links = False
 
     def _files(self) -> Iterator[str]:
-        states = self.root / "session-state"
-        try:
-            folders = [entry for entry in os.scandir(states) if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            return
-        for folder in folders:
+        for folder in subfolders(self.root / "session-state"):
             if not folder.name.startswith("."):
                 yield os.path.join(folder.path, "events.jsonl")
 

@@ -79,6 +79,48 @@ def read_json(path: Path, limit: int) -> Any:
     return json.loads(raw)
 
 
+def read_json_object(path: Path, limit: int) -> dict[str, Any]:
+    """``read_json`` of a document that should be an object: empty when it is missing, unreadable,
+    too large or of another shape (a session's side file: its folder, title, state)."""
+    try:
+        document = read_json(path, limit)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return document if type(document) is dict else {}
+
+
+def plain_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder itself, not a link to one."""
+    try:
+        return path.is_dir() and not path.is_symlink()
+    except OSError:
+        return False
+
+
+def subfolders(folder: Path) -> list[os.DirEntry[str]]:
+    """The folders in ``folder`` (a session each, in most tools' layouts), links to folders left out;
+    none when it cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return [entry for entry in entries if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def text_of(content: Any) -> str:
+    """A message's text: a string content, or its ``text`` blocks joined by line breaks (images,
+    tool calls and reasoning left out)."""
+    if type(content) is str:
+        return content
+    if type(content) is not list:
+        return ""
+    return "\n".join(
+        block["text"]
+        for block in content
+        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str and block["text"]
+    )
+
+
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _TRAILING = frozenset(" \t\r\n")
 
@@ -207,11 +249,7 @@ def newest_branch(
 def chats_files(projects: Path, wanted: Callable[[str], bool]) -> Iterator[str]:
     """The files ``wanted`` names in ``<projects>/<project>/chats/`` (Gemini CLI's and Qwen Code's
     layout); no link out of the tool's folder is followed, a project folder or its ``chats`` alike."""
-    try:
-        folders = [entry for entry in os.scandir(projects) if entry.is_dir(follow_symlinks=False)]
-    except OSError:
-        return
-    for folder in folders:
+    for folder in subfolders(projects):
         chats = os.path.join(folder.path, "chats")
         if os.path.islink(chats):
             continue

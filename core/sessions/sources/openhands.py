@@ -37,8 +37,11 @@ from core.sessions.sources.files import (
     ExternalSession,
     FileSource,
     SurfaceBuilder,
+    plain_folder,
     prompt_title,
-    read_json,
+    read_json_object,
+    subfolders,
+    text_of,
 )
 
 OPENHANDS_PREFIX = "openhands:"
@@ -75,18 +78,6 @@ def local_millis(value: Any) -> int | None:
     except (ValueError, OverflowError, OSError):
         return None
     return stamp if 0 <= stamp < LATEST_MILLIS else None
-
-
-def _texts(content: Any) -> str:
-    if type(content) is str:
-        return content
-    if type(content) is not list:
-        return ""
-    return "\n".join(
-        block["text"]
-        for block in content
-        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str and block["text"]
-    )
 
 
 def _events(folder: Path) -> list[tuple[int, str]]:
@@ -134,26 +125,14 @@ class OpenHandsSource(FileSource):
 
     def _conversations(self) -> Path:
         folder = self.root / "conversations"
-        return folder if folder.is_dir() and not folder.is_symlink() else self.root
+        return folder if plain_folder(folder) else self.root
 
     def _files(self) -> Iterator[str]:
         """Each conversation's ``events`` folder (a new event adds a file to it: its revision)."""
-        try:
-            folders = [entry for entry in os.scandir(self._conversations()) if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            return
-        for folder in folders:
+        for folder in subfolders(self._conversations()):
             events = os.path.join(folder.path, "events")
             if _FOLDER.fullmatch(folder.name) and os.path.isdir(events) and not os.path.islink(events):
                 yield events
-
-    @staticmethod
-    def _state(folder: Path) -> dict[str, Any]:
-        try:
-            state = read_json(folder / "base_state.json", STATE_BYTES)
-        except (OSError, ValueError, RecursionError):
-            return {}
-        return state if type(state) is dict else {}
 
     def _header(self, path: Path) -> SessionHeader | None:
         events = _events(path)
@@ -167,7 +146,7 @@ class OpenHandsSource(FileSource):
             pass
         if created is None:
             created = path.stat().st_mtime_ns // 1_000_000
-        workspace = self._state(path.parent).get("workspace")
+        workspace = read_json_object(path.parent / "base_state.json", STATE_BYTES).get("workspace")
         cwd = workspace.get("working_dir") if type(workspace) is dict else None
         return SessionHeader(
             id=self.prefix + path.parent.name, created_at=created, cwd=cwd if type(cwd) is str and cwd else None
@@ -239,7 +218,7 @@ def _said(event: dict[str, Any]) -> tuple[str, str] | None:
         message = event.get("llm_message")
         if type(message) is not dict:
             return None
-        role, text = message.get("role"), _texts(message.get("content"))
+        role, text = message.get("role"), text_of(message.get("content"))
         if (role == "user" or role == "assistant") and text.strip():
             return str(role), text
         return None

@@ -44,6 +44,7 @@ from core.sessions.sources.files import (
     json_lines,
     millis,
     newest_branch,
+    plain_folder,
     prompt_title,
 )
 
@@ -82,7 +83,7 @@ class PiSource(FileSource):
 
     def _files(self) -> Iterator[str]:
         sessions = self.root / "sessions"
-        folder = sessions if sessions.is_dir() and not sessions.is_symlink() else self.root
+        folder = sessions if plain_folder(sessions) else self.root
         try:
             entries = list(os.scandir(folder))
         except OSError:

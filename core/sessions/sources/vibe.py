@@ -38,8 +38,12 @@ from core.sessions.sources.files import (
     FileSource,
     SurfaceBuilder,
     millis,
+    plain_folder,
     prompt_title,
     read_json,
+    read_json_object,
+    subfolders,
+    text_of,
 )
 
 VIBE_PREFIX = "vibe:"
@@ -62,28 +66,6 @@ def vibe_root() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".vibe"
 
 
-def _texts(content: Any) -> str:
-    """A message's text: a string content, or its ``text`` blocks joined (tool calls, images and
-    reasoning left out)."""
-    if type(content) is str:
-        return content
-    if type(content) is not list:
-        return ""
-    return "\n".join(
-        block["text"]
-        for block in content
-        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str and block["text"]
-    )
-
-
-def _plain_folder(path: Path) -> bool:
-    """Whether ``path`` is a folder itself, not a link to one."""
-    try:
-        return path.is_dir() and not path.is_symlink()
-    except OSError:
-        return False
-
-
 class VibeSource(FileSource):
     """Mistral Vibe's sessions: ``<VIBE_HOME>/logs/session/unified/<id>/`` (read-only)."""
 
@@ -93,19 +75,15 @@ class VibeSource(FileSource):
 
     def _sessions(self) -> Path:
         for folder in (self.root / "logs" / "session" / "unified", self.root / "session" / "unified"):
-            if all(_plain_folder(part) for part in (folder, folder.parent, folder.parent.parent)):
+            if all(plain_folder(part) for part in (folder, folder.parent, folder.parent.parent)):
                 return folder
         unified = self.root / "unified"
-        return unified if _plain_folder(unified) else self.root
+        return unified if plain_folder(unified) else self.root
 
     def _files(self) -> Iterator[str]:
         """Each session folder's ``CURRENT`` (replaced whenever Vibe publishes a generation: the
         session's revision)."""
-        try:
-            folders = [entry for entry in os.scandir(self._sessions()) if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            return
-        for folder in folders:
+        for folder in subfolders(self._sessions()):
             if _SESSION_ID.fullmatch(folder.name):
                 path = os.path.join(folder.path, "CURRENT")
                 if os.path.lexists(path):
@@ -114,11 +92,7 @@ class VibeSource(FileSource):
     @staticmethod
     def _meta(folder: Path) -> dict[str, Any]:
         """The session's ``meta.json`` (empty when missing or unreadable)."""
-        try:
-            meta = read_json(folder / "meta.json", META_BYTES)
-        except (OSError, ValueError, RecursionError):
-            return {}
-        return meta if type(meta) is dict else {}
+        return read_json_object(folder / "meta.json", META_BYTES)
 
     def _header(self, path: Path) -> SessionHeader | None:
         meta = self._meta(path.parent)
@@ -148,17 +122,17 @@ class VibeSource(FileSource):
         compacted = -1
         for number, (item, message) in enumerate(zip(items, messages, strict=True)):
             if type(message) is dict and item.get("source") == "injection":
-                if COMPACTION_MARK in _texts(message.get("content")):
+                if COMPACTION_MARK in text_of(message.get("content")):
                     compacted = number
         if compacted >= 0:
-            block = [_texts(message.get("content")) for message in messages[: compacted + 1] if type(message) is dict]
+            block = [text_of(message.get("content")) for message in messages[: compacted + 1] if type(message) is dict]
             builder.checkpoint(0, header.created_at, "\n\n".join(text for text in block if text))
         first_prompt: str | None = None
         for number in range(compacted + 1, len(items)):
             message = messages[number]
             if type(message) is not dict or items[number].get("source") == "injection":
                 continue  # (context a hook or Vibe itself added)
-            role, text = message.get("role"), _texts(message.get("content"))
+            role, text = message.get("role"), text_of(message.get("content"))
             if not text.strip():
                 continue
             if role == "user":
@@ -187,7 +161,7 @@ def _context(folder: Path) -> list[Any]:
         raise ValueError("no generation")
     generations = folder / "generations"
     published = generations / generation
-    if not (_plain_folder(generations) and _plain_folder(published)):
+    if not (plain_folder(generations) and plain_folder(published)):
         raise ValueError("no such generation")
     manifest = read_json(published / "manifest.json", META_BYTES)
     checkpoint = manifest.get("checkpoint") if type(manifest) is dict else None
@@ -209,7 +183,7 @@ def _context(folder: Path) -> list[Any]:
 
 def _chunked(chunks: Path, digests: list[Any]) -> list[Any]:
     """The concatenation of the named chunks, at most ``SESSION_BYTES`` of them read."""
-    if not _plain_folder(chunks):
+    if not plain_folder(chunks):
         raise ValueError("no chunks")
     items: list[Any] = []
     left = SESSION_BYTES
