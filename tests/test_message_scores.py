@@ -26,7 +26,7 @@ from core.search.words import fold_text, term_counts
 WORDS = (
     "retry retries retried checksum checksums frame frames storage budget compaction trigram socket "
     "timeout connection refused parse parsed header headers return dict lock locks deadlock thread "
-    "acquire release file files closed close raise value résumé naïve café über straße"
+    "acquire release file files closed close raise value résumé naïve café über straße retrieval retrieve"
 ).split()
 FILLER = "we then it alpha beta gamma delta zeta kappa omega quokka wombat — “quoted” ﬁle".split()
 
@@ -67,12 +67,14 @@ def _plain(
     return scored[:count]
 
 
-def _chunks(rng: random.Random) -> list[Chunk]:
+def _chunks(rng: random.Random, ascii_only: bool = False) -> list[Chunk]:
+    words_of = [word for word in WORDS if word.isascii()] if ascii_only else WORDS
+    filler = [word for word in FILLER if word.isascii()] if ascii_only else FILLER
     chunks, first = [], 0
     for _ in range(rng.randint(1, 4)):
         texts = []
         for _ in range(rng.randint(1, 12)):
-            words = [rng.choice(WORDS if rng.random() < 0.3 else FILLER) for _ in range(rng.randint(1, 40))]
+            words = [rng.choice(words_of if rng.random() < 0.3 else filler) for _ in range(rng.randint(1, 40))]
             if rng.random() < 0.2:
                 words.append("retry_budget.py")
             texts.append(" ".join(words).capitalize())
@@ -96,16 +98,19 @@ def _chunks(rng: random.Random) -> list[Chunk]:
         ("retry_budget.py frames", False),
         ("socket timeo", True),
         ("file closed raise", False),
+        ("retry retrieval", False),
+        ("retrieval retr", True),
     ],
 )
-def test_best_messages_are_those_a_plain_scorer_finds(typed: str, typing: bool) -> None:
+@pytest.mark.parametrize("ascii_only", [False, True])
+def test_best_messages_are_those_a_plain_scorer_finds(typed: str, typing: bool, ascii_only: bool) -> None:
     rng = random.Random(typed)
     query = parse_query(typed, typing=typing)
     prefix_terms = tuple(
         word for word in {t for w in WORDS for t in term_counts(w)} if query.prefix and word.startswith(query.prefix)
     )
     for round_ in range(60):
-        chunks = _chunks(rng)
+        chunks = _chunks(rng, ascii_only)
         # Weights as a store would have them: some words in most sessions, some in a few.
         df = {term: rng.choice([1, 3, 40, 900, 990]) for term in (*query.terms, *prefix_terms)}
         stats = TermStats(1000, 120.0, df)

@@ -244,9 +244,12 @@ class _TermCounter:
         self.wanted = wanted
         # A word begins with its stem but for the stem's last letter ("happy" -> "happi"): the
         # longer the start looked for, the fewer other words are found and stemmed for nothing.
-        self.starts = sorted(
-            {term[: max(3, min(len(term) - 1, 6))] for term in wanted if term.isascii() and term.isalnum()}
-        )
+        starts = sorted({term[: max(3, min(len(term) - 1, 6))] for term in wanted if term.isascii() and term.isalnum()})
+        # A start that begins with another is left out: the shorter one finds its words, once.
+        self.starts: list[str] = []
+        for start in starts:  # (sorted: a start comes after those it begins with)
+            if not any(start.startswith(shorter) for shorter in self.starts):
+                self.starts.append(start)
         self.others = any(not (term.isascii() and term.isalnum()) for term in wanted)
 
     def count(self, folded: str, starts: Sequence[int], within: Collection[int] | None = None) -> Counted:
