@@ -61,6 +61,24 @@ def bench_halves() -> None:
         )
         if missed:
             print(f"    missed: {', '.join(f'{kind} {count}' for kind, count in missed.most_common())}")
+    bench_validation()
+
+
+def bench_validation() -> None:
+    """The third corpus (``tests.support.secret_validation``): other providers and other ways of
+    writing a credential, which new rules are checked on (the held-back half stays a measure)."""
+    from tests.support import secret_validation
+
+    cases = secret_validation.planted()
+    missed = Counter(case.kind for case in cases if any(value in mask_secrets(case.text).text for value in case.values))
+    harmless = secret_validation.look_alikes()
+    kept = 1 - sum(1 for text in harmless if find_secrets(text)) / len(harmless)
+    print(
+        f"  validation recall {1 - sum(missed.values()) / len(cases):6.1%} of {len(cases)}"
+        f" ({len(secret_validation.KINDS)} kinds), look-alikes kept {kept:6.2%} of {len(harmless):,}"
+    )
+    if missed:
+        print(f"    missed: {', '.join(f'{kind} {count}' for kind, count in missed.most_common())}")
 
 
 def bench_prepare(repeats: int) -> None:

@@ -1,7 +1,9 @@
 """The kinds of secret a held-back corpus found leaking, each masked whole: credentials on command
 lines and in ``.netrc``, ``*_KEY`` assignments, dotted and dashed tokens, a value however long, an
 ``Authorization`` header of any scheme or none, key blocks (age, PuTTY), kubeconfig's key data,
-signed URLs. And what only looks like them stays."""
+signed URLs; and the ways a config or a program writes one, whatever its provider (subscripts, JSON
+inside JSON, name/value pairs, XML, a call's two strings, ``ENV NAME value``). And what only looks
+like them stays."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from core.secrets.finder import find_secrets, mask_secrets
 
 GENERATED = "Zx9Qw2Er7Ty4Ui1Op3As6Df8Gh0Jk5Lm"
+H40 = "1130a5c4ea9ca6288ace9edccd9052019bde5ac4"
 AGE = "AGE-SECRET-KEY-1" + "QYQSZQGPQ8QSZQGPQYQSZ3GPQYQSZQGPQYQS4QGPQYQSZQGPQY7SZQGPQY"
 """A value that looks generated (mixed case, digits, varied)."""
 
@@ -74,6 +77,37 @@ def test_each_class_is_masked_whole(text: str, secret: str | None) -> None:
     assert "[redacted: " in masked
 
 
+WRITTEN = [
+    # Subscripts, symbols, PowerShell, JSON inside JSON.
+    ('ENV["RAILWAY_TOKEN"] = "' + GENERATED + '"', GENERATED),
+    ("os.environ['SERVICE_API_KEY'] = '" + GENERATED + "'", GENERATED),
+    ("settings[:render_api_key] = '" + GENERATED + "'", GENERATED),
+    ('$env:DB_PASSWORD = "GCifhAGRQQ^uvmTC"', "GCifhAGRQQ^uvmTC"),
+    ('{"body": "{\\"hcloud_token\\":\\"' + GENERATED + '\\"}"}', GENERATED),
+    # A config's name and value side by side.
+    ("- name: SONAR_TOKEN\n  value: squ_" + H40 + "\n", "squ_" + H40),
+    ('"env": [{"name": "PLAID_SECRET", "value": "' + GENERATED + '"}]', GENERATED),
+    ('<add key="BoxDeveloperToken" value="' + GENERATED + '" />', GENERATED),
+    ("<paypalClientSecret>" + GENERATED + "</paypalClientSecret>", GENERATED),
+    ("define('SEGMENT_WRITE_KEY', '" + GENERATED + "');", GENERATED),
+    # Dockerfile, fish, csh.
+    ("ENV LINODE_TOKEN " + H40, H40),
+    ("ARG NPM_TOKEN " + GENERATED, GENERATED),
+    ("set -gx SNYK_TOKEN 5924f798-405a-44c1-aad2-d3d66bc54413", "5924f798-405a-44c1-aad2-d3d66bc54413"),
+    ("setenv GITLAB_TOKEN " + GENERATED, GENERATED),
+    # A personal access token's name, a base32 seed, a sentence with words between.
+    ("AZURE_DEVOPS_EXT_PAT=pzsct9gjry1gwohk16oaei2gpn3akga3wowilpj9z2l0vzv13im0", None),
+    ('{"name": "TOTP_SECRET", "value": "EBFGLF25FQK4WQBCZF7OPFAO65XIJXAT"}', "EBFGLF25FQK4WQBCZF7OPFAO65XIJXAT"),
+    ("here's the api key for staging: " + GENERATED + " (rotate it after)", GENERATED),
+]
+"""How a config or a program writes a credential, whatever its provider."""
+
+
+@pytest.mark.parametrize(("text", "secret"), WRITTEN)
+def test_each_way_of_writing_one_is_masked(text: str, secret: str | None) -> None:
+    test_each_class_is_masked_whole(text, secret)
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -96,6 +130,23 @@ def test_each_class_is_masked_whole(text: str, secret: str | None) -> None:
         "redis-cli -a $REDIS_PASSWORD",
         "docker login -u ci --password-stdin ghcr.io",
         "docker run -p 8080:80 -e LOGIN=1 nginx",
+        # What configs and programs write beside their credentials.
+        'ENV["API_KEY"] = ENV.fetch("FALLBACK_API_KEY")',
+        "settings[:api_key] = credentials.dig(:stripe, :secret_key)",
+        '$env:PATH = "C:\\tools\\bin;" + $env:PATH',
+        "const organizationUrlKey = dashboardData?.organizationUrlKey;",
+        "<ApiKey>{organizationUrlKey}</ApiKey>",
+        "ENV NODE_ENV production",
+        "set -gx EDITOR nvim",
+        '{"name": "LOG_LEVEL", "value": "debug"}',
+        "- name: API_TOKEN\n  valueFrom:\n    secretKeyRef:\n      name: app-secrets",
+        '<add key="LogLevel" value="Information" />',
+        "<password>${DB_PASSWORD}</password>",
+        "define('DB_HOST', 'db.internal.example.com');",
+        "define('AUTH_KEY', 'put your unique phrase here');",
+        "Original token count: 1356",
+        "the api key for staging is in the vault",
+        "password_reset_url = '/account/password/reset?next=/home'",
     ],
 )
 def test_what_only_looks_like_one_stays(text: str) -> None:

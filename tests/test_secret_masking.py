@@ -52,18 +52,30 @@ def test_the_corpus_is_found_above_target_with_its_look_alikes_kept() -> None:
 
 
 def test_the_two_halves_of_the_vendor_corpus() -> None:
-    # The tuning half (with the corpus above): at target. The held-back half, never tuned against:
-    # its figure is make bench's to print; a floor here keeps it from sliding back unnoticed.
+    # The tuning half (with the corpus above) and the held-back half, never tuned against: both at
+    # the targets (99% and 97%).
     from tests.support.secret_corpus import SECRETS
     from tests.support.secret_vendors import HELD_BACK, TUNING, look_alikes_held_back, planted_half
 
     assert len(SECRETS) + len(TUNING) + len(HELD_BACK) >= 120 and not set(HELD_BACK) & (set(TUNING) | set(SECRETS))
-    for held_back, floor in ((False, 0.99), (True, 0.80)):
+    for held_back, floor in ((False, 0.99), (True, 0.97)):
         cases = planted_half(held_back) + ([] if held_back else planted())
         missed = [case for case in cases if any(value in mask_secrets(case.text).text for value in case.values)]
         assert 1 - len(missed) / len(cases) >= floor, (held_back, [case.text[:100] for case in missed][:10])
     harmless = look_alikes_held_back()
     assert len(harmless) + len(look_alikes()) >= 1000
+    assert sum(1 for text in harmless if find_secrets(text)) / len(harmless) <= 0.01
+
+
+def test_the_validation_corpus_new_rules_are_checked_on() -> None:
+    # Other providers and other ways of writing a credential than either half's (secret_validation).
+    from tests.support import secret_validation
+
+    cases = secret_validation.planted()
+    assert len(secret_validation.KINDS) >= 40
+    missed = [case for case in cases if any(value in mask_secrets(case.text).text for value in case.values)]
+    assert 1 - len(missed) / len(cases) >= 0.99, [case.text[:100] for case in missed][:10]
+    harmless = secret_validation.look_alikes()
     assert sum(1 for text in harmless if find_secrets(text)) / len(harmless) <= 0.01
 
 

@@ -4,9 +4,10 @@
 Fast: each rule names literal text every match of it contains (``anchors``, or case-insensitive
 ``keywords``); one Aho-Corasick pass (``ahocorasick-rs``, the Rust ``aho-corasick`` crate with its
 SIMD prefilter) finds them all, and a rule's pattern runs only
-around them (a private key's, over what may be its body). A keyword of an assignment rule counts only inside a
-name followed by ``=`` or ``:``. A mask replaces the
-secret only (``password=`` and a URL's user stay); overlapping finds keep the longer one.
+around them (a private key's, over what may be its body). A rule read at its name (an assignment, a
+config's name/value pair) counts its keyword only inside a name followed as it says (by ``=`` or ``:``,
+a value field...), and is matched from that name's start. A mask replaces the secret only
+(``password=`` and a URL's user stay); overlapping finds keep the longer one.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ class Secret:
     kind: str
 
 
-_ASSIGNED = re.compile(r"[A-Za-z0-9_.\-]*[\"']?\s{0,3}(?::=|=>|=|:)")
-"""After a keyword: the rest of its name, then ``=`` or ``:`` (an assignment, a key of a map)."""
+_NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+"""What a name is made of (``_KEYWORD``'s ``[A-Za-z0-9_.\\-]``)."""
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 """What a key's word is made of (a match that stops inside one takes the rest of it)."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -58,10 +59,12 @@ def _scanner() -> tuple[ahocorasick_rs.AhoCorasick, list[tuple[int, list[tuple[i
     """One Aho-Corasick automaton over every rule's anchors (as written) and keywords (in lower, upper
     and title case: ``api_key``, ``API_KEY``, ``apiKey``): one pass over the text finds them all.
     With it, per needle: its length and the rules it stands for (``(rule number, is a keyword)``);
-    and the rules: ours, then the field's (``field_rules``). Made at the first scan, not at import."""
+    and the rules: ours by shape, ours by where a value is written (``written_rules``), then the
+    field's (``field_rules``). Made at the first scan, not at import."""
     from core.secrets.field_rules import field_rules
+    from core.secrets.written_rules import written_rules
 
-    rules = [*our_rules(), *field_rules()]
+    rules = [*our_rules(), *written_rules(), *field_rules()]
     needles: dict[str, list[tuple[int, bool]]] = {}
     for number, rule in enumerate(rules):
         for anchor in rule.anchors:
@@ -82,6 +85,8 @@ def _window(text: str, position: int, rule: Rule) -> tuple[int, int]:
     start = max(line_start, position - BACK)
     if rule.kind in REACHING:
         return start, min(len(text), position + PEM_REACH)
+    if rule.reach:
+        return start, min(len(text), position + rule.reach)
     line_end = text.find("\n", position, position + AHEAD)
     return start, (line_end if line_end >= 0 else min(len(text), position + AHEAD))
 
@@ -96,32 +101,75 @@ def find_secrets(text: str) -> list[Secret]:
         matches = automaton.find_matches_as_indexes(text, overlapping=True)
     except UnicodeEncodeError:  # a lone surrogate (JavaScript strings may hold one): scanned as U+FFFD
         matches = automaton.find_matches_as_indexes(_SURROGATE.sub("\ufffd", text), overlapping=True)
+    found: list[Secret] = []
+    named: set[tuple[int, int]] = set()
     for needle, position, _end in matches:
         length, users = needles[needle]
         for number, keyword in users:
             rule = rules[number]
-            if keyword and rule.assignment and _ASSIGNED.match(text, position + length) is None:
-                continue  # a word in a sentence, not a name followed by = or :
+            if keyword and rule.follows:
+                # A name holding the word, followed as the rule says (by = or :, ...), read from where
+                # the name starts: not a window searched for names, the same find without trying every
+                # word of it.
+                if (
+                    _follows(rule.follows).match(text, position + length) is not None
+                    and (number, position) not in named
+                ):
+                    named.add((number, position))
+                    _named(text, position, rule, found)
+                continue  # (else a word in a sentence, not a name followed by = or :)
             windows.setdefault(number, []).append(_window(text, position, rule))
-    found: list[Secret] = []
     for number, spans in windows.items():
         rule = rules[number]
         for start, window_end in merged_spans(spans):
             for match in rule.pattern.finditer(text, start, window_end):
-                groups = 0 if rule.whole else match.re.groups
-                group = next((index for index in range(1, groups + 1) if match.group(index)), 0)
-                value = match.group(group)
-                if not value or (rule.check is not None and not rule.check(value)):
-                    continue
-                start, end = match.start(group), match.end(group)
-                if rule.kind not in GENERIC:  # a key's whole word: never leave a tail of it behind
-                    while end < len(text) and text[end] in _WORD:
-                        end += 1
-                elif end == window_end and rule.kind in UNBOUNDED:
-                    rest = _VALUE.match(text, end)  # a value past the window: masked whole, however long
-                    end = rest.end() if rest is not None else end
-                found.append(Secret(start, end, rule.kind))
+                _take(text, match, rule, window_end, found)
     return _without_overlaps(found)
+
+
+@functools.cache
+def _follows(expression: str) -> re.Pattern[str]:
+    return re.compile(expression)
+
+
+def _named(text: str, position: int, rule: Rule, found: list[Secret]) -> None:
+    """What ``rule`` finds at the name holding the word at ``position``: matched from the name's
+    start, or from its opening quote (JSON-escaped or not) or a Ruby symbol's colon."""
+    start = position
+    while start > 0 and text[start - 1] in _NAME:
+        start -= 1
+    starts = [start]
+    if start > 0 and text[start - 1] == ":":
+        start -= 1
+    if start > 0 and text[start - 1] in "\"'":
+        start -= 1
+        if start > 0 and text[start - 1] == "\\":
+            start -= 1
+    if start != starts[0]:
+        starts.insert(0, start)
+    _line_start, end = _window(text, position, rule)
+    for start in starts:
+        match = rule.pattern.match(text, start, end)  # type: ignore[attr-defined]
+        if match is not None:
+            _take(text, match, rule, end, found)
+            return
+
+
+def _take(text: str, match: re.Match[str], rule: Rule, window_end: int, found: list[Secret]) -> None:
+    """Keep what ``match`` of ``rule`` found, when its value passes the rule's check."""
+    groups = 0 if rule.whole else match.re.groups
+    group = next((index for index in range(1, groups + 1) if match.group(index)), 0)
+    value = match.group(group)
+    if not value or (rule.check is not None and not rule.check(value)):
+        return
+    start, end = match.start(group), match.end(group)
+    if rule.kind not in GENERIC:  # a key's whole word: never leave a tail of it behind
+        while end < len(text) and text[end] in _WORD:
+            end += 1
+    elif end == window_end and rule.kind in UNBOUNDED:
+        rest = _VALUE.match(text, end)  # a value past the window: masked whole, however long
+        end = rest.end() if rest is not None else end
+    found.append(Secret(start, end, rule.kind))
 
 
 GENERIC = frozenset(
@@ -141,18 +189,27 @@ GENERIC = frozenset(
 
 
 def _without_overlaps(found: list[Secret]) -> list[Secret]:
-    """The finds in order; of two that overlap, the longer stays (on a tie, the one named by its shape)."""
+    """The finds in order; of two that overlap, the longer stays (on a tie, the more telling kind:
+    one named by its shape, then one named by where it is written, then a bare assignment or sentence)."""
     kept: list[Secret] = []
-    for secret in sorted(found, key=lambda s: (s.start, -(s.end - s.start), s.kind in GENERIC)):
+    for secret in sorted(found, key=lambda s: (s.start, -(s.end - s.start), _vagueness(s.kind))):
         if kept and secret.start < kept[-1].end:
             last = kept[-1]
             longer = secret.end - secret.start > last.end - last.start
             same = secret.end - secret.start == last.end - last.start
-            if longer or (same and last.kind in GENERIC and secret.kind not in GENERIC):
+            if longer or (same and _vagueness(secret.kind) < _vagueness(last.kind)):
                 kept[-1] = secret
             continue
         kept.append(secret)
     return kept
+
+
+def _vagueness(kind: str) -> int:
+    return 2 if kind in VAGUE else 1 if kind in GENERIC else 0
+
+
+VAGUE = frozenset({"assigned-secret", "said-secret"})
+"""Kinds that say least: a value assigned to a secret's name, or said in a sentence."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,15 @@
 """What a secret looks like: the rules of Yelp's ``detect-secrets`` (its plugins' own patterns, kept
-current by its maintainers) for the providers it covers, and ours for what it lacks.
+current by its maintainers) for the providers it covers, and ours for what it lacks; and what a value
+must look like to be one (``random_looking``, ``readable_password``).
 
 Why ``detect-secrets``: a maintained, widely used rule set whose plugins expose their patterns
 (``denylist``), so they run inside our single-pass scanner (``core.secrets.finder``) instead of its
 line-by-line engine, which is too slow for whole stores. Its keyword and high-entropy plugins are
 not used: they flag git SHAs, hashes and identifiers, which must stay. What it lacks is added here:
 Anthropic, DeepSeek, current OpenAI and Google API keys, GitHub fine-grained tokens, AWS secret keys
-written near their key id, whole PEM private keys (also split over lines or JSON-escaped), passwords in
-connection strings, ``*_KEY``/``*_TOKEN``/``*_SECRET``/``PASSWORD`` assignments with a high-entropy
-value, and ``Authorization`` headers.
+written near their key id, whole PEM private keys (also split over lines or JSON-escaped), age and
+PuTTY keys. How a credential is written whatever its provider (assignments, config pairs, command
+lines, headers, sentences) is ``written_rules``'.
 
 Each rule has a ``kind`` (what the mask says: ``[redacted: <kind>]``) and a pattern whose first
 non-empty group, when it has groups, is the secret (so ``password=`` and a URL's user stay).
@@ -42,9 +43,13 @@ class Rule:
     anchors: tuple[str, ...] = ()
     """Literal text every match contains (case-sensitive): only lines that hold one are looked at."""
     keywords: tuple[str, ...] = ()
-    """Or lower-case words every match's line contains (lower, upper or title case), each followed by
-    ``=`` or ``:`` when ``assignment``."""
-    assignment: bool = False
+    """Or lower-case words every match's line contains (lower, upper or title case)."""
+    follows: str = ""
+    """For a rule read at its name (an assignment, a config's pair): what must follow the keyword and
+    the rest of the name it stands in (a regular expression); the pattern is then matched from the
+    name's start, never searched for around it."""
+    reach: int = 0
+    """Characters after a needle its match may reach, over line ends (0: its line only)."""
 
 
 def _library(
@@ -64,16 +69,17 @@ _B = r"(?<![A-Za-z0-9_\-])"
 _E = r"(?![A-Za-z0-9_\-])"
 
 
-def _ours(
+def make_rule(
     kind: str,
     pattern: str,
     check: Callable[[str], bool] | None = None,
     *,
     anchors: tuple[str, ...] = (),
     keywords: tuple[str, ...] = (),
-    assignment: bool = False,
+    follows: str = "",
+    reach: int = 0,
 ) -> Rule:
-    return Rule(kind, re.compile(pattern), check, anchors=anchors, keywords=keywords, assignment=assignment)
+    return Rule(kind, re.compile(pattern), check, anchors=anchors, keywords=keywords, follows=follows, reach=reach)
 
 
 PLACEHOLDERS = re.compile(
@@ -107,22 +113,30 @@ def random_looking(value: str) -> bool:
     return _generated(value)
 
 
+_CODE_MARKS = frozenset("(){}[]?;,\\<>`'\"")
+"""Characters of code and escapes, not of a generated value."""
+
+
 def _generated(value: str) -> bool:
     if len(value) < 12 or PLACEHOLDERS.match(value) or (value.isupper() and "_" in value):
         return False
-    if re.fullmatch(r"[A-Z][A-Z0-9_]*", value) or re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)+", value):
-        return False  # an identifier (SECRET_KEY_FALLBACKS) or a dotted/kebab word list
-    if "(" in value or "[" in value or re.fullmatch(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+", value):
-        return False  # code: a call, an index, an attribute chain (settings.OPENAI_KEY)
+    digits = sum(c.isdigit() for c in value)
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", value) and ("_" in value or digits < 3):
+        return False  # an identifier (SECRET_KEY_FALLBACKS, HTTP2SETTINGS), not a base32 seed
+    if re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)+", value):
+        return False  # a dotted/kebab word list
+    if re.search(r"[(\[{}<>]|\?\.", value) or re.fullmatch(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+", value):
+        return False  # code: a call, an index, a template, an attribute chain (settings.OPENAI_KEY, data?.key)
     if "/" in value and not re.search(r"[A-Za-z0-9+/]{20,}", value):
         return False  # a path
     hexadecimal = re.fullmatch(r"[0-9a-fA-F]+", value) is not None
-    digits = sum(c.isdigit() for c in value)
     mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    # A password's symbols (``Xk9!…``) count as a kind of character; code's (a call, a brace, an escape) do not.
+    symbols = not any(c in _CODE_MARKS for c in value) and any(c in "!#$%^&*@~|" for c in value)
     bits = entropy(value)
-    if digits == 0:  # letters only: mixed case and varied enough not to be a word or a camelCase name
+    if digits == 0 and not symbols:  # letters only: mixed case and varied enough not to be a word or a camelCase name
         return mixed and len(value) >= 20 and bits >= 4.0
-    return bits >= (3.0 if hexadecimal else 3.5) and (digits >= 2 or mixed)
+    return bits >= (3.0 if hexadecimal else 3.5) and (digits >= 2 or mixed or symbols)
 
 
 def generated_base64(value: str) -> bool:
@@ -147,19 +161,6 @@ def _jwt(value: str) -> bool:
     except (ValueError, UnicodeDecodeError):
         return False
     return isinstance(decoded, dict) and "alg" in decoded and value.count(".") >= 2
-
-
-_KEYWORD = (
-    r"[A-Za-z0-9_.\-]*(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|passwd|pwd|auth[_\-]?key|"
-    r"access[_\-]?key|private[_\-]?key|client[_\-]?secret|signing[_\-]?key|encryption[_\-]?key|credentials?|"
-    r"[_.\-]key(?![a-z])|(?-i:(?<=[a-z0-9])Key)|(?-i:^KEY|(?<=[^A-Za-z0-9])KEY)(?![A-Za-z]))"
-    r"[A-Za-z0-9_.\-]*"
-)
-"""A name that says it holds a secret: ``*_KEY``, ``apiKey``, ``client-key-data``, ``*_TOKEN``,
-``*_SECRET``, ``PASSWORD``, ``credentials``... (a word that merely holds ``key``, ``monkey``, is not)."""
-
-_CONNECTION_VALUE = r"('[^'\n]{3,200}'|\"[^\"\n]{3,200}\"|[^\s;&\"'\n]{3,200})"
-"""A password's value in a connection string (quoted, or up to the next separator)."""
 
 
 @functools.cache
@@ -212,171 +213,69 @@ def our_rules() -> list[Rule]:
         *_library("stripe-key", StripeDetector, ("k_live_",)),
         *_library("telegram-token", TelegramBotTokenDetector, (":AA",)),
         # -- what it lacks ------------------------------------------------------------------------------
-        _ours("anthropic-key", _B + r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{60,120}" + _E, anchors=("sk-ant-",)),
-        _ours("openai-key", _B + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{40,200}" + _E, anchors=("sk-",)),
-        _ours("openai-key", _B + r"sk-[A-Za-z0-9]{48}" + _E, anchors=("sk-",)),
-        _ours("deepseek-key", _B + r"sk-[0-9a-f]{32}" + _E, anchors=("sk-",)),
+        make_rule(
+            "anthropic-key", _B + r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{60,120}" + _E, anchors=("sk-ant-",)
+        ),
+        make_rule("openai-key", _B + r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{40,200}" + _E, anchors=("sk-",)),
+        make_rule("openai-key", _B + r"sk-[A-Za-z0-9]{48}" + _E, anchors=("sk-",)),
+        make_rule("deepseek-key", _B + r"sk-[0-9a-f]{32}" + _E, anchors=("sk-",)),
         # A JSON Web Token with its signature (detect-secrets' pattern stops before it).
-        _ours(
+        make_rule(
             "jwt",
             _B + r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}" + _E,
             _jwt,
             anchors=("eyJ",),
         ),
-        _ours("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, anchors=("AIza",)),
-        _ours("github-token", _B + r"github_pat_[A-Za-z0-9_]{70,90}" + _E, anchors=("github_pat_",)),
-        _ours("gitlab-token", _B + r"glpat-[A-Za-z0-9_\-]{20}" + _E, anchors=("glpat-",)),
-        _ours("stripe-key", _B + r"(?:sk|rk|pk)_(?:test|live)_[0-9A-Za-z]{20,99}" + _E, anchors=("_test_", "_live_")),
+        make_rule("google-api-key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E, anchors=("AIza",)),
+        make_rule("github-token", _B + r"github_pat_[A-Za-z0-9_]{70,90}" + _E, anchors=("github_pat_",)),
+        make_rule("gitlab-token", _B + r"glpat-[A-Za-z0-9_\-]{20}" + _E, anchors=("glpat-",)),
+        make_rule(
+            "stripe-key", _B + r"(?:sk|rk|pk)_(?:test|live)_[0-9A-Za-z]{20,99}" + _E, anchors=("_test_", "_live_")
+        ),
         # (A Twilio id's own start, AC or SK, is in too many words: found by where it is written.)
-        _ours("twilio-key", _B + r"(?:AC|SK)[0-9a-fA-F]{32}" + _E, keywords=("twilio", "sid", "account", "api_key")),
-        _ours("npm-token", _B + r"npm_[A-Za-z0-9]{36}" + _E, anchors=("npm_",)),
-        _ours("npm-token", r"_authToken\s*=\s*([^\s\"']{16,})", anchors=("_authToken",)),
-        _ours(
+        make_rule(
+            "twilio-key", _B + r"(?:AC|SK)[0-9a-fA-F]{32}" + _E, keywords=("twilio", "sid", "account", "api_key")
+        ),
+        make_rule("npm-token", _B + r"npm_[A-Za-z0-9]{36}" + _E, anchors=("npm_",)),
+        make_rule("npm-token", r"_authToken\s*=\s*([^\s\"']{16,})", anchors=("_authToken",)),
+        make_rule(
             "slack-webhook",
             r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]{20,}",
             anchors=("hooks.slack.com",),
         ),
-        _ours(
+        make_rule(
             "aws-secret-key",
             r"(?i)aws.{0,20}?(?:secret|key).{0,20}?[\"'=:\s]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
             keywords=("aws",),
         ),
         # An AWS secret key written on the line of its key id, before or after it.
-        _ours(
+        make_rule(
             "aws-secret-key",
             r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}[^\n]{0,200}?(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})"
             r"(?![A-Za-z0-9/+=])",
             generated_base64,
             anchors=AWS_KEY_IDS,
         ),
-        _ours(
+        make_rule(
             "aws-secret-key",
             r"(?<![A-Za-z0-9/+])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])[^\n]{0,200}?(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}",
             generated_base64,
             anchors=AWS_KEY_IDS,
         ),
-        _ours(
+        make_rule(
             "private-key",
             r"-----BEGIN[A-Z ]{0,20}PRIVATE KEY(?: BLOCK)?-----"
             r"(?:[\s\S]{0,12000}?-----END[A-Z ]{0,20}PRIVATE KEY(?: BLOCK)?-----"
             r"|(?:[A-Za-z0-9+/=:\-\s]|\\n|\\r){0,12000})",
             anchors=("PRIVATE KEY",),
         ),
-        _ours(
-            "url-password",
-            r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,100}:([^\s@/\"'<>]{3,200})@[^\s/@\"'<>]",
-            readable_password,
-            anchors=("://",),
-        ),
-        _ours(
-            "connection-password",
-            r"(?i)\b(?:host|server|user|uid|dbname|database|data source)\s*=[^\n]{0,300}?\b(?:password|pwd)\s*=\s*"
-            + _CONNECTION_VALUE,
-            readable_password,
-            keywords=("password", "pwd"),
-        ),
-        _ours(
-            "connection-password",
-            r"(?i)\b(?:password|pwd)\s*=\s*"
-            + _CONNECTION_VALUE
-            + r"(?=[^\n]{0,300}?\b(?:host|server|user|uid|dbname|database)\s*=)",
-            readable_password,
-            keywords=("password", "pwd"),
-        ),
-        _ours(
-            "authorization-header",
-            r"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+([A-Za-z0-9._~+/\-]{8,}=*)",
-            keywords=("authorization",),
-        ),
-        # Any other scheme, or none (Linear's ``Authorization: lin_api_…``, FCM's ``key=…``): a value that
-        # looks generated.
-        _ours(
-            "authorization-header",
-            r"(?i)authorization[\"']?\s*[:=]\s*[\"']?(?:(?!bearer|basic|token)[A-Za-z][\w\-]{0,30}\s+|key=)?"
-            r"([A-Za-z0-9._~+/:\-]{12,}=*)",
-            random_looking,
-            keywords=("authorization",),
-        ),
-        _ours("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{24,}" + _E, anchors=("whsec_",)),
-        _ours("doppler-token", _B + r"dp\.st\.[a-z0-9_\-]{2,35}\.[A-Za-z0-9]{40,44}" + _E, anchors=("dp.st.",)),
-        # A secret said in a sentence: "I set the token to …", "the key is …", "my password was …".
-        _ours(
-            "said-secret",
-            r"(?i)\b(?:api[ _\-]?)?(?:token|key|secret|password|passphrase|passcode|credentials?)\b"
-            r"(?:\s+(?:is|was|to|as|=|:)|\s*[=:])\s+[\"'`]?([^\s\"'`,;)}\]]{15,}[^\s\"'`,;)}\].!?])",
-            random_looking,
-            keywords=("token", "key", "secret", "password", "passphrase", "passcode", "credential"),
-        ),
-        # -- command lines and files that hold a password --------------------------------------------
-        # curl, wget, httpie, git... ``-u user:pass`` / ``--user user:pass`` (the password only).
-        _ours(
-            "cli-password",
-            r"(?<![\w\-])(?:-u|--user|--proxy-user)(?:=|\s+)[\"']?[^\s:\"'@]{1,100}:([^\s\"']{3,})",
-            lambda value: readable_password(value) and not value.isdigit(),
-            anchors=("-u", "--user", "--proxy-user"),
-        ),
-        # ``--password X``, ``--token=X``, ``--api-key X``...
-        _ours(
-            "cli-password",
-            r"(?<![\w\-])--(?:password|passwd|pass|token|api[_\-]?key|secret|client[_\-]secret|access[_\-]token|"
-            r"auth[_\-]token|bearer[_\-]token)(?:=|\s+)[\"']?([^\s\"']{3,})",
-            readable_password,
-            anchors=("--pass", "--token", "--api", "--secret", "--client", "--access", "--auth", "--bearer"),
-        ),
-        # A database client's password: ``mysql -pX``, ``mongosh -p X``, ``sshpass -p X``, ``redis-cli -a X``.
-        _ours(
-            "cli-password",
-            r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,300}?\s-p([^\s\"'-][^\s\"']{2,})",
-            readable_password,
-            keywords=("mysql", "mariadb"),
-        ),
-        _ours(
-            "cli-password",
-            r"\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|sshpass)\b[^\n|;&]{0,300}?\s"
-            r"(?:-p|--password)(?:\s+|=)?[\"']?([^\s\"'-][^\s\"']{2,})",
-            readable_password,
-            keywords=("mongo", "sshpass"),
-        ),
-        # ``docker login -p X`` (``--password X`` is the rule above's).
-        _ours(
-            "cli-password",
-            r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm\s+registry)\s+login\b[^\n|;&]{0,300}?\s-p(?:\s+|=)?[\"']?"
-            r"([^\s\"'-][^\s\"']{2,})",
-            readable_password,
-            keywords=("docker", "podman", "nerdctl", "buildah", "skopeo", "helm"),
-        ),
-        _ours(
-            "cli-password",
-            r"\bredis-cli\b[^\n|;&]{0,300}?\s(?:-a|--pass)\s+[\"']?([^\s\"'-][^\s\"']{2,})",
-            readable_password,
-            anchors=("redis-cli",),
-        ),
-        # ``.netrc``: ``machine HOST login USER password PASS`` on one line or over several.
-        _ours(
-            "netrc-password",
-            r"\bmachine\s+\S+\s+(?:(?:login|account|port)\s+\S+\s+){1,3}password\s+(\S+)",
-            readable_password,
-            anchors=("machine",),
-        ),
-        _ours("age-key", _B + r"AGE-SECRET-KEY-1[0-9A-Z]{58}" + _E, anchors=("AGE-SECRET-KEY-1",)),
+        make_rule("stripe-webhook-secret", _B + r"whsec_[A-Za-z0-9+/=]{24,}" + _E, anchors=("whsec_",)),
+        make_rule("doppler-token", _B + r"dp\.st\.[a-z0-9_\-]{2,35}\.[A-Za-z0-9]{40,44}" + _E, anchors=("dp.st.",)),
+        make_rule("age-key", _B + r"AGE-SECRET-KEY-1[0-9A-Z]{58}" + _E, anchors=("AGE-SECRET-KEY-1",)),
         # A PuTTY key's private part: the lines after ``Private-Lines: N``.
-        _ours(
+        make_rule(
             "private-key",
             r"Private-Lines:\s*\d+\s*(?:\\r)?(?:\n|\\n)((?:[A-Za-z0-9+/=]+(?:\r?\n|\\r?\\n)?){1,200})",
             anchors=("Private-Lines:",),
-        ),
-        # A cloud storage shared access signature (Azure SAS, signed URLs).
-        _ours(
-            "sas-signature",
-            r"[?&](?:sig|Signature|X-Goog-Signature|X-Amz-Signature)=([A-Za-z0-9%+/=_\-]{20,})",
-            anchors=("sig=", "Signature="),
-        ),
-        _ours(
-            "assigned-secret",
-            r"(?i)(?<![A-Za-z0-9])[\"']?" + _KEYWORD + r"[\"']?\s*(?::=|=>|=|:)\s*(?:[\"'`]([^\"'`\s]{8,})[\"'`]?"
-            r"|([^\s\"'`,;)}\]]{8,}))",
-            random_looking,
-            keywords=("key", "secret", "token", "passw", "pwd", "credential"),
-            assignment=True,
         ),
     ]
