@@ -23,6 +23,15 @@ def test_each_agent_has_a_setting_a_flag_and_a_config_key() -> None:
         assert agent.label in declared.help
 
 
+def test_each_row_names_its_reader_as_the_reader_names_itself() -> None:
+    # The table says an agent's name and prefix itself (the settings and --help read it without
+    # importing every reader); each reader, imported on first use, says the same.
+    for agent in AGENTS:
+        reader = agent.reader
+        assert (reader.name, reader.prefix) == (agent.label, agent.prefix)
+        assert callable(agent.default_root) and isinstance(agent.default_root(), Path)
+
+
 def test_the_sources_a_run_lists_are_the_table_s_in_order(tmp_path: Path) -> None:
     flags = {agent.setting: str(tmp_path / agent.key) for agent in AGENTS}
     config = tmp_path / "config.toml"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from core import JsonlSessionStore, OpenAICompatibleModel, format_session_reference_mention
-from core.agent.compaction import CompactionPolicy
+from core.agent.defaults import CompactionPolicy
 from core.agent.loop import ContextSettings
 from core.agent.tokens import WindowMemory
 from tests.conftest import say_assistant, say_user

@@ -19,9 +19,9 @@ from core.agent.compaction import (
     COMPACTION_FAILED,
     CONTEXT_PROMPT_TOO_LARGE,
     CompactionError,
-    CompactionPolicy,
 )
 from core.agent.context import ContextMeter
+from core.agent.defaults import CompactionPolicy
 from core.agent.loop import ContextSettings
 from core.agent.openai_model import dsh_usage
 from core.agent.tokens import (

@@ -15,9 +15,9 @@ from core.abort import AbortSignal
 from core.agent.compaction import (
     SUMMARY_CLOSE_TAG,
     SUMMARY_OPEN_TAG,
-    CompactionPolicy,
     frame_summary,
 )
+from core.agent.defaults import CompactionPolicy
 from core.agent.loop import ContextSettings
 from tests.conftest import say_assistant, say_user, text
 from tests.test_agent import chunk, serve

@@ -64,3 +64,26 @@ def test_the_engine_s_names_still_come_from_core() -> None:
         assert getattr(core, name).__name__ == name
     modules = loaded("from core import SessionReferenceService")
     assert "httpx" not in heavy_in(modules) and "detect_secrets" not in heavy_in(modules)
+
+
+def test_sessionref_mcp_answers_its_handshake_before_the_engine_loads() -> None:
+    # What the main thread of ``sessionref mcp`` imports to read its flags and settings and make the
+    # handshake's answers: no pydantic, no search, no store, no MCP SDK (the store opens on a thread
+    # of its own once the tools were listed).
+    code = (
+        "import argparse\n"
+        "from tui.cli.mcp import add_commands\n"
+        "from tui.cli.options import command_effective\n"
+        "from core.mcp.stdio import Opening, serve\n"
+        "from core.mcp.protocol import listed_tools\n"
+        "parser = argparse.ArgumentParser(prog='sessionref')\n"
+        "add_commands(parser.add_subparsers(dest='command'))\n"
+        "args = parser.parse_args(['mcp', '--root', '/tmp', '--no-external'])\n"
+        "read_bytes = command_effective('mcp', args).settings.tool_read_bytes\n"
+        "assert [tool['name'] for tool in listed_tools(read_bytes)]"
+    )
+    modules = loaded(code)
+    assert heavy_in(modules) == ["asyncio"]  # (the protocol's loop)
+    engine = ("core.search", "core.catalog", "core.stores", "core.folder", "core.reference", "core.sessions.models")
+    assert [name for name in modules if name.startswith(engine)] == []
+    assert [name for name in modules if name.startswith("core.sessions.sources.") and "registry" not in name] == []

@@ -127,7 +127,9 @@ def test_each_declared_setting_is_a_flag_a_file_key_and_a_line_of_sessionref_con
     """Everything about a setting comes from its one declaration: the app's parser has its flag
     (storing into its name), the file accepts its key (and a profile its profile key) within its
     bounds and refuses one outside them, and ``sessionref config`` prints it."""
-    from core.settings.config_file import ConfigFile, Profile
+    from core.settings.config_file import _models
+
+    Profile, ConfigFile = _models()  # (made the first time a file is read)
     from core.settings.declared import declarations
     from tui.cli.options import build_parser
 

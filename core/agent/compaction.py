@@ -31,6 +31,7 @@ from core.abort import AbortSignal
 from core.agent.bounded_text import BoundedText
 from core.agent.chat_models import SUMMARY_REQUEST_MARK, ChatModel, ModelError, model_chunks
 from core.agent.context import ContextReading, estimate_event
+from core.agent.defaults import CompactionPolicy
 from core.agent.tokens import estimate_history, estimate_text
 from core.agent.wire import wire_text
 from core.constants import COMPACT_CHECKPOINT_SOURCE
@@ -86,10 +87,6 @@ SUMMARY_INSTRUCTION = "\n".join(
 )
 """The summarization request: the final user message after the history it condenses."""
 
-SUMMARY_MAX_TOKENS = 8192
-SUMMARY_MAX_CHARS = 100_000
-"""The summary kept at most, whatever a model writes past ``SUMMARY_MAX_TOKENS`` (cut with a notice)."""
-"""The cap on a summary's length (dsh's default), lowered for small windows (see ``summary_cap``)."""
 SPLIT_MARGIN = 0.9
 """A summary request is packed to this fraction of the room it has (estimates are estimates)."""
 
@@ -112,35 +109,6 @@ class CompactionError(SessionrefError):
     def __init__(self, message: str, code: str, *, context_limit: int | None = None) -> None:
         super().__init__(message, code)
         self.context_limit = context_limit
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionPolicy:
-    """When and how much to compact.
-
-    Attributes:
-        threshold_ratio: a send whose request would pass this fraction of the window compacts first.
-        retain_ratio: recent history kept verbatim, as a fraction of the window (dsh's 0.16).
-        auto: compact before sends and after a context-length error; off: only on demand.
-        summary_max_tokens: the summary's length cap asked of the model.
-        summary_max_chars: the summary's length cap kept, whatever the model wrote (cut with a notice).
-    """
-
-    threshold_ratio: float = 0.8
-    retain_ratio: float = 0.16
-    auto: bool = True
-    summary_max_tokens: int = SUMMARY_MAX_TOKENS
-    summary_max_chars: int = SUMMARY_MAX_CHARS
-
-    def __post_init__(self) -> None:
-        if not 0 < self.threshold_ratio <= 1:
-            raise ValueError(f"threshold_ratio must be in (0, 1], not {self.threshold_ratio}")
-        if not 0 <= self.retain_ratio < self.threshold_ratio:
-            raise ValueError(f"retain_ratio must be in [0, threshold_ratio), not {self.retain_ratio}")
-        if self.summary_max_tokens <= 0:
-            raise ValueError(f"summary_max_tokens must be positive, not {self.summary_max_tokens}")
-        if self.summary_max_chars <= 0:
-            raise ValueError(f"summary_max_chars must be positive, not {self.summary_max_chars}")
 
 
 def summary_cap(policy: CompactionPolicy, window: int) -> int:

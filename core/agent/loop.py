@@ -25,10 +25,11 @@ from core.agent.compaction import (
     CompactionResult,
 )
 from core.agent.context import ContextMeter, ContextReading
+from core.agent.defaults import MAX_STEPS
 from core.agent.session_tools import SessionTools
 from core.agent.step import StepRunner
 from core.agent.tokens import ContextWindow
-from core.agent.tool_steps import MAX_STEPS, TURN_STEP_LIMIT
+from core.agent.tool_steps import TURN_STEP_LIMIT
 from core.agent.window_keeper import ContextSettings, WindowKeeper, prompt_estimate
 from core.errors import SessionQueryError, SessionReferenceError
 from core.listeners import Listeners

@@ -14,21 +14,13 @@ from urllib.parse import quote
 from core.abort import AbortSignal
 from core.agent.chat_models import MODEL_CONTEXT_LENGTH, MODEL_REPLY_TOO_LARGE, ModelError
 from core.agent.chunks import Chunk, ToolCallDelta
+from core.agent.defaults import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
 from core.agent.tokens import context_limit_in, is_context_overflow
 from core.agent.wire import wire_messages
 from core.sessions.wire_shapes import ModelMessage, TokenUsage, ToolDefinition
 
 if TYPE_CHECKING:
     import httpx
-
-DEEPSEEK_BASE_URL = "https://api.deepseek.com"
-DEEPSEEK_MODEL = "deepseek-chat"
-
-REPLY_SECONDS = 600.0
-"""The default overall time limit of one reply, first byte to last: a server that trickles a byte
-a minute (each read in time) or streams without end still ends the turn."""
-MAX_REPLY_BYTES = 16 * 1024 * 1024
-"""The default size cap of one reply's stream as received (server-sent events, JSON and all)."""
 
 
 def _error_for_status(response: httpx.Response, body: str) -> ModelError:

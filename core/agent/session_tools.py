@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from core.agent.defaults import MIN_READ_BYTES, READ_BYTES
 from core.agent.tool_specs import (
     SEARCH_LIMIT,
     SPECS,
@@ -57,11 +58,6 @@ from core.secrets.finder import mask_secrets
 from core.serialization import utf8_length
 from core.sessions.models import SessionRecord
 from core.sessions.wire_shapes import ToolDefinition
-
-READ_BYTES = 65536
-"""What one ``read_session`` call returns at most (UTF-8 bytes of its frame's JSON), by default."""
-MIN_READ_BYTES = 1024
-"""The least a ``read_session`` page may be set to hold (a frame and a cut message's notice fit)."""
 
 TOOL_UNKNOWN = "TOOL_UNKNOWN"
 TOOL_SESSION_NOT_FOUND = "TOOL_SESSION_NOT_FOUND"

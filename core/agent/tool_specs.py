@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from core.agent.tool_texts import frame_data
 from core.errors import SessionrefError
 from core.sessions.sources.registry import agent_names
 from core.sessions.wire_shapes import ToolDefinition
@@ -149,6 +148,8 @@ def _referenced(arguments: Mapping[str, Any], _output: str, label_of: LabelOf | 
 
 
 def _read(arguments: Mapping[str, Any], output: str, label_of: LabelOf | None) -> str:
+    from core.agent.tool_texts import frame_data  # (the texts' module reads sessions: not for the tool list)
+
     session = _session_named(arguments, label_of)
     frame = frame_data(output)
     if isinstance(frame, dict):

@@ -23,14 +23,13 @@ from typing import Any
 
 from core.abort import AbortSignal, race_abort
 from core.agent.chunks import ToolCallDelta
-from core.agent.session_tools import MIN_READ_BYTES, READ_BYTES, SessionTools, ToolResult
+from core.agent.defaults import MAX_STEPS, MIN_READ_BYTES, READ_BYTES
+from core.agent.session_tools import SessionTools, ToolResult
 from core.errors import ReferenceCancelled, SessionReferenceError
 from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent
 from core.sessions.session import Session
 
-MAX_STEPS = 8
-"""Steps one turn may take (each tool round is a step); past it the turn ends ``TURN_STEP_LIMIT``."""
 TURN_STEP_LIMIT = "TURN_STEP_LIMIT"
 
 

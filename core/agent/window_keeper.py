@@ -16,13 +16,13 @@ from core.agent.compaction import (
     COMPACTION_CANCELLED,
     CONTEXT_PROMPT_TOO_LARGE,
     CompactionError,
-    CompactionPolicy,
     CompactionProgress,
     CompactionResult,
     checkpoint_allowance,
     compact,
 )
 from core.agent.context import ContextMeter, ContextReading
+from core.agent.defaults import MAX_REASONING_CHARS, CompactionPolicy
 from core.agent.tokens import ContextWindow, WindowMemory, estimate_history, resolve_window
 from core.errors import ReferenceCancelled
 from core.listeners import Listeners
@@ -30,9 +30,6 @@ from core.reference.baking import bake_prompt_message
 from core.sessions.models import HookContext, SessionEvent
 from core.sessions.session import Session
 from core.sessions.wire_shapes import ContentBlock, ModelMessage
-
-MAX_REASONING_CHARS = 200_000
-"""A reply's reasoning kept at most (it is logged, shown collapsed, never sent again)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,8 @@
 """The MCP server's stdio, owned: every line the client sends is read here first, so that a request
 whose id can be read gets exactly one answer.
 
-The SDK's stdio transport validates each line and drops one it cannot take (a debug log line, no
-reply), leaving the client to wait for its own timeout. ``sessionref mcp`` hands the SDK its own
-stdin and stdout instead (``stdio_server(stdin, stdout)``): ``Lines`` reads the client's lines,
-forwards those the SDK will take and answers the others itself through ``Wire``, the one writer
-of stdout:
+``Lines`` reads the client's lines, forwards those the protocol takes (``core.mcp.protocol``) and
+answers the others itself through ``Wire``, the one writer of stdout:
 
 - a line that is not JSON: ``-32700`` (parse error), when its id can still be read;
 - a frame that is not a JSON-RPC request (no ``"jsonrpc": "2.0"``, a method that is not a string,
@@ -18,27 +15,28 @@ of stdout:
   as bytes that are not UTF-8 do.
 
 A frame whose id cannot be read (or a notification, or a response) is answered by nobody, as
-JSON-RPC has it; its problem goes to stderr as one line. Nothing is patched inside the SDK.
+JSON-RPC has it; its problem goes to stderr as one line.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import os
+import queue
 import re
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-import anyio
-import anyio.to_thread
-
-from core.agent.session_tools import TOOL_INVALID_ARGUMENTS
+from core.agent.tool_specs import TOOL_INVALID_ARGUMENTS
 from core.display import visible
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
-"""The longest frame read (a tool call needs a few KiB; the SDK itself has no bound)."""
+"""The longest frame read (a tool call needs a few KiB)."""
 MAX_DEPTH = 32
 """The deepest a frame may nest (objects and arrays; a ``tools/call``'s arguments sit at level 3)."""
 
@@ -53,7 +51,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 @dataclass
 class Verdict:
-    """What becomes of one line: the text forwarded to the SDK, the answers we write, a log line."""
+    """What becomes of one line: the text forwarded to the protocol, the answers we write, a log line."""
 
     forward: str | None = None
     answers: list[dict[str, Any]] = field(default_factory=list)
@@ -163,8 +161,8 @@ def _refusal(outline: _Outline, problem: str, code: int) -> Verdict:
 
 
 def screen(line: bytes, validate: Callable[[str], object]) -> Verdict:
-    """What to do with one line the client sent (``validate``: the SDK's own check of a frame,
-    raising when it would drop it)."""
+    """What to do with one line the client sent (``validate``: the protocol's check of a frame,
+    ``core.mcp.protocol.check_frame``, raising when it cannot take it)."""
     text = line.decode("utf-8", "replace").strip()
     if not text:
         return Verdict()
@@ -191,7 +189,7 @@ def screen(line: bytes, validate: Callable[[str], object]) -> Verdict:
     forward = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
     try:
         validate(forward)
-    except Exception:  # whatever the SDK's check raises, it would drop the frame
+    except Exception:  # whatever the check raises, the frame cannot be taken
         return _refusal(_outline_of(message), _what_is_wrong(message), _code_for(message))
     return Verdict(forward=forward)
 
@@ -220,35 +218,45 @@ def _what_is_wrong(message: dict[str, Any]) -> str:
 
 
 class Wire:
-    """The server's stdout: whole lines, one writer at a time (the SDK's answers and ours)."""
+    """The server's stdout: whole lines, in the order sent, written by one thread of its own (a
+    client that stops reading blocks that thread, not the server, nor its exit)."""
 
     def __init__(self, out: BinaryIO) -> None:
         self._out = out
-        self._lock = anyio.Lock()
-
-    async def write(self, text: str) -> None:
-        """Write ``text`` (the SDK's ``json + "\\n"``) whole."""
-        data = text.encode("utf-8", "replace")
-        async with self._lock:
-            await anyio.to_thread.run_sync(self._write_all, data)
-
-    async def flush(self) -> None:
-        """Nothing to do: every write is whole on the pipe when it returns."""
+        self._queue: queue.SimpleQueue[tuple[bytes, concurrent.futures.Future[None]]] = queue.SimpleQueue()
+        self._started = False
 
     async def send(self, message: dict[str, Any]) -> None:
-        """Write one message of ours."""
-        data = encode_frame(message)
-        async with self._lock:
-            await anyio.to_thread.run_sync(self._write_all, data)
+        """Write one message, whole.
 
-    def _write_all(self, data: bytes) -> None:
-        self._out.write(data)
-        self._out.flush()
+        Raises:
+            OSError: the client's end is gone (``BrokenPipeError``).
+        """
+        if not self._started:
+            self._started = True
+            threading.Thread(target=self._write_all, name="mcp-out", daemon=True).start()
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._queue.put((encode_frame(message), done))
+        await asyncio.wrap_future(done)
+
+    def _write_all(self) -> None:
+        while True:
+            data, done = self._queue.get()
+            if not done.set_running_or_notify_cancel():
+                continue  # (its sender was cancelled: the server is ending)
+            try:
+                self._out.write(data)
+                self._out.flush()
+            except BaseException as error:  # handed to the sender (a broken pipe: the client went)
+                done.set_exception(error)
+            else:
+                done.set_result(None)
 
 
 class Lines:
-    """The server's stdin as the SDK reads it: the frames it can take, one a line; the others are
-    answered through ``wire`` (see the module docstring)."""
+    """The server's stdin as the protocol reads it: the frames it can take, one a line; the others
+    are answered through ``wire`` (see the module docstring). A line is read when the protocol asks
+    for the next one, by a thread of its own (the server may end while it waits for the client)."""
 
     def __init__(
         self,
@@ -261,13 +269,15 @@ class Lines:
         self._wire = wire
         self._validate = validate
         self._log = log if log is not None else _to_stderr
+        self._wanted: queue.SimpleQueue[concurrent.futures.Future[bytes | None]] = queue.SimpleQueue()
+        self._started = False
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
 
     async def _lines(self) -> AsyncIterator[str]:
         while True:
-            line = await anyio.to_thread.run_sync(self._read_line, abandon_on_cancel=True)
+            line = await self._next()
             if line is None:
                 return
             if len(line) > MAX_LINE_BYTES:
@@ -280,6 +290,24 @@ class Lines:
                 self._log(verdict.log)
             if verdict.forward is not None:
                 yield verdict.forward + "\n"
+
+    async def _next(self) -> bytes | None:
+        if not self._started:
+            self._started = True
+            threading.Thread(target=self._read_all, name="mcp-in", daemon=True).start()
+        line: concurrent.futures.Future[bytes | None] = concurrent.futures.Future()
+        self._wanted.put(line)
+        return await asyncio.wrap_future(line)
+
+    def _read_all(self) -> None:
+        while True:
+            line = self._wanted.get()
+            if not line.set_running_or_notify_cancel():
+                continue  # (its reader was cancelled: the server is ending)
+            try:
+                line.set_result(self._read_line())
+            except BaseException as error:  # handed to the reader
+                line.set_exception(error)
 
     def _read_line(self) -> bytes | None:
         """The next line (``None`` at the end); a line over the bound comes back as its head, one

@@ -4,6 +4,8 @@ that give them (``flags``). The command line and ``sessionref mcp`` both read th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from core.settings.config_file import (
     CONFIG_INVALID,
     ConfigError,
@@ -23,8 +25,24 @@ from core.settings.flags import (
     required_database_url,
     source_settings,
 )
-from core.settings.run_config import RunConfig, run_config
-from core.settings.sources import external_sources
+
+if TYPE_CHECKING:
+    from core.settings.run import RunConfig, run_config
+    from core.settings.sources import external_sources
+
+_LAZY = {"RunConfig": "run", "run_config": "run", "external_sources": "sources"}
+"""Names whose modules import what a run needs (the agent's settings, other agents' readers): read
+on first use (PEP 562), so the flags, ``--help`` and ``sessionref mcp``'s handshake never load them."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"core.settings.{module}"), name)
+
 
 __all__ = [
     "CONFIG_INVALID",

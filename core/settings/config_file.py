@@ -13,25 +13,31 @@ import functools
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Optional
-
-import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+import types
+import typing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
 
 from core.errors import SessionrefError
 from core.settings.declared import Declared, SettingValue, declaration_of, declarations, value_type
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 CONFIG_INVALID = "SESSIONREF_CONFIG_INVALID"
 
 
 def default_config_path() -> str:
     """``config.toml`` in the platform's user config folder."""
+    import platformdirs
+
     return os.path.join(platformdirs.user_config_dir("sessionref", appauthor=False), "config.toml")
 
 
 def window_memory_path() -> str:
     """Where learned context windows are kept (the platform's user state folder)."""
+    import platformdirs
+
     return os.path.join(platformdirs.user_state_dir("sessionref", appauthor=False), "context-windows.json")
 
 
@@ -53,11 +59,7 @@ def redact_conninfo(conninfo: str) -> str:
     return _PARAM_PASSWORD.sub(r"\1***", conninfo)
 
 
-# -- the file's schema, from the declarations ----------------------------------------------------------
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+# -- the file's schema, from the declarations (pydantic models, made the first time a file is read) ------
 
 
 def _bounded(name: str, declared: Declared) -> tuple[Any, Any]:
@@ -65,6 +67,8 @@ def _bounded(name: str, declared: Declared) -> tuple[Any, Any]:
 
     (A field definition of pydantic's ``create_model``: a type form built at run time, which the
     type checker cannot name, hence ``Any`` here and in the models built from these.)"""
+    from pydantic import Field
+
     bounds = {
         key: getattr(declared, key)
         for key in ("gt", "ge", "lt", "le", "min_length", "pattern")
@@ -73,24 +77,58 @@ def _bounded(name: str, declared: Declared) -> tuple[Any, Any]:
     return Optional[value_type(name)], Field(default=None, **bounds)  # noqa: UP045 - a runtime type
 
 
-@functools.cache
-def _checker(name: str) -> TypeAdapter[Any]:
-    kind, bounds = _bounded(name, declaration_of(name))
-    checked: Any = Annotated[kind, bounds]
-    return TypeAdapter(checked, config=ConfigDict(strict=True))
-
-
 def within_bounds(name: str, value: object) -> bool:
-    """Whether ``value`` is what setting ``name`` may be: the very check the file's key gets."""
-    try:
-        _checker(name).validate_python(value)
-    except ValidationError:
+    """Whether ``value`` is what setting ``name`` may be: of its type (strictly: a bool is not a
+    number, a number not a string) and within its declared bounds; the check the file's schema
+    makes of a key (``tests/test_settings_bounds.py`` holds the two the same), without pydantic."""
+    declared = declaration_of(name)
+    if value is None:
+        return True  # (left out: the default stands)
+    if not _of_type(value_type(name), value):
         return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if declared.gt is not None and not value > declared.gt:
+            return False
+        if declared.ge is not None and not value >= declared.ge:
+            return False
+        if declared.lt is not None and not value < declared.lt:
+            return False
+        if declared.le is not None and not value <= declared.le:
+            return False
+    if isinstance(value, str):
+        if declared.min_length is not None and len(value) < declared.min_length:
+            return False
+        if declared.pattern is not None and re.search(declared.pattern, value) is None:
+            return False
     return True
 
 
+def _of_type(kind: object, value: object) -> bool:
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        return any(_of_type(part, value) for part in typing.get_args(kind))
+    if typing.get_origin(kind) is typing.Literal:
+        return any(type(value) is type(choice) and value == choice for choice in typing.get_args(kind))
+    if kind is type(None):
+        return value is None
+    if kind is bool:
+        return type(value) is bool
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is str:
+        return isinstance(value, str)
+    return False
+
+
+@functools.cache
 def _models() -> tuple[type[BaseModel], type[BaseModel]]:
     """The profile model and the whole file's model."""
+    from pydantic import BaseModel, ConfigDict, Field, create_model
+
+    class _Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+
     profile_fields: dict[str, Any] = {}
     tables: dict[str, dict[str, Any]] = {}
     for name, _default, declared in declarations():
@@ -109,8 +147,6 @@ def _models() -> tuple[type[BaseModel], type[BaseModel]]:
         file_fields[table] = (model, Field(default_factory=model))
     return profile, create_model("ConfigFile", __base__=_Strict, **file_fields)
 
-
-Profile, ConfigFile = _models()
 
 _SECRET_KEYS = re.compile(r"(^|_)(api_?key|key|token|secret|password)$", re.I)
 
@@ -144,24 +180,26 @@ class LoadedConfig:
 
     path: str
     exists: bool
-    data: BaseModel = field(default_factory=ConfigFile)
-    """The file as its schema read it (``ConfigFile``)."""
+    data: BaseModel | None = None
+    """The file as its schema read it (``ConfigFile``; ``None``: there is no file)."""
     text: str = ""
 
     @property
     def default_profile(self) -> str | None:
         """The profile used without ``--profile``."""
-        value: str | None = getattr(self.data, "default_profile")  # noqa: B009 - a field of the derived model
+        value: str | None = getattr(self.data, "default_profile", None)
         return value
 
     @property
     def profiles(self) -> dict[str, BaseModel]:
         """The file's profiles by name."""
-        value: dict[str, BaseModel] = getattr(self.data, "profiles")  # noqa: B009 - a field of the derived model
+        value: dict[str, BaseModel] = getattr(self.data, "profiles", {})
         return value
 
     def value(self, table: str, key: str) -> SettingValue:
         """What the file sets ``[table] key`` to (``None``: it does not)."""
+        if self.data is None:
+            return None
         value: SettingValue = getattr(getattr(self.data, table), key)
         return value
 
@@ -216,8 +254,10 @@ def load_config(path: str | None = None) -> LoadedConfig:
                     ".".join(dotted),
                     "keys are never stored here: put the key in an environment variable and name it with api_key_env",
                 )
+    from pydantic import ValidationError
+
     try:
-        data = ConfigFile.model_validate(parsed)
+        data = _models()[1].model_validate(parsed)
     except ValidationError as error:
         first = error.errors()[0]
         loc = tuple(str(part) for part in first["loc"])

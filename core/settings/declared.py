@@ -17,11 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, TypeVar
 
-from core.agent.compaction import SUMMARY_MAX_CHARS
-from core.agent.openai_model import DEEPSEEK_BASE_URL, DEEPSEEK_MODEL, MAX_REPLY_BYTES, REPLY_SECONDS
-from core.agent.session_tools import MIN_READ_BYTES, READ_BYTES
-from core.agent.tool_steps import MAX_STEPS
-from core.agent.window_keeper import MAX_REASONING_CHARS
+from core.agent.defaults import (
+    DEEPSEEK_BASE_URL,
+    DEEPSEEK_MODEL,
+    MAX_REASONING_CHARS,
+    MAX_REPLY_BYTES,
+    MAX_STEPS,
+    MIN_READ_BYTES,
+    READ_BYTES,
+    REPLY_SECONDS,
+    SUMMARY_MAX_CHARS,
+)
 from core.constants import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES
 from core.sessions.sources.registry import BY_KEY as SOURCE_AGENTS
 from core.sessions.sources.registry import agent_names

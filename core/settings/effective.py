@@ -8,11 +8,10 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from core.agent.compaction import CompactionPolicy
-from core.agent.tokens import WindowMemory, reference_bytes_for, resolve_window
+from core.agent.defaults import CompactionPolicy
 from core.display import visible
-from core.search.meaning import Embedder, embedder_for
 from core.settings.config_file import (
     CONFIG_INVALID,
     ConfigError,
@@ -23,6 +22,9 @@ from core.settings.config_file import (
     within_bounds,
 )
 from core.settings.declared import STORE_ENV, Settings, declaration_of, declarations, value_type
+
+if TYPE_CHECKING:
+    from core.search.meaning import Embedder
 
 Origin = str
 """Where a setting came from: ``default``, ``--flag``, ``$VARIABLE`` or ``FILE:LINE``."""
@@ -111,6 +113,8 @@ def effective_settings(config: LoadedConfig, flags: Mapping[str, object], enviro
     settings = Settings(**values)  # type: ignore[arg-type]  # each value was read as its declaration says
     if origins["max_reference_bytes"] == "default" and settings.context_fraction is not None:
         # Opt-in: each source gets a share of the model's window; an explicit max_reference_bytes wins.
+        from core.agent.tokens import WindowMemory, reference_bytes_for, resolve_window
+
         window = resolve_window(
             settings.model,
             base_url=settings.base_url,
@@ -164,5 +168,7 @@ def format_effective(config: LoadedConfig, effective: Effective) -> str:
 def embedder_of(settings: Settings) -> Embedder | None:
     """What embeds messages for search by meaning: nothing with ``--no-meaning``, the profile's
     ``embeddings_url`` when set, else the shipped offline model."""
+    from core.search.meaning import embedder_for
+
     url, model, key_env = settings.embeddings_url, settings.embeddings_model, settings.embeddings_key_env
     return embedder_for(settings.meaning, url, model, key_env, redact=settings.redaction)

@@ -20,7 +20,7 @@ from core import (
 )
 from core.sessions.query import Watcher
 from core.sessions.session import system_clock
-from core.settings.run_config import RunConfig
+from core.settings.run import RunConfig
 from core.stores import SessionStore
 from tui.app.listing_keeper import (
     FIRST_PAINT_WAIT,

@@ -1,7 +1,8 @@
 """The ``sessionref`` command and its subcommands (the app is imported only when it starts).
 
 ``sessionref --version`` answers before anything else is imported: it is what scripts and agents run
-to check the command is there.
+to check the command is there. ``sessionref mcp`` is parsed without the other commands: an agent
+starts it at the beginning of each of its sessions and waits for its first answer.
 """
 
 from __future__ import annotations
@@ -21,9 +22,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         except PackageNotFoundError:
             print("sessionref unknown")
         return 0
+    if arguments[:1] == ["mcp"] and not {"-h", "--help"} & set(arguments):
+        return _mcp(arguments)
     from tui.cli.command import main as run
 
     return run(argv)
+
+
+def _mcp(arguments: list[str]) -> int:
+    """``sessionref mcp …``, its parser alone (the same one the whole command line adds)."""
+    import argparse
+
+    from core.display import visible
+    from tui.cli.command_error import CommandError
+    from tui.cli.mcp import add_commands
+
+    parser = argparse.ArgumentParser(prog="sessionref")
+    add_commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    args = parser.parse_args(arguments)
+    try:
+        code: int = args.run(args)
+    except CommandError as error:
+        print(visible(error.message), file=sys.stderr)
+        return error.exit_code
+    return code
 
 
 __all__ = ["main"]

@@ -1,4 +1,10 @@
-"""``sessionref mcp``: the command that serves the session tools over MCP (``core.mcp``)."""
+"""``sessionref mcp``: the command that serves the session tools over MCP (``core.mcp``).
+
+It starts in a blink: the flags and the config file are read first (a bad one is one line and exit
+2, before anything is served), then the handshake is answered while the store, its index and other
+agents' sessions open on a thread (``core.mcp.stdio``). Nothing heavy is imported before the first
+answer; ``sessionref mcp`` is parsed without the other commands (``tui.cli.main``'s fast path).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,13 @@ import argparse
 import asyncio
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from core.catalog import SessionCatalog
-from core.mcp.server import SessionToolServer, client_gone, serve
 from core.settings import CommandTaker
+
+if TYPE_CHECKING:
+    from core.mcp.server import SessionToolServer
+    from core.settings import Effective
 
 
 def add_commands(commands: CommandTaker) -> None:
@@ -27,7 +36,7 @@ def add_commands(commands: CommandTaker) -> None:
     parser.set_defaults(run=mcp_command, parser=parser, demo=False)
 
 
-def open_tool_server(command: str, args: argparse.Namespace) -> SessionToolServer:
+def open_tool_server(command: str, args: argparse.Namespace, effective: Effective | None = None) -> SessionToolServer:
     """The session tools over the store and other agents' sessions a subcommand's options and settings
     name, for the folder it runs in (``sessionref mcp``, ``sessionref search``). The caller closes the
     server and its catalog's store.
@@ -35,9 +44,11 @@ def open_tool_server(command: str, args: argparse.Namespace) -> SessionToolServe
     Raises:
         CommandError: the store cannot be used.
     """
-    from tui.cli.options import command_settings, open_command_store
+    from core.catalog import SessionCatalog
+    from core.mcp.server import SessionToolServer
+    from tui.cli.options import command_run_config, command_settings, open_command_store
 
-    run = command_settings(command, args)[1]
+    run = command_settings(command, args)[1] if effective is None else command_run_config(command, args, effective)
     opened = open_command_store(command, root=run.store.root, url=run.store.url if run.store.root is None else None)
     return SessionToolServer(
         SessionCatalog(opened, run.sources),
@@ -51,14 +62,21 @@ def open_tool_server(command: str, args: argparse.Namespace) -> SessionToolServe
 
 
 def mcp_command(args: argparse.Namespace) -> int:
-    """Run ``sessionref mcp``."""
-    from tui.cli.options import sessionref_version
+    """Run ``sessionref mcp``.
 
-    server = open_tool_server("mcp", args)
-    store = server.catalog.store
+    Raises:
+        CommandError: the store cannot be used (``EXIT_ROOT``), found before serving for a folder.
+    """
+    from core.mcp.stdio import Opening, client_gone, serve
+    from tui.cli.options import check_store_folder, command_effective, sessionref_version
+
+    effective = command_effective("mcp", args)  # (a bad flag or file: one line, exit 2, nothing served)
+    settings = effective.settings
+    if settings.store is None or settings.root is not None:
+        check_store_folder("mcp", settings.root)  # (a missing folder: one line, exit 3, nothing served)
+    opening = Opening(lambda: _started(open_tool_server("mcp", args, effective)))
     try:
-        server.start()
-        asyncio.run(serve(server, sessionref_version()))
+        asyncio.run(serve(opening, settings.tool_read_bytes, sessionref_version()))
     except BaseException as error:
         if not client_gone(error):
             raise
@@ -67,6 +85,13 @@ def mcp_command(args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
     finally:
-        server.close()
-        store.close()
+        server = opening.opened()
+        if server is not None:
+            server.close()
+            server.catalog.store.close()
     return 0
+
+
+def _started(server: SessionToolServer) -> SessionToolServer:
+    server.start()  # (lists the store and begins indexing, in the background)
+    return server

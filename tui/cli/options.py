@@ -4,26 +4,24 @@ from __future__ import annotations
 
 import argparse
 import os
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as package_version
-
-import platformdirs
+from typing import TYPE_CHECKING
 
 from core.display import visible
 from core.errors import SessionQueryError, SessionReferenceError
 from core.settings import (
     ConfigError,
     Effective,
-    RunConfig,
     add_setting_flags,
     effective_settings,
     given,
     load_config,
-    run_config,
     source_settings,
 )
-from core.stores import SessionStore, open_store
 from tui.cli.command_error import CommandError
+
+if TYPE_CHECKING:
+    from core.settings import RunConfig
+    from core.stores import SessionStore
 
 EXIT_USAGE = 2
 EXIT_ROOT = 3
@@ -32,14 +30,28 @@ EXIT_SESSION = 4
 
 def sessionref_version() -> str:
     """The installed package's version (its metadata), or ``unknown`` for a source tree never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        return package_version("sessionref")
+        return version("sessionref")
     except PackageNotFoundError:
         return "unknown"
 
 
+class _Version(argparse.Action):
+    """``--version``: the package's version, read when asked (not each time the parser is built)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        parser.exit(0, f"{parser.prog} {sessionref_version()}\n")
+
+
 def default_root() -> str:
     """The platform's user data folder for sessionref (``~/.local/share/sessionref/sessions`` on Linux)."""
+    import platformdirs
+
     return os.path.join(platformdirs.user_data_dir("sessionref", appauthor=False), "sessions")
 
 
@@ -53,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
             "read-only snapshot of it with your request, and the preview shows exactly what before you send."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {sessionref_version()}")
+    parser.add_argument("--version", action=_Version)
     add_app_arguments(parser)
     return parser
 
@@ -132,15 +144,27 @@ def open_command_store(command: str, *, root: str | None, url: str | None, keep_
     Raises:
         CommandError: it cannot be used (``sessionref <command>: …``, ``EXIT_ROOT``).
     """
+    from core.stores import open_store
+
     try:
         if url is not None:
             return open_store(url=url)
-        folder = root or default_root()
-        if not os.path.isdir(folder):
-            raise CommandError(f"sessionref {command}: {folder} is not a session store folder", EXIT_ROOT)
+        folder = check_store_folder(command, root)
         return open_store(root=folder, keep_listing=keep_listing)
     except SessionQueryError as error:
         raise CommandError(f"sessionref {command}: {error.line}", EXIT_ROOT) from error
+
+
+def check_store_folder(command: str, root: str | None) -> str:
+    """The store folder a subcommand works on (default: the app's), which must exist.
+
+    Raises:
+        CommandError: it does not (``EXIT_ROOT``).
+    """
+    folder = root or default_root()
+    if not os.path.isdir(folder):
+        raise CommandError(f"sessionref {command}: {folder} is not a session store folder", EXIT_ROOT)
+    return folder
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -154,10 +178,27 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
 def command_settings(command: str, args: argparse.Namespace) -> tuple[Effective, RunConfig]:
     """The settings a subcommand runs with (config file < environment < flags) and the engine's config
     they give; a bad value ends it with one line (``sessionref <command>: …``) and ``EXIT_USAGE``."""
+    effective = command_effective(command, args)
+    return effective, command_run_config(command, args, effective)
+
+
+def command_effective(command: str, args: argparse.Namespace) -> Effective:
+    """The settings a subcommand runs with (see ``command_settings``), without the engine's config:
+    the flags and the config file only (nothing of the engine imported)."""
     parser: argparse.ArgumentParser = args.parser
     try:
-        effective = effective_settings(load_config(args.config), given(args), dict(os.environ))
-        return effective, run_config(effective)
+        return effective_settings(load_config(args.config), given(args), dict(os.environ))
+    except ConfigError as error:
+        parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(str(error))}\n")
+
+
+def command_run_config(command: str, args: argparse.Namespace, effective: Effective) -> RunConfig:
+    """The engine's config ``effective`` gives (see ``command_settings``)."""
+    from core.settings import run_config
+
+    parser: argparse.ArgumentParser = args.parser
+    try:
+        return run_config(effective)
     except ConfigError as error:
         parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(str(error))}\n")
     except SessionReferenceError as error:

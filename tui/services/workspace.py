@@ -25,15 +25,15 @@ from core import (
     SessionReferenceService,
     SessionSearch,
 )
+from core.agent.defaults import MAX_STEPS
 from core.agent.session_tools import SessionTools
-from core.agent.tool_steps import MAX_STEPS
 from core.catalog.catalog import SessionCatalog
 from core.reference.staleness import moved_on_words, newer_messages
 from core.search.finder import FULL_BUDGET
 from core.sessions import event_types as ev
 from core.sessions.models import SessionRecord
 from core.sessions.session import not_found
-from core.settings.run_config import RunConfig
+from core.settings.run import RunConfig
 from core.stores import OwnIndex, SessionStore, open_message_index
 
 Clock = Callable[[], int]

@@ -9,25 +9,14 @@ agent is its reader module, one row here, and its tests.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from core.sessions.sources.aider import AiderSource, aider_root
-from core.sessions.sources.claude import ClaudeCodeSource, claude_root
-from core.sessions.sources.cline import ClineSource, cline_root
-from core.sessions.sources.codex import CodexSource, codex_root
-from core.sessions.sources.continue_cli import ContinueSource, continue_root
-from core.sessions.sources.copilot import CopilotCliSource, copilot_root
-from core.sessions.sources.gemini import GeminiCliSource, gemini_root
-from core.sessions.sources.hermes import HermesSource, hermes_root
-from core.sessions.sources.merged import ExternalSource
-from core.sessions.sources.opencode import KiloSource, OpenCodeSource, kilo_root, opencode_root
-from core.sessions.sources.openhands import OpenHandsSource, openhands_root
-from core.sessions.sources.pi import PiSource, pi_root
-from core.sessions.sources.qwen import QwenCodeSource, qwen_root
-from core.sessions.sources.vibe import VibeSource, vibe_root
+if TYPE_CHECKING:
+    from core.sessions.sources.merged import ExternalSource
 
 
 class SourceReader(Protocol):
@@ -47,13 +36,18 @@ class AgentSource:
 
     key: str
     badge: str
+    label: str
+    """The agent's name (``Claude Code``) everywhere; its reader's ``name`` (a test holds them equal)."""
+    prefix: str
+    """What its sessions' ids start with (``claude:``); its reader's ``prefix``."""
+    reader_at: str
+    """Its reader class, ``module:Class`` in ``core.sessions.sources`` (imported when first read)."""
+    root_at: str
+    """The function that finds its folder, ``module:function`` likewise."""
     default_help: str
     """Where its folder is by default, as the help says it (the environment first)."""
     unset: str
     """The folder when nothing in the environment names one."""
-    default_root: Callable[[], Path]
-    reader: SourceReader
-    """Its reader, which says its ids' ``prefix`` and its ``name`` (the agent's name everywhere)."""
     env: str | None = None
     """The environment variable the setting shows as its origin, when the agent has exactly one."""
     what: str = "folder"
@@ -61,14 +55,16 @@ class AgentSource:
     """What of the folder is listed, as the help says it."""
 
     @property
-    def prefix(self) -> str:
-        """What its sessions' ids start with (``claude:``), as its reader says."""
-        return self.reader.prefix
+    def reader(self) -> SourceReader:
+        """Its reader (imported now: the settings, ``--help`` and the tool list never need it)."""
+        reader: SourceReader = _imported(self.reader_at)
+        return reader
 
     @property
-    def label(self) -> str:
-        """The agent's name (``Claude Code``), as its reader says."""
-        return self.reader.name
+    def default_root(self) -> Callable[[], Path]:
+        """Where its folder is, the environment read now."""
+        root: Callable[[], Path] = _imported(self.root_at)
+        return root
 
     @property
     def setting(self) -> str:
@@ -86,100 +82,122 @@ AGENTS: tuple[AgentSource, ...] = (
     AgentSource(
         "claude",
         "CC",
+        "Claude Code",
+        "claude:",
+        "claude:ClaudeCodeSource",
+        "claude:claude_root",
         "$CLAUDE_CONFIG_DIR, else ~/.claude",
         "~/.claude",
-        claude_root,
-        ClaudeCodeSource,
         env="CLAUDE_CONFIG_DIR",
     ),
     AgentSource(
         "codex",
         "CX",
+        "Codex CLI",
+        "codex:",
+        "codex:CodexSource",
+        "codex:codex_root",
         "$CODEX_HOME, else ~/.codex",
         "~/.codex",
-        codex_root,
-        CodexSource,
         env="CODEX_HOME",
     ),
     AgentSource(
         "gemini",
         "GM",
+        "Gemini CLI",
+        "gemini:",
+        "gemini:GeminiCliSource",
+        "gemini:gemini_root",
         "$GEMINI_CLI_HOME/.gemini, else ~/.gemini",
         "~/.gemini",
-        gemini_root,
-        GeminiCliSource,
     ),
     AgentSource(
         "qwen",
         "QW",
+        "Qwen Code",
+        "qwen:",
+        "qwen:QwenCodeSource",
+        "qwen:qwen_root",
         "$QWEN_RUNTIME_DIR, else $QWEN_HOME, else ~/.qwen",
         "~/.qwen",
-        qwen_root,
-        QwenCodeSource,
     ),
     AgentSource(
         "opencode",
         "OC",
+        "opencode",
+        "opencode:",
+        "opencode:OpenCodeSource",
+        "opencode:opencode_root",
         "$XDG_DATA_HOME/opencode, else ~/.local/share/opencode; $OPENCODE_DB names another database",
         "~/.local/share/opencode",
-        opencode_root,
-        OpenCodeSource,
         what="data folder",
         held="database's sessions",
     ),
     AgentSource(
         "kilo",
         "KL",
+        "Kilo CLI",
+        "kilo:",
+        "opencode:KiloSource",
+        "opencode:kilo_root",
         "$XDG_DATA_HOME/kilo, else ~/.local/share/kilo",
         "~/.local/share/kilo",
-        kilo_root,
-        KiloSource,
         what="data folder",
         held="kilo.db sessions",
     ),
     AgentSource(
         "copilot",
         "CP",
+        "GitHub Copilot CLI",
+        "copilot:",
+        "copilot:CopilotCliSource",
+        "copilot:copilot_root",
         "$COPILOT_HOME, else ~/.copilot",
         "~/.copilot",
-        copilot_root,
-        CopilotCliSource,
         env="COPILOT_HOME",
     ),
     AgentSource(
         "pi",
         "PI",
+        "pi",
+        "pi:",
+        "pi:PiSource",
+        "pi:pi_root",
         "$PI_CODING_AGENT_SESSION_DIR, else $PI_CODING_AGENT_DIR, else ~/.pi/agent",
         "~/.pi/agent",
-        pi_root,
-        PiSource,
     ),
     AgentSource(
         "continue",
         "CN",
+        "Continue",
+        "continue:",
+        "continue_cli:ContinueSource",
+        "continue_cli:continue_root",
         "$CONTINUE_GLOBAL_DIR, else ~/.continue",
         "~/.continue",
-        continue_root,
-        ContinueSource,
         env="CONTINUE_GLOBAL_DIR",
     ),
     AgentSource(
         "cline",
         "CL",
+        "Cline CLI",
+        "cline:",
+        "cline:ClineSource",
+        "cline:cline_root",
         "$CLINE_SESSION_DATA_DIR, else $CLINE_DATA_DIR/sessions, else $CLINE_DIR/data/sessions, "
         "else ~/.cline/data/sessions",
         "~/.cline/data/sessions",
-        cline_root,
-        ClineSource,
         what="sessions folder",
     ),
     AgentSource(
         "hermes",
         "HE",
+        "Hermes Agent",
+        "hermes:",
+        "hermes:HermesSource",
+        "hermes:hermes_root",
         "$HERMES_HOME, else ~/.hermes",
         "~/.hermes",
-        hermes_root,
-        HermesSource,
         env="HERMES_HOME",
         what="home folder",
         held="state.db sessions",
@@ -187,30 +205,36 @@ AGENTS: tuple[AgentSource, ...] = (
     AgentSource(
         "aider",
         "AI",
+        "Aider",
+        "aider:",
+        "aider:AiderSource",
+        "aider:aider_root",
         "your home folder; and the folders other sessions ran in",
         "~",
-        aider_root,
-        AiderSource,
         what="projects folder",
         held="projects' .aider.chat.history.md chats",
     ),
     AgentSource(
         "vibe",
         "MV",
+        "Mistral Vibe",
+        "vibe:",
+        "vibe:VibeSource",
+        "vibe:vibe_root",
         "$VIBE_HOME, else ~/.vibe",
         "~/.vibe",
-        vibe_root,
-        VibeSource,
         env="VIBE_HOME",
         what="home folder",
     ),
     AgentSource(
         "openhands",
         "OH",
+        "OpenHands",
+        "openhands:",
+        "openhands:OpenHandsSource",
+        "openhands:openhands_root",
         "$OPENHANDS_CONVERSATIONS_DIR, else $OPENHANDS_PERSISTENCE_DIR/conversations, else ~/.openhands/conversations",
         "~/.openhands/conversations",
-        openhands_root,
-        OpenHandsSource,
         what="conversations folder",
         held="conversations",
     ),
@@ -224,6 +248,11 @@ def agent_names() -> str:
     """The agents by name, as prose names them ("Claude Code, Codex CLI, … and GitHub Copilot CLI")."""
     labels = [agent.label for agent in AGENTS]
     return ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def _imported(where: str) -> Any:
+    module, _, name = where.partition(":")
+    return getattr(importlib.import_module(f"core.sessions.sources.{module}"), name)
 
 
 def badge_of(session_id: str) -> str | None:

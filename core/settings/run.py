@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.agent.compaction import CompactionPolicy
+from core.agent.defaults import CompactionPolicy
 from core.agent.tokens import WindowMemory
 from core.agent.tool_steps import ToolSettings
 from core.agent.window_keeper import ContextSettings
