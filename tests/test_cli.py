@@ -38,7 +38,9 @@ def test_no_pack_reaches_the_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         seen.append(options["pack_chunks"])
         raise OSError(13, "stop here")
 
-    monkeypatch.setattr(cli, "open_store", recording)
+    import core.stores
+
+    monkeypatch.setattr(core.stores, "open_store", recording)  # (the command imports it when it runs)
     assert cli.main(["--root", str(tmp_path), "--no-pack"]) == cli.EXIT_ROOT
     assert cli.main(["--root", str(tmp_path)]) == cli.EXIT_ROOT
     assert seen == [False, True]

@@ -31,11 +31,23 @@ import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from core.agent.tool_specs import TOOL_NAMES
-from core.handoff.briefing import SERVER_NAME, HandoffError
+from core.errors import SessionrefError
 from core.sessions.sources.registry import BY_KEY as SOURCES
-from core.stores import SessionStore, hosted
+
+if TYPE_CHECKING:
+    from core.stores import SessionStore
+
+SERVER_NAME = "sessionref"
+"""The name the agents know the session tools' MCP server by."""
+
+
+class HandoffError(SessionrefError):
+    """A hand-off that cannot go ahead: one line that says why, and a stable code (here, beside the
+    agents, so that the command line lists them without importing the briefing's machinery)."""
+
 
 ARGUMENT_BYTES = 120_000
 """The largest argument an agent is started with (Linux refuses one over 128 KiB)."""
@@ -81,6 +93,8 @@ class ToolServer:
     def of_store(cls, store: SessionStore, *, config: str | None = None, redact: bool = True) -> ToolServer | None:
         """``sessionref mcp`` on the same store as ``store`` (``None`` for a memory store: no other
         process can read it)."""
+        from core.stores import hosted
+
         location = hosted(store).location
         if location is None:
             return None

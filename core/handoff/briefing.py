@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from core.catalog import SessionCatalog
-from core.errors import SessionQueryError, SessionReferenceError, SessionrefError
+from core.errors import SessionQueryError, SessionReferenceError
+from core.handoff.agents import SERVER_NAME as SERVER_NAME
+from core.handoff.agents import HandoffError as HandoffError
 from core.handoff.git_state import GitState, git_state
 from core.reference.service import SessionReferenceService, build_context
 from core.reference.uri import ReferenceInput, decode_session_reference_uri
@@ -27,12 +29,6 @@ DEFAULT_GOAL = "Continue the work of this session where it stopped."
 HANDOFF_UNREADABLE = "HANDOFF_SESSION_UNREADABLE"
 HANDOFF_NO_SESSION = "HANDOFF_NO_SESSION"
 HANDOFF_NO_FOLDER = "HANDOFF_FOLDER_MISSING"
-SERVER_NAME = "sessionref"
-"""The name the agents know the session tools' MCP server by."""
-
-
-class HandoffError(SessionrefError):
-    """A hand-off that cannot go ahead: one line that says why, and a stable code."""
 
 
 @dataclass(frozen=True)

@@ -20,25 +20,21 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from core import ChatModel, EchoModel, OpenAICompatibleModel, SessionQueryError, SessionReferenceError
-from core.folder.doctor import Finding, diagnose, format_diagnosis
+from core.display import visible
+from core.errors import SessionQueryError, SessionReferenceError
 from core.settings import (
     CommandTaker,
     ConfigError,
     Effective,
     LoadedConfig,
-    RunConfig,
     Settings,
     add_setting_flags,
     effective_settings,
-    external_sources,
     format_effective,
     given,
     load_config,
-    run_config,
     source_settings,
 )
-from core.stores import SessionStore, open_store
 from tui.cli.command_error import CommandError
 from tui.cli.options import (
     EXIT_ROOT,
@@ -50,9 +46,12 @@ from tui.cli.options import (
     served_options,
     sessionref_version,
 )
-from tui.services.text import visible
 
 if TYPE_CHECKING:
+    from core import ChatModel
+    from core.folder.doctor import Finding
+    from core.settings import RunConfig
+    from core.stores import SessionStore
     from tui.app.sessionref_app import SessionRefApp
 
 APP_FPS = 240
@@ -91,6 +90,8 @@ def _fail(message: str, code: int) -> CommandError:
 
 
 def _model(settings: Settings) -> ChatModel:
+    from core import EchoModel, OpenAICompatibleModel
+
     if settings.backend == "openai":
         return OpenAICompatibleModel.from_environment(
             base_url=settings.base_url,
@@ -192,6 +193,8 @@ def command_parser() -> argparse.ArgumentParser:
 def doctor(args: argparse.Namespace) -> int:
     """``sessionref doctor``: check a store read-only; exit 0 when healthy, 1 when something needs
     attention, 3 when there is no store folder."""
+    from core.folder.doctor import diagnose, format_diagnosis
+
     if args.store is not None:
         from core.database.health import diagnose_database  # psycopg only for a database
 
@@ -200,6 +203,7 @@ def doctor(args: argparse.Namespace) -> int:
         diagnosis = diagnose(args.root or default_root(), args.compression)
     if not any(finding.kind in ("missing_root", "unreachable", "missing_schema") for finding in diagnosis.findings):
         from core.catalog.source_check import check_sources
+        from core.settings import external_sources
 
         _config, effective = _settings(args.parser, args)
         diagnosis.findings.extend(check_sources(external_sources(effective)))
@@ -218,6 +222,8 @@ def doctor(args: argparse.Namespace) -> int:
 def _secret_findings(args: argparse.Namespace) -> list[Finding]:
     """``doctor --secrets``: the store's sessions that hold secrets (read-only; one warning each)."""
     from core.catalog.secret_check import check_secrets
+    from core.folder.doctor import Finding
+    from core.stores import open_store
 
     try:
         if args.store is not None:
@@ -251,6 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _app(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     """Run the app itself (no subcommand)."""
+    from core.settings import run_config
+    from core.stores import open_store
+
     effective = _settings(parser, args)[1]
     settings = effective.settings
     if settings.backend != "openai" and (args.base_url or args.model):
@@ -300,6 +309,8 @@ def _database_store(url: str, pack_chunks: bool) -> SessionStore:
     Raises:
         CommandError: it cannot be used.
     """
+    from core.stores import open_store
+
     try:
         return open_store(url=url, pack_chunks=pack_chunks)
     except SessionQueryError as error:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from core.errors import SessionQueryError
 from core.settings import CommandTaker, add_database_options, required_database_url
-from tui.services.text import visible
+
+if TYPE_CHECKING:
+    pass
 
 EXIT_DATABASE = 3
 
@@ -40,6 +43,8 @@ def add_commands(commands: CommandTaker) -> None:
 
 def db_command(args: argparse.Namespace) -> int:
     """Run ``sessionref db init``."""
+    from tui.services.text import visible
+
     init: argparse.ArgumentParser = args.parser
     url = required_database_url(init, args, "give the database: --store postgresql://... (or $SESSIONREF_STORE)")
     from core.database.schema import SCHEMA_VERSION

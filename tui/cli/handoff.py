@@ -13,30 +13,30 @@ its folder is gone); 2 bad arguments; 3 the store cannot be used.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
-from core.catalog import SessionCatalog
 from core.errors import SessionQueryError
-from core.handoff.agents import AGENTS, Agent, Launch, ToolServer
-from core.handoff.briefing import Briefing, HandoffError, build_briefing, resolve_session
-from core.handoff.record import Handoff, now_ms, record_handoff, side_file
-from core.reference.uri import format_session_reference_mention
 from core.settings import (
     CommandTaker,
 )
-from core.stores import SessionStore
 from tui.cli.command_error import CommandError
 from tui.cli.options import EXIT_USAGE
-from tui.services.text import visible
+
+if TYPE_CHECKING:
+    from core.handoff.agents import Agent, Launch
+    from core.handoff.briefing import Briefing
+    from core.handoff.record import Handoff
+    from core.stores import SessionStore
 
 EXIT_CANNOT = 1
 
 
 def add_commands(commands: CommandTaker) -> None:
     """``sessionref handoff`` in the command line's parser."""
+    from core.handoff.agents import AGENTS
     from tui.cli.options import add_store_options
 
     parser = commands.add_parser(
@@ -67,6 +67,8 @@ def add_commands(commands: CommandTaker) -> None:
 
 
 def _say(message: str) -> None:
+    from tui.services.text import visible
+
     print(visible(f"sessionref handoff: {message}"), file=sys.stderr)
 
 
@@ -77,6 +79,12 @@ def _cannot(message: str) -> CommandError:
 
 def handoff_command(args: argparse.Namespace) -> int:
     """Run ``sessionref handoff``."""
+    import asyncio
+
+    from core.catalog import SessionCatalog
+    from core.handoff.agents import AGENTS, ToolServer
+    from core.handoff.briefing import HandoffError, build_briefing, resolve_session
+    from core.handoff.record import Handoff, now_ms, side_file
     from tui.cli.options import command_settings, default_root, open_command_store
 
     parser: argparse.ArgumentParser = args.parser
@@ -140,6 +148,8 @@ def _ask_goal(args: argparse.Namespace) -> str | None:
 
 def _show(briefing: Briefing, agent: Agent, headless: bool) -> None:
     """The briefing and its size, on stderr (stdout is the agent's)."""
+    from tui.services.text import visible
+
     masked = sum(briefing.masked.values())
     secrets = (
         f"{masked} secret{'' if masked == 1 else 's'} masked"
@@ -157,6 +167,8 @@ def _show(briefing: Briefing, agent: Agent, headless: bool) -> None:
 
 
 def _confirm(agent: Agent, briefing: Briefing) -> bool:
+    from tui.services.text import visible
+
     if not sys.stdin.isatty():
         raise CommandError(
             "sessionref handoff: no terminal to confirm at: add --yes to start without asking; nothing was started",
@@ -171,6 +183,9 @@ def _confirm(agent: Agent, briefing: Briefing) -> bool:
 
 def _run(launch: Launch, agent: Agent, store: SessionStore, handoff: Handoff, side: str, own: bool) -> int:
     """Start the agent, record the hand-off once it started, wait for it; its exit code."""
+    from core.handoff.record import record_handoff
+    from tui.services.text import visible
+
     where = "nowhere"
 
     def started() -> None:
@@ -203,6 +218,9 @@ def _continue_here(
 ) -> list[str]:
     """``--to sessionref``: the app's options for a new session in the folder whose draft references
     the source (the hand-off noted first)."""
+    from core.handoff.record import record_handoff
+    from core.reference.uri import format_session_reference_mention
+
     mention = format_session_reference_mention(briefing.session_id, briefing.title)
     draft = f"{mention} {briefing.goal}"
     try:

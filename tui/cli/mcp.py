@@ -9,7 +9,6 @@ answer; ``sessionref mcp`` is parsed without the other commands (``tui.cli.main`
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -67,6 +66,8 @@ def mcp_command(args: argparse.Namespace) -> int:
     Raises:
         CommandError: the store cannot be used (``EXIT_ROOT``), found before serving for a folder.
     """
+    import asyncio
+
     from core.mcp.stdio import Opening, client_gone, serve
     from tui.cli.options import check_store_folder, command_effective, sessionref_version
 

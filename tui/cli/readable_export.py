@@ -10,22 +10,27 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from core.catalog.catalog import SessionCatalog
 from core.display import visible_lines
 from core.errors import SessionQueryError, SessionReferenceError
-from core.export.readable import readable, to_html, to_markdown
-from core.reference.uri import decode_session_reference_uri
 from core.settings import ConfigError, effective_settings, external_sources, given, load_config
 from tui.cli.command_error import CommandError
 from tui.cli.options import open_command_store
-from tui.services.text import visible
+
+if TYPE_CHECKING:
+    pass
 
 EXIT_MISSING = 1
 
 
 def readable_export(args: argparse.Namespace) -> int:
     """Write the session ``args.directory`` names as ``args.format``."""
+    from core.catalog.catalog import SessionCatalog
+    from core.export.readable import readable, to_html, to_markdown
+    from core.reference.uri import decode_session_reference_uri
+    from tui.services.text import visible
+
     parser: argparse.ArgumentParser = args.parser
     try:
         effective = effective_settings(load_config(args.config), given(args), dict(os.environ))

@@ -8,15 +8,16 @@ A store's message index is brought up to date first, its progress on stderr.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.display import visible
-from core.search.index_values import IndexStatus
-from core.search.meaning_index import MeaningProgress
 from core.settings import CommandTaker
+
+if TYPE_CHECKING:
+    from core.search.index_values import IndexStatus
+    from core.search.meaning_index import MeaningProgress
 
 ROLE_WORDS = {"user": "you", "assistant": "ai", "summary": "summary"}
 DEFAULT_LIMIT = 10
@@ -46,6 +47,8 @@ def add_commands(commands: CommandTaker) -> None:
 
 def search_command(args: argparse.Namespace) -> int:
     """Run ``sessionref search``."""
+    import asyncio
+
     from core.errors import SessionrefError
     from tui.cli.mcp import open_tool_server
     from tui.cli.options import EXIT_USAGE

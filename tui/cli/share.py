@@ -15,14 +15,14 @@ secrets), 2 bad arguments, 3 the database cannot be used.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from core.errors import SessionQueryError
-from core.reference.projection import project_conversation
-from core.secrets.conversation import describe_secrets, mask_conversation
 from core.settings import CommandTaker, add_database_options, required_database_url
-from core.stores import SessionStore, open_store
 from tui.cli.command_error import CommandError
-from tui.services.text import visible
+
+if TYPE_CHECKING:
+    from core.stores import SessionStore
 
 EXIT_REFUSED = 1
 EXIT_DATABASE = 3
@@ -59,6 +59,9 @@ def add_commands(commands: CommandTaker) -> None:
 
 def share_command(args: argparse.Namespace) -> int:
     """Run ``sessionref share`` or ``sessionref unshare`` (``args.command``)."""
+    from core.stores import open_store
+    from tui.services.text import visible
+
     kind = args.command
     sharing = kind == "share"
     parser: argparse.ArgumentParser = args.parser
@@ -96,6 +99,9 @@ def share_command(args: argparse.Namespace) -> int:
 def _secrets_held(store: SessionStore, session_id: str) -> str:
     """The kinds of secret the session's conversation holds and where ("" when none, or when it cannot
     be read: then sharing it fails with the database's own reason)."""
+    from core.reference.projection import project_conversation
+    from core.secrets.conversation import describe_secrets, mask_conversation
+
     try:
         surface = store.surface(session_id)
     except SessionQueryError:

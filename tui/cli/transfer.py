@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import argparse
 import os
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from core.display import visible
 from core.errors import SessionQueryError
 from core.settings import CommandTaker, add_setting_flags, source_settings
-from core.stores import open_store
+
+if TYPE_CHECKING:
+    pass
 
 EXIT_DATABASE = 3
 
@@ -74,6 +73,12 @@ def add_commands(commands: CommandTaker) -> None:
 
 def transfer_command(args: argparse.Namespace) -> int:
     """Run ``sessionref import`` or ``sessionref export`` (``args.command``)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.text import Text
+
+    from core.stores import open_store
+
     kind = args.command
     into = kind == "import"
     parser: argparse.ArgumentParser = args.parser
