@@ -110,6 +110,7 @@ def main() -> None:
     parser.add_argument(
         "--only",
         choices=[
+            "startup",
             "engine",
             "store",
             "search",
@@ -129,6 +130,10 @@ def main() -> None:
         help="run one group of benchmarks",
     )
     args = parser.parse_args()
+    if args.only in (None, "startup"):
+        from bench.startup import main as bench_startup
+
+        bench_startup(args.repeats)
     if args.only in (None, "engine"):
         bench_retention(args.repeats)
         bench_literal(args.repeats)

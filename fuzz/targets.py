@@ -325,19 +325,16 @@ def _display_seeds() -> list[bytes]:
 
 def mcp_frame(data: bytes) -> str:
     """A line a client sends ``sessionref mcp`` (``core.mcp.wire.screen``): forwarded as a frame the
-    SDK takes, or answered with one JSON-RPC error (or tool error) carrying its id, or dropped only when
-    no request id can be read; a request that parses is never dropped."""
-    from mcp_types import jsonrpc_message_adapter
-
+    protocol takes (``core.mcp.protocol.check_frame``), or answered with one JSON-RPC error (or tool
+    error) carrying its id, or dropped only when no request id can be read; a request that parses is
+    never dropped."""
+    from core.mcp.protocol import check_frame
     from core.mcp.wire import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, encode_frame, screen
 
-    def validate(frame: str) -> object:
-        return jsonrpc_message_adapter.validate_json(frame, by_name=False)
-
-    verdict = screen(data, validate)
+    verdict = screen(data, check_frame)
     check(verdict.forward is None or not verdict.answers, "a frame both forwarded and answered")
     if verdict.forward is not None:
-        validate(verdict.forward)  # the SDK takes it
+        check_frame(verdict.forward)  # the protocol takes it
         check(not any(0xD800 <= ord(c) <= 0xDFFF for c in verdict.forward), "a lone surrogate forwarded")
         return "ok:forwarded"
     for answer in verdict.answers:

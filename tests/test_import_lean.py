@@ -87,3 +87,13 @@ def test_sessionref_mcp_answers_its_handshake_before_the_engine_loads() -> None:
     engine = ("core.search", "core.catalog", "core.stores", "core.folder", "core.reference", "core.sessions.models")
     assert [name for name in modules if name.startswith(engine)] == []
     assert [name for name in modules if name.startswith("core.sessions.sources.") and "registry" not in name] == []
+
+
+def test_sessionref_help_builds_every_command_s_parser_without_the_engine() -> None:
+    # The whole command line (every subcommand's flags, the settings' declarations) is built for
+    # --help; what each command runs with is imported when it runs.
+    modules = loaded("from tui.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass")
+    assert heavy_in(modules) == []
+    engine = ("core.search", "core.catalog", "core.stores", "core.folder", "core.reference", "core.secrets")
+    assert [name for name in modules if name.startswith((*engine, "core.sessions.models", "tui.app"))] == []
+    assert "tomllib" not in modules  # (read only when a config file is)

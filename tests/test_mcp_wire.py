@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from core.mcp.protocol import check_frame
 from core.mcp.wire import MAX_DEPTH, MAX_LINE_BYTES, screen
 from tests.test_mcp import _store
 from tests.test_session_tools import frame_text
@@ -175,12 +176,8 @@ def test_a_line_over_the_bound_is_refused_by_its_id(server: _Server) -> None:
     server.close()
 
 
-def test_the_screen_forwards_what_the_sdk_takes_unchanged_in_meaning() -> None:
-    from mcp_types import jsonrpc_message_adapter
-
-    def validate(frame: str) -> object:
-        return jsonrpc_message_adapter.validate_json(frame, by_name=False)
-
+def test_the_screen_forwards_what_the_protocol_takes_unchanged_in_meaning() -> None:
+    validate = check_frame
     line = _call(1, {"query": "wombat", "limit": 3}).encode()
     verdict = screen(line, validate)
     assert verdict.answers == [] and verdict.forward is not None
@@ -194,6 +191,44 @@ def test_the_screen_forwards_what_the_sdk_takes_unchanged_in_meaning() -> None:
     assert refused["result"]["isError"] and "TOOL_INVALID_ARGUMENTS" in refused["result"]["content"][0]["text"]
     # A response the client sends (to a request of ours) is never answered, even malformed.
     assert screen(b'{"jsonrpc":"2.0","id":4,"result":', validate).answers == []
+
+
+FRAMES = [
+    '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x"}}',
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    '{"jsonrpc":"2.0","id":1,"method":"ping","params":null}',
+    '{"jsonrpc":"2.0","id":1,"method":"ping","extra":1}',
+    '{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}',
+    '{"jsonrpc":"1.0","id":1,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":1,"method":5}',
+    '{"jsonrpc":"2.0","id":1}',
+    '{"jsonrpc":"2.0","id":1,"result":{}}',
+    '{"jsonrpc":"2.0","id":null,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":true,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":1,"error":{}}',
+]
+
+
+@pytest.mark.parametrize("frame", FRAMES)
+def test_the_protocol_s_check_takes_what_the_official_sdk_takes(frame: str) -> None:
+    # The server no longer runs the SDK (its import alone took 505 ms); its schema of a JSON-RPC
+    # message is the reference. Where the two differ, neither answers: an id that is not a string or
+    # an integer (the SDK reads the frame as a notification), a malformed response (nobody answers one).
+    from mcp_types import jsonrpc_message_adapter
+
+    try:
+        jsonrpc_message_adapter.validate_json(frame, by_name=False)
+        sdk = True
+    except ValueError:
+        sdk = False
+    try:
+        check_frame(frame)
+        ours = True
+    except ValueError:
+        ours = False
+    if ours != sdk:
+        assert screen(frame.encode(), check_frame).answers == [], frame
 
 
 def test_an_answer_to_an_id_with_a_lone_surrogate_gives_the_id_back_as_it_was_written() -> None:

@@ -74,14 +74,15 @@ def listed_tools(read_bytes: int) -> list[dict[str, Any]]:
 
 def valid_frame(message: Mapping[str, Any]) -> bool:
     """Whether a JSON object is a message this protocol has: a request or a notification
-    (``"jsonrpc": "2.0"``, a string ``method``, an object ``params`` if any, an id that is a string
-    or an integer if any), or a response (an id and a result or an error)."""
+    (``"jsonrpc": "2.0"``, a string ``method``, an object ``params`` or null if any, an id that is a
+    string or an integer if any), or a response (an id and a result or an error)."""
     if message.get("jsonrpc") != "2.0":
         return False
     if "id" in message and not _is_id(message["id"]):
         return False
     if "method" in message:
-        return isinstance(message["method"], str) and isinstance(message.get("params", {}), dict)
+        params = message.get("params")
+        return isinstance(message["method"], str) and (params is None or isinstance(params, dict))
     return "id" in message and ("result" in message or "error" in message)
 
 

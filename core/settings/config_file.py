@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import tomllib
 import types
 import typing
 from dataclasses import dataclass
@@ -236,6 +235,8 @@ def load_config(path: str | None = None) -> LoadedConfig:
         return LoadedConfig(path, False)
     except OSError as error:
         raise ConfigError(f"{path}: cannot read the config file: {error.strerror} ({CONFIG_INVALID})") from None
+    import tomllib
+
     text = raw.decode("utf-8", "replace")
     try:
         parsed = tomllib.loads(text)
