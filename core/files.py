@@ -75,16 +75,19 @@ def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, foll
 
 
 def open_regular_sized(
-    path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, follow: bool = False
+    path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, follow: bool = False, seen_regular: bool = False
 ) -> tuple[int, int]:
     """``open_regular``, and the file's size when it was opened (its ``fstat``, taken anyway).
+    ``seen_regular``: the caller has just ``lstat``-ed it as a regular file (a listing's walk), so it
+    is not looked at again before the open; the ``fstat`` after it still refuses what was swapped in.
 
     Raises:
         UnsafeFile, OSError: as ``open_regular``.
     """
-    kind = kind_of((os.stat(path) if follow else os.lstat(path)).st_mode)
-    if kind != "regular":
-        raise UnsafeFile(path, kind)
+    if not seen_regular:
+        kind = kind_of((os.stat(path) if follow else os.lstat(path)).st_mode)
+        if kind != "regular":
+            raise UnsafeFile(path, kind)
     extra = os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags | extra)

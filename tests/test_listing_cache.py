@@ -37,9 +37,9 @@ def header_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
     real = store_layout.read_header
 
-    def counting(path: str, compression: str) -> object:
+    def counting(path: str, compression: str, **options: bool) -> object:
         reads.append(path)
-        return real(path, compression)  # type: ignore[arg-type]
+        return real(path, compression, **options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(store_layout, "read_header", counting)
     return reads

@@ -120,7 +120,7 @@ def _header_bytes(probe: bytes, path: str, compression: Compression) -> bytes | 
     return line if newline else None
 
 
-def read_header(path: str, compression: Compression) -> SessionHeader:
+def read_header(path: str, compression: Compression, *, seen_regular: bool = False) -> SessionHeader:
     """Read only the header frame/line of a session file, growing the read while the header is
     longer, up to ``HEADER_LIMIT`` (a header is a few hundred bytes; a file whose first line runs on
     for megabytes is damaged, and reading it whole to find out would be the attack).
@@ -128,9 +128,11 @@ def read_header(path: str, compression: Compression) -> SessionHeader:
     Raises:
         SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` for a damaged or oversized header.
         UnsafeFile: the path is a symlink or not a regular file (never opened for reading then).
+
+    ``seen_regular``: a listing's walk has just found it a regular file (see ``open_regular_sized``).
     """
     size = _HEADER_PROBE
-    fd, length = open_regular_sized(path)
+    fd, length = open_regular_sized(path, seen_regular=seen_regular)
     try:
         # Never more than the file held when opened: one read, not a second one to meet its end.
         probe = read_head(fd, min(size, length))

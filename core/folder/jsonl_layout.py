@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Literal
@@ -16,6 +17,7 @@ SESSION_QUERY_WRONG_ENCODING = "SESSION_QUERY_WRONG_ENCODING"
 """A session file of the other encoding than the store was opened with (readable by a store of that one)."""
 
 FILE_NAMES: dict[str, str] = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}
+_FILE_ENDS = {compression: os.sep + name for compression, name in FILE_NAMES.items()}
 ENCODINGS: tuple[Compression, ...] = ("zstd", "none")
 """Every encoding a session file can have; its name says which (``session.jsonl.zstd``, ``session.jsonl``)."""
 ENCODING_NAMES: dict[str, str] = {"zstd": "zstd frames", "none": "plain JSONL"}
@@ -74,8 +76,10 @@ def encode_session_segment(session_id: str) -> str:
     return segment
 
 
+@functools.lru_cache(maxsize=4096)
 def project_key(cwd: str | None) -> str:
-    """The project folder of a cwd: ``--<slug>--`` (lossy on purpose), or ``_no-cwd``."""
+    """The project folder of a cwd: ``--<slug>--`` (lossy on purpose), or ``_no-cwd``. (Remembered:
+    a listing asks it of every session, and a store's sessions share a few folders.)"""
     if cwd is None:
         return _NO_CWD
     slug = _UNSAFE_OR_SEPARATORS.sub(_slug_match, cwd).lstrip("-") or "root"
@@ -88,4 +92,10 @@ def session_file(root: str | os.PathLike[str], session_id: str, cwd: str | None,
     Raises:
         SessionQueryError: ``SESSION_QUERY_INVALID_ID`` (from ``encode_session_segment``).
     """
-    return os.path.join(root, project_key(cwd), encode_session_segment(session_id), FILE_NAMES[compression])
+    return _project_folder(os.fspath(root), cwd) + encode_session_segment(session_id) + _FILE_ENDS[compression]
+
+
+@functools.lru_cache(maxsize=4096)
+def _project_folder(root: str, cwd: str | None) -> str:
+    """``<root>/<project>/``, as ``os.path.join`` makes it (what a listing compares paths with)."""
+    return os.path.join(root, project_key(cwd), "")

@@ -80,12 +80,13 @@ class StoreLayout:
             return []
 
     def read_record(self, path: str) -> SessionRecord:
-        """A listed file's record from its header, which must lead back to where it was found.
+        """A listed file's record from its header, which must lead back to where it was found (the
+        listing's walk has just found it a regular file).
 
         Raises:
             SessionQueryError: ``SESSION_QUERY_CORRUPT_SESSION`` (and the header reader's codes).
         """
-        header = read_header(path, self.compression)
+        header = read_header(path, self.compression, seen_regular=True)  # (the listing's walk lstat-ed it)
         expected = session_file(self.root, header.id, header.cwd, self.compression)
         if expected != path:
             raise SessionQueryError(f"{path}: its header (id and cwd) belongs at {expected}", SESSION_QUERY_CORRUPT)
