@@ -9,6 +9,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from typing import Any
 
 from bench.timing import median_seconds
 from bench.workload import conversation_events
@@ -41,7 +42,9 @@ def bench_corpus() -> None:
 
 def bench_halves() -> None:
     """Recall on both halves of the vendor corpus (``tests.support.secret_vendors``), and look-alikes
-    kept: the tuning half with the corpus above, and the held-back half, never tuned against."""
+    kept: the tuning half with the corpus above, and the held-back half, never tuned against; then
+    the third corpus new rules are checked on (``tests.support.secret_validation``)."""
+    from tests.support import secret_validation
     from tests.support.secret_corpus import SECRETS
     from tests.support.secret_vendors import HELD_BACK, TUNING, look_alikes_held_back, planted_half
 
@@ -49,33 +52,21 @@ def bench_halves() -> None:
     print(f"\n## Secrets, two halves: {kinds} kinds ({len(SECRETS) + len(TUNING)} tuning, {len(HELD_BACK)} held back)")
     for name, held_back, target in (("tuning", False, 0.99), ("held back", True, 0.97)):
         cases = planted_half(held_back) + ([] if held_back else planted())
-        missed = Counter(
-            case.kind for case in cases if any(value in mask_secrets(case.text).text for value in case.values)
-        )
-        recall = 1 - sum(missed.values()) / len(cases)
         harmless = look_alikes_held_back() if held_back else look_alikes()
-        kept = 1 - sum(1 for text in harmless if find_secrets(text)) / len(harmless)
-        print(
-            f"  {name:<10} recall {recall:6.1%} of {len(cases)} (target >= {target:.0%}),"
-            f" look-alikes kept {kept:6.2%} of {len(harmless):,} (target >= 99%)"
-        )
-        if missed:
-            print(f"    missed: {', '.join(f'{kind} {count}' for kind, count in missed.most_common())}")
-    bench_validation()
+        _print_half(f"{name:<10} recall", cases, harmless, f"(target >= {target:.0%})", "(target >= 99%)")
+    third = secret_validation.planted()
+    extra = f"({len(secret_validation.KINDS)} kinds)"
+    _print_half("validation recall", third, secret_validation.look_alikes(), extra, "")
 
 
-def bench_validation() -> None:
-    """The third corpus (``tests.support.secret_validation``): other providers and other ways of
-    writing a credential, which new rules are checked on (the held-back half stays a measure)."""
-    from tests.support import secret_validation
-
-    cases = secret_validation.planted()
+def _print_half(name: str, cases: list[Any], harmless: list[str], after_recall: str, after_kept: str) -> None:
+    """One corpus's line: recall, the look-alikes kept, and the kinds missed."""
     missed = Counter(case.kind for case in cases if any(value in mask_secrets(case.text).text for value in case.values))
-    harmless = secret_validation.look_alikes()
+    recall = 1 - sum(missed.values()) / len(cases)
     kept = 1 - sum(1 for text in harmless if find_secrets(text)) / len(harmless)
     print(
-        f"  validation recall {1 - sum(missed.values()) / len(cases):6.1%} of {len(cases)}"
-        f" ({len(secret_validation.KINDS)} kinds), look-alikes kept {kept:6.2%} of {len(harmless):,}"
+        f"  {name} {recall:6.1%} of {len(cases)} {after_recall},"
+        f" look-alikes kept {kept:6.2%} of {len(harmless):,} {after_kept}".rstrip()
     )
     if missed:
         print(f"    missed: {', '.join(f'{kind} {count}' for kind, count in missed.most_common())}")

@@ -150,35 +150,10 @@ def written_rules() -> list[Rule]:
         # A config's name and value side by side, read at the name: Kubernetes' and ECS's ``name: X`` then
         # ``value: Y`` (YAML or JSON, also ``{"key": "X", "value": "Y"}``), .NET's ``<add key="X" value="Y" />``,
         # an XML element ``<apiKey>Y</apiKey>``, a call's or tuple's two strings (``define('X', 'Y')``).
-        make_rule(
-            "assigned-secret",
-            r"(?i)" + KEYWORD + r"[\"']?\s*(?:,\s*|\n[ \t\-]*)[\"']?value[\"']?\s*:\s*[\"']?([^\s\"',}]{8,})",
-            random_looking,
-            keywords=SECRET_WORDS,
-            follows=NAME_REST + r"[\"']?\s*(?:,\s*|\n[ \t\-]*)[\"']?value[\"']?\s*:",
-            reach=200,  # (the value is on the next line)
-        ),
-        make_rule(
-            "assigned-secret",
-            r"(?i)" + KEYWORD + r"[\"']\s+value\s*=\s*[\"']([^\"'\s]{8,})[\"']",
-            random_looking,
-            keywords=SECRET_WORDS,
-            follows=NAME_REST + r"[\"']\s+value\s*=",
-        ),
-        make_rule(
-            "assigned-secret",
-            r"(?i)(?<=<)" + KEYWORD + r"(?:\s[^<>]*)?>\s*([^<\s]{8,})\s*</",
-            random_looking,
-            keywords=SECRET_WORDS,
-            follows=NAME_REST + r"(?:\s[^<>]*)?>",
-        ),
-        make_rule(
-            "assigned-secret",
-            r"(?i)(?<=[\"'])" + KEYWORD + r"[\"']\s*,\s*[\"']([^\"'\s]{8,})[\"']",
-            random_looking,
-            keywords=SECRET_WORDS,
-            follows=NAME_REST + r"[\"']\s*,\s*[\"']",
-        ),
+        _read_at_name(r"[\"']?\s*(?:,\s*|\n[ \t\-]*)[\"']?value[\"']?\s*:", r"\s*[\"']?([^\s\"',}]{8,})", reach=200),
+        _read_at_name(r"[\"']\s+value\s*=", r"\s*[\"']([^\"'\s]{8,})[\"']"),
+        _read_at_name(r"(?:\s[^<>]*)?>", r"\s*([^<\s]{8,})\s*</", lead=r"(?<=<)"),
+        _read_at_name(r"[\"']\s*,\s*[\"']", r"([^\"'\s]{8,})[\"']", lead=r"(?<=[\"'])"),
         # ``ENV NAME value``, ``ARG NAME value`` (Dockerfile), ``set -gx NAME value`` (fish), ``setenv NAME value``.
         make_rule(
             "assigned-secret",
@@ -189,3 +164,17 @@ def written_rules() -> list[Rule]:
             anchors=("ENV ", "ARG ", "setenv ", "set -"),
         ),
     ]
+
+
+def _read_at_name(after_name: str, value: str, *, lead: str = "", reach: int = 0) -> Rule:
+    """A rule read at a name that says it holds a secret (``KEYWORD``): what must follow the name
+    (``after_name``, also its ``follows``), then the value, its group; ``lead``, a look-behind before
+    the name (``<`` of an element, the quote of a string)."""
+    return make_rule(
+        "assigned-secret",
+        r"(?i)" + lead + KEYWORD + after_name + value,
+        random_looking,
+        keywords=SECRET_WORDS,
+        follows=NAME_REST + after_name,
+        reach=reach,
+    )
