@@ -15,12 +15,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sessionref`` console script; returns the exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments == ["--version"]:
-        from importlib.metadata import PackageNotFoundError, version
+        from tui.cli.version import sessionref_version
 
-        try:
-            print(f"sessionref {version('sessionref')}")
-        except PackageNotFoundError:
-            print("sessionref unknown")
+        print(f"sessionref {sessionref_version()}")
         return 0
     if arguments[:1] == ["mcp"] and not {"-h", "--help"} & set(arguments):
         return _mcp(arguments)
@@ -33,19 +30,13 @@ def _mcp(arguments: list[str]) -> int:
     """``sessionref mcp …``, its parser alone (the same one the whole command line adds)."""
     import argparse
 
-    from core.display import visible
-    from tui.cli.command_error import CommandError
+    from tui.cli.command_error import reported
     from tui.cli.mcp import add_commands
 
     parser = argparse.ArgumentParser(prog="sessionref")
     add_commands(parser.add_subparsers(dest="command", metavar="COMMAND"))
     args = parser.parse_args(arguments)
-    try:
-        code: int = args.run(args)
-    except CommandError as error:
-        print(visible(error.message), file=sys.stderr)
-        return error.exit_code
-    return code
+    return reported(lambda: args.run(args))
 
 
 __all__ = ["main"]

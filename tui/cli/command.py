@@ -35,7 +35,7 @@ from core.settings import (
     load_config,
     source_settings,
 )
-from tui.cli.command_error import CommandError
+from tui.cli.command_error import CommandError, reported
 from tui.cli.options import (
     EXIT_ROOT,
     EXIT_SESSION,
@@ -44,8 +44,8 @@ from tui.cli.options import (
     build_parser,
     default_root,
     served_options,
-    sessionref_version,
 )
+from tui.cli.version import sessionref_version
 
 if TYPE_CHECKING:
     from core import ChatModel
@@ -245,14 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sessionref`` console script; returns the exit code."""
     parser = command_parser()
     args = parser.parse_args(argv)
-    try:
-        if args.command is not None:
-            run: Callable[[argparse.Namespace], int] = args.run
-            return run(args)
-        return _app(parser, args, argv)
-    except CommandError as error:
-        print(visible(error.message), file=sys.stderr)
-        return error.exit_code
+    if args.command is not None:
+        run: Callable[[argparse.Namespace], int] = args.run
+        return reported(lambda: run(args))
+    return reported(lambda: _app(parser, args, argv))
 
 
 def _app(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str] | None) -> int:

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
+from core.display import visible
 from core.errors import SessionrefError
 
 COMMAND_FAILED = "SESSIONREF_COMMAND_FAILED"
@@ -14,3 +18,12 @@ class CommandError(SessionrefError):
     def __init__(self, message: str, exit_code: int, code: str = COMMAND_FAILED) -> None:
         super().__init__(message, code)
         self.exit_code = exit_code
+
+
+def reported(run: Callable[[], int]) -> int:
+    """``run``'s exit code; a ``CommandError`` it raises printed once, its line on stderr, and its code."""
+    try:
+        return run()
+    except CommandError as error:
+        print(visible(error.message), file=sys.stderr)
+        return error.exit_code

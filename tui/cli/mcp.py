@@ -69,7 +69,8 @@ def mcp_command(args: argparse.Namespace) -> int:
     import asyncio
 
     from core.mcp.stdio import Opening, client_gone, serve
-    from tui.cli.options import check_store_folder, command_effective, sessionref_version
+    from tui.cli.options import check_store_folder, command_effective
+    from tui.cli.version import sessionref_version
 
     effective = command_effective("mcp", args)  # (a bad flag or file: one line, exit 2, nothing served)
     settings = effective.settings

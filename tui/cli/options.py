@@ -18,6 +18,7 @@ from core.settings import (
     source_settings,
 )
 from tui.cli.command_error import CommandError
+from tui.cli.version import sessionref_version
 
 if TYPE_CHECKING:
     from core.settings import RunConfig
@@ -26,16 +27,6 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 EXIT_ROOT = 3
 EXIT_SESSION = 4
-
-
-def sessionref_version() -> str:
-    """The installed package's version (its metadata), or ``unknown`` for a source tree never installed."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("sessionref")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 class _Version(argparse.Action):

@@ -39,6 +39,8 @@ from core.sessions.sources.files import (
     read_json,
     read_json_object,
     subfolders,
+    text_of,
+    texts_of,
 )
 
 CLINE_PREFIX = "cline:"
@@ -62,23 +64,11 @@ def cline_root() -> Path:
     return (Path(home).expanduser() if home else Path.home() / ".cline") / "data" / "sessions"
 
 
-def _texts(content: Any, kind: str = "text") -> list[str]:
-    if type(content) is str:
-        return [content]
-    if type(content) is not list:
-        return []
-    return [
-        block["text"]
-        for block in content
-        if type(block) is dict and block.get("type") == kind and type(block.get("text")) is str and block["text"]
-    ]
-
-
 def _typed(content: Any) -> str:
     """What the user typed: the inside of each ``<user_input>`` block, or a plain text block (text
     Cline adds in other tags is left out)."""
     typed = []
-    for text in _texts(content):
+    for text in texts_of(content):
         found = _TYPED.match(text)
         if found is not None:
             typed.append(found.group(1))
@@ -143,9 +133,7 @@ class ClineSource(FileSource):
             marks = message.get("metadata")
             if type(marks) is dict and marks.get("kind") == "compaction_summary":
                 summary = marks.get("summary")
-                text = (
-                    summary if type(summary) is str and summary.strip() else "\n".join(_texts(message.get("content")))
-                )
+                text = summary if type(summary) is str and summary.strip() else text_of(message.get("content"))
                 if text.strip():
                     builder.checkpoint(number, when, text)
                 continue
@@ -155,7 +143,7 @@ class ClineSource(FileSource):
                     builder.user(number, when, text)
                     first_prompt = first_prompt or prompt_title(text)
             elif message.get("role") == "assistant":
-                text = "\n".join(_texts(message.get("content")))
+                text = text_of(message.get("content"))
                 if text.strip():
                     builder.assistant(number, when, text)
         meta = self._meta(path).get("metadata")

@@ -107,18 +107,23 @@ def subfolders(folder: Path) -> list[os.DirEntry[str]]:
         return []
 
 
-def text_of(content: Any) -> str:
-    """A message's text: a string content, or its ``text`` blocks joined by line breaks (images,
-    tool calls and reasoning left out)."""
+def texts_of(content: Any) -> list[str]:
+    """A message's texts: a string content, or each of its non-empty ``text`` blocks (images, tool
+    calls and reasoning left out)."""
     if type(content) is str:
-        return content
+        return [content]
     if type(content) is not list:
-        return ""
-    return "\n".join(
+        return []
+    return [
         block["text"]
         for block in content
         if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str and block["text"]
-    )
+    ]
+
+
+def text_of(content: Any) -> str:
+    """A message's text: ``texts_of`` joined by line breaks."""
+    return "\n".join(texts_of(content))
 
 
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]

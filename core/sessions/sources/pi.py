@@ -46,6 +46,7 @@ from core.sessions.sources.files import (
     newest_branch,
     plain_folder,
     prompt_title,
+    text_of,
 )
 
 PI_PREFIX = "pi:"
@@ -58,20 +59,6 @@ def pi_root() -> Path:
         if configured:
             return Path(configured).expanduser()
     return Path.home() / ".pi" / "agent"
-
-
-def _text(content: Any, *, blocks: str = "text") -> str:
-    """A message's text: a string content, or its ``text`` blocks joined (thinking, tool calls and
-    images left out)."""
-    if type(content) is str:
-        return content
-    if type(content) is not list:
-        return ""
-    return "\n".join(
-        block["text"]
-        for block in content
-        if type(block) is dict and block.get("type") == blocks and type(block.get("text")) is str and block["text"]
-    )
 
 
 class PiSource(FileSource):
@@ -139,9 +126,9 @@ class PiSource(FileSource):
             if kind == "message" and type(record.get("message")) is dict:
                 message = record["message"]
                 if message.get("role") == "user":
-                    role, text = USER, _text(message.get("content"))
+                    role, text = USER, text_of(message.get("content"))
                 elif message.get("role") == "assistant":
-                    role, text = ASSISTANT, _text(message.get("content"))
+                    role, text = ASSISTANT, text_of(message.get("content"))
             elif kind == "compaction" and type(record.get("summary")) is str:
                 kept = record.get("firstKeptEntryId")
                 compactions[entry_id] = (record["summary"], kept if type(kept) is str else None)
