@@ -17,6 +17,7 @@ from core import (
     SessionQueryError,
     project_conversation,
 )
+from core.folder import jsonl_codec
 from core.folder.jsonl_codec import load_log
 from core.folder.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionEvent
@@ -47,6 +48,27 @@ def _load(raw: bytes, compression: Any) -> tuple[str, Any]:
         return "ok", load_log(raw, Path("fuzz.jsonl"), compression)
     except SessionQueryError as error:
         return outcome_of(error), None
+
+
+def _load_whole(raw: bytes, compression: Any) -> tuple[str, Any]:
+    """``_load`` with every row decoded into dicts at load, as the reader did before it deferred
+    each event's data (``event_envelopes``): what the deferring reader must agree with."""
+    saved = jsonl_codec.envelopes
+    jsonl_codec.envelopes = lambda content: None  # type: ignore[assignment]
+    try:
+        return _load(raw, compression)
+    finally:
+        jsonl_codec.envelopes = saved
+
+
+def _same_reading(first: tuple[str, Any], second: tuple[str, Any], what: str) -> None:
+    check(first[0] == second[0], f"{what}: {first[0]} against {second[0]}")
+    if first[1] is not None:
+        check(
+            [event.to_wire() for event in first[1].events] == [event.to_wire() for event in second[1].events]
+            and (first[1].surface_seqs, first[1].title) == (second[1].surface_seqs, second[1].title),
+            f"{what}: different events",
+        )
 
 
 def _frames_of(lines: list[bytes], rng: random.Random) -> bytes:
@@ -109,6 +131,7 @@ def dsh_log(data: bytes) -> str:
     - A file cut at any byte reads as a prefix of the whole file's events, or as damaged; a byte
       flipped in a zstd frame is detected (its checksum) or leaves a prefix.
     - A readable file reads the same through a real store on disk (listing, surface).
+    - Each reads as the reader that decodes every row at load reads it (the same events or error).
     """
     rng = rng_of(data)
     complete = data[: data.rfind(b"\n") + 1]
@@ -117,6 +140,8 @@ def dsh_log(data: bytes) -> str:
     lines = [line + b"\n" for line in complete.split(b"\n")[:-1]]  # JSONL splits on \n only, not \r
     framed = _frames_of(lines, rng)
     zstd_outcome, zstd = _load(framed, "zstd")
+    _same_reading((plain_outcome, plain), _load_whole(data, "none"), "plain, deferred and whole")
+    _same_reading((zstd_outcome, zstd), _load_whole(framed, "zstd"), "zstd, deferred and whole")
     if whole is None:
         check(zstd is None, "a zstd re-framing reads where the plain lines do not")
         return plain_outcome

@@ -19,6 +19,10 @@ def is_compact_checkpoint_source(source: Any) -> bool:
     )
 
 
+_PROJECTED = frozenset({ev.ASSISTANT_MESSAGE, ev.USER_MESSAGE, ev.STEERING_MESSAGE})
+"""The event types a projection reads."""
+
+
 def _is_user_source(source: Any) -> bool:
     return (type(source) is dict or isinstance(source, Mapping)) and source.get("kind") == "user"
 
@@ -31,8 +35,11 @@ def project_conversation(snapshot: SurfaceSnapshot) -> list[ProjectedItem]:
     items are dropped.
     """
     items: list[ProjectedItem] = []
-    for event in snapshot.events:
+    events = snapshot.events
+    for event in events:
         event_type = event.type
+        if event_type not in _PROJECTED:
+            continue  # (a tool's result, however large, is never decoded for a projection)
         data = event.data
         if event_type == ev.ASSISTANT_MESSAGE:
             text = text_of_blocks(message_content(data))

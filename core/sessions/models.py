@@ -7,8 +7,9 @@ keys in contract order and absent optionals omitted; ``Model.model_validate(wire
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -59,6 +60,14 @@ class SessionHeader(_WireModel):
         return wire
 
 
+class DeferredData(Protocol):
+    """The ``data`` of loaded events, not decoded yet (see ``SessionEvent``): one for many events."""
+
+    def data_of(self, seq: int) -> dict[str, JsonValue]:
+        """The decoded data of the event at ``seq`` (decoded once for all, whoever asks first)."""
+        ...
+
+
 class SessionEvent(_WireModel):
     """One event of a session log: ``{type, seq, time, data, surfaceOp?, sourceEventSeqs?, ignorable?}``.
 
@@ -73,6 +82,72 @@ class SessionEvent(_WireModel):
     surface_op: str | dict[str, JsonValue] | None = None
     source_event_seqs: list[int] | None = None
     ignorable: bool = False
+
+    if not TYPE_CHECKING:
+        # A loaded event's ``data`` may still be its JSON text (``DeferredData``, kept where pydantic
+        # keeps private attributes, which this model has none of): decoded when first read, so the
+        # events of a load nobody reads are never built. Every method that reads the fields
+        # wholesale (not through attributes) settles the event first.
+
+        def __getattr__(self, name: str) -> Any:
+            if name == "data":  # (only when it is not in the fields: deferred, or being given)
+                pending = _PRIVATE_OF(self)
+                fields = self.__dict__
+                if pending is not None and type(pending) is not dict:
+                    # Kept before the deferral is dropped (a thread reading meanwhile decodes the
+                    # same object again), last among the fields: ``_settled`` puts it in its place.
+                    data = fields["data"] = pending.data_of(fields["seq"])
+                    _SET_PRIVATE_OF(self, None)
+                    return data
+                if "data" in fields:  # (another thread gave it meanwhile)
+                    return fields["data"]
+            return super().__getattr__(name)
+
+        def __eq__(self, other: object) -> bool:
+            self._settled()
+            if isinstance(other, SessionEvent):
+                other._settled()
+            return super().__eq__(other)
+
+        def __copy__(self) -> Any:
+            self._settled()
+            return super().__copy__()
+
+        def __deepcopy__(self, memo: Any = None) -> Any:
+            self._settled()
+            return super().__deepcopy__(memo)
+
+        def __getstate__(self) -> Any:
+            self._settled()
+            return super().__getstate__()
+
+        def __iter__(self) -> Any:
+            self._settled()
+            return super().__iter__()
+
+        def __repr_args__(self) -> Any:
+            self._settled()
+            return super().__repr_args__()
+
+        def model_dump(self, *args: Any, **kwargs: Any) -> Any:
+            self._settled()
+            return super().model_dump(*args, **kwargs)
+
+        def model_dump_json(self, *args: Any, **kwargs: Any) -> Any:
+            self._settled()
+            return super().model_dump_json(*args, **kwargs)
+
+    def _settled(self) -> None:
+        """Decode the event's ``data`` now if it was deferred, and put it in its place among the
+        fields (serializers follow their order)."""
+        fields = self.__dict__
+        if next(islice(fields, 3, 4), "data") != "data":
+            data = self.data
+            _SET_DICT_OF(self, {
+                "type": fields["type"], "seq": fields["seq"], "time": fields["time"], "data": data,
+                "surface_op": fields["surface_op"], "source_event_seqs": fields["source_event_seqs"],
+                "ignorable": fields["ignorable"],
+            })  # fmt: skip
 
     def to_wire(self) -> dict[str, Any]:
         """The event exactly as CONTRACT §1 spells it."""
@@ -264,6 +339,9 @@ class BakedPrompt:
 
 
 _EVENT_FIELDS = frozenset(SessionEvent.model_fields)
+_PRIVATE_OF = next(
+    vars(base)["__pydantic_private__"].__get__ for base in SessionEvent.__mro__ if "__pydantic_private__" in vars(base)
+)
 _set = object.__setattr__
 _new = object.__new__
 
@@ -318,6 +396,7 @@ def slot_setters(model: type[BaseModel]) -> tuple[Any, Any, Any, Any]:
     return found[0], found[1], found[2], found[3]
 
 
+_SET_DICT_OF, _, _, _SET_PRIVATE_OF = slot_setters(SessionEvent)
 _HEADER_DICT, _HEADER_SET, _HEADER_EXTRA, _HEADER_PRIVATE = slot_setters(SessionHeader)
 _RECORD_DICT, _RECORD_SET, _RECORD_EXTRA, _RECORD_PRIVATE = slot_setters(SessionRecord)
 
