@@ -25,7 +25,7 @@ from core.folder.jsonl_listing import Changes, SessionFiles
 from core.folder.listing_cache import load_listing, save_listing
 from core.serialization import js_json_stringify
 from core.sessions.models import SessionHeader, SessionRecord, StoreProblem
-from core.sessions.query import listing_order_key
+from core.sessions.query import listing_order_key, listing_sorted
 
 LISTING_SAVE_EVERY = 30.0
 """Seconds between two writes of the listing cache (a listing that read new headers marks it stale;
@@ -195,13 +195,18 @@ class StoreListing:
         problem_paths: set[str] = set()
         duplicated: set[str] = set()
         id_paths: dict[str, str] = {}
+        headers = self._headers
         for path, revision in self._in_known_order(files):
-            try:
-                record = self._record(path, revision)
-            except (SessionQueryError, OSError) as error:
-                problems.append(StoreProblem(Path(path), str(error)))
-                problem_paths.add(path)
-                continue
+            cached = headers.get(path)  # (``_record``'s common case, inline: 100,000 calls)
+            if cached is not None and cached[0] == revision:
+                record = cached[1]
+            else:
+                try:
+                    record = self._record(path, revision)
+                except (SessionQueryError, OSError) as error:
+                    problems.append(StoreProblem(Path(path), str(error)))
+                    problem_paths.add(path)
+                    continue
             session_id = record.header.id
             held = id_paths.get(session_id)
             if held is not None:
@@ -232,7 +237,7 @@ class StoreListing:
         self._listed = _Listed(
             fingerprint,
             owned_key,
-            sorted(records.values(), key=listing_order_key),
+            listing_sorted(records.values()),
             problems,
             revisions,
             path_records,
