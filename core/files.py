@@ -75,11 +75,18 @@ def open_regular(path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, foll
 
 
 def open_regular_sized(
-    path: str | os.PathLike[str], flags: int = os.O_RDONLY, *, follow: bool = False, seen_regular: bool = False
+    path: str | os.PathLike[str],
+    flags: int = os.O_RDONLY,
+    *,
+    follow: bool = False,
+    seen_regular: bool = False,
+    blocking: bool = True,
 ) -> tuple[int, int]:
     """``open_regular``, and the file's size when it was opened (its ``fstat``, taken anyway).
     ``seen_regular``: the caller has just ``lstat``-ed it as a regular file (a listing's walk), so it
     is not looked at again before the open; the ``fstat`` after it still refuses what was swapped in.
+    ``blocking=False``: the descriptor keeps the ``O_NONBLOCK`` it was opened with (which nothing
+    done to a regular file heeds): two calls fewer for a caller that only reads and closes it.
 
     Raises:
         UnsafeFile, OSError: as ``open_regular``.
@@ -100,7 +107,8 @@ def open_regular_sized(
         kind = kind_of(status.st_mode)
         if kind != "regular":
             raise UnsafeFile(path, kind)  # swapped in after the lstat
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        if blocking:
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     except BaseException:
         os.close(fd)
         raise
@@ -108,17 +116,17 @@ def open_regular_sized(
 
 
 def read_head(fd: int, limit: int) -> bytes:
-    """At most ``limit`` bytes from the start of ``fd``."""
-    os.lseek(fd, 0, os.SEEK_SET)
+    """At most ``limit`` bytes from the start of ``fd`` (read where they are: the file offset is
+    neither used nor moved)."""
     chunks: list[bytes] = []
-    left = limit
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
+    done = 0
+    while done < limit:
+        chunk = os.pread(fd, min(limit - done, 1 << 20), done)
         if not chunk:
             break
         chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+        done += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_regular(path: str | os.PathLike[str], *, follow: bool = False) -> tuple[bytes, os.stat_result]:

@@ -232,3 +232,38 @@ def test_an_event_is_the_same_whatever_its_row_s_key_order_or_extra_keys(compres
         assert set(vars(event)) == set(vars(built)) == set(type(event).model_fields)
         assert event.to_wire() == built.to_wire()
         assert event.model_dump() == built.model_dump()
+
+
+_HEADER_VALUES = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=4)
+    | st.lists(st.integers(), max_size=2)
+)
+_HEADER_KEYS = st.sampled_from(
+    ["id", "createdAt", "cwd", "version", "parentSession", "seedLength", "delegationDepth", "origin",
+     "agentPreset", "created_at", "delegation_depth", "later"]
+)  # fmt: skip
+
+
+@given(
+    st.dictionaries(_HEADER_KEYS, _HEADER_VALUES, max_size=9),
+    st.text(max_size=4),
+    st.integers(min_value=-(2**64), max_value=2**64),
+)
+def test_a_plain_header_is_what_validation_makes_of_it(row: dict[str, Any], ident: str, created: int) -> None:
+    """The quick header (no pydantic) is taken only where validation would make the same header."""
+    from core.folder.jsonl_header import _plain_header
+    from core.sessions.models import SessionHeader
+
+    for shaped in (row, {"id": ident, "createdAt": created, **row}):
+        quick = _plain_header({"type": "session", **shaped})
+        try:
+            validated: Any = SessionHeader.model_validate(shaped)
+        except ValueError:
+            validated = None
+        if quick is not None:
+            assert validated is not None
+            assert quick == validated and quick.to_wire() == validated.to_wire()

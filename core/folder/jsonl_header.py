@@ -16,7 +16,7 @@ from core.errors import SessionQueryError
 from core.files import open_regular_sized, read_head
 from core.folder.jsonl_layout import Compression
 from core.serialization import js_json_stringify
-from core.sessions.models import SessionHeader
+from core.sessions.models import SessionHeader, trusted_header
 
 SESSION_QUERY_CORRUPT = "SESSION_QUERY_CORRUPT_SESSION"
 HEADER_LIMIT = 256 * 1024
@@ -51,11 +51,47 @@ def header_from_line(line: str, path: Path) -> SessionHeader:
     return header_from_row(row, path)
 
 
+_STRINGS = ("id", "cwd", "parentSession", "origin", "agentPreset")
+_INTEGERS = ("createdAt", "version", "seedLength", "delegationDepth")
+_PLAIN_KEYS = frozenset({"type", *_STRINGS, *_INTEGERS})
+_SAFE = 1 << 63
+
+
+def _plain_header(row: dict[str, Any]) -> SessionHeader | None:
+    """The header of a row as dsh writes them (camelCase keys, each value of its field's own type,
+    integers well inside 64 bits), built without pydantic: what validation would give it, as it
+    is. ``None`` for any other row (pydantic decides: coercions, snake_case keys, errors)."""
+    if not row.keys() <= _PLAIN_KEYS:
+        return None
+    get = row.get
+    ident, created = get("id"), get("createdAt")
+    if type(ident) is not str or type(created) is not int or not -_SAFE < created < _SAFE:
+        return None
+    for key in ("cwd", "parentSession", "origin", "agentPreset"):
+        value = get(key)
+        if value is not None and type(value) is not str:
+            return None
+    for key in ("version", "seedLength", "delegationDepth"):
+        value = get(key)
+        if value is not None and (type(value) is not int or not -_SAFE < value < _SAFE):
+            return None
+    version, depth = get("version", 0), get("delegationDepth", 0)
+    if version is None or depth is None:
+        return None  # (required when present: pydantic refuses a null)
+    return trusted_header(
+        ident, created, get("cwd"), version, get("parentSession"), get("seedLength"), depth, get("origin"),
+        get("agentPreset"),
+    )  # fmt: skip
+
+
 def header_from_row(row: Any, path: str | os.PathLike[str]) -> SessionHeader:
     """The header a parsed first row holds."""
     # Real dsh files may omit ``delegationDepth`` (it reads as 0, the model's default).
     if not isinstance(row, dict) or row.get("type") != "session":
         raise corrupt_session(Path(path), 0, "the first line is not a session header")
+    quick = _plain_header(row)
+    if quick is not None:
+        return quick
     try:
         return SessionHeader.model_validate({key: value for key, value in row.items() if key != "type"})
     except ValueError as error:
@@ -132,7 +168,7 @@ def read_header(path: str, compression: Compression, *, seen_regular: bool = Fal
     ``seen_regular``: a listing's walk has just found it a regular file (see ``open_regular_sized``).
     """
     size = _HEADER_PROBE
-    fd, length = open_regular_sized(path, seen_regular=seen_regular)
+    fd, length = open_regular_sized(path, seen_regular=seen_regular, blocking=False)  # (read, then closed)
     try:
         # Never more than the file held when opened: one read, not a second one to meet its end.
         probe = read_head(fd, min(size, length))
