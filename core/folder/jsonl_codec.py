@@ -1,6 +1,6 @@
-"""The JSONL store's file format after the header: zstd frames or plain lines, packed chunk rows,
-torn-tail recovery (STORE.md; the header line is ``jsonl_header``'s). Pure functions over bytes;
-no locks, no writes."""
+"""The JSONL store's file format after the header: zstd frames or plain lines, parsed as runs of
+rows, torn-tail recovery (STORE.md; the header line is ``jsonl_header``'s, the rows become events
+in ``log_events``). Pure functions over bytes; no locks, no writes."""
 
 from __future__ import annotations
 
@@ -15,66 +15,23 @@ from typing import Any
 
 import msgspec
 import zstandard
-from msgspec import UNSET, Raw
 
 from core.collector import collector_paused
-from core.errors import SessionQueryError
-from core.folder.event_envelopes import DeferredGroup, envelopes
-from core.folder.jsonl_header import SESSION_QUERY_CORRUPT, corrupt_session, header_from_row, json_line
+from core.folder.event_envelopes import envelopes
+from core.folder.jsonl_header import corrupt_session, header_from_row, json_line
 from core.folder.jsonl_layout import Compression
-from core.sessions import event_types as ev
-from core.sessions.chunk_rows import ROW_TYPES, MalformedRowError, expand_chunk_row
+from core.folder.log_events import Rows, add_envelopes, add_rows
 from core.sessions.models import (
     SessionEvent,
     SessionHeader,
     TitleSnapshot,
-    slot_setters,
-    trusted_event,
 )
-from core.sessions.session import (
-    title_from_event,
-)
-from core.sessions.surface import SURFACE_EVENT_TYPES, SurfaceFolder
+from core.sessions.surface import SurfaceFolder
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _FHD_RESERVED = 0x18
 _WHOLE_FRAME_LIMIT = 64 << 20
 """The largest frame content decompressed in one allocation (its size comes from the header)."""
-
-
-def _expand_row(row: Any, path: Path, offset: int) -> list[SessionEvent]:
-    """One stored row as events: a plain event, or a packed chunk row expanded losslessly.
-
-    Event types this version does not know (``command/run``, ``permission/preset``, ...) are kept
-    as they are: they are log-only, so they never reach the surface or a projection.
-    """
-    if not isinstance(row, dict):
-        raise corrupt_session(path, offset, "a row is not an object")
-    kind = row.get("type")
-    if type(kind) is str and kind in ROW_TYPES:
-        try:
-            return expand_chunk_row(row)
-        except MalformedRowError as error:
-            raise corrupt_session(path, offset, str(error)) from error
-    return [_plain_event(row, path, offset)]
-
-
-def _plain_event(row: dict[str, Any], path: Path, offset: int) -> SessionEvent:
-    """A stored event row (not a packed chunk row) as an event."""
-    try:
-        if type(row.get("seq")) is not int or type(row.get("time")) is not int or not isinstance(row.get("data"), dict):
-            raise ValueError("seq, time and data are required")
-        return trusted_event(
-            row["type"],
-            row["seq"],
-            row["time"],
-            row["data"],
-            row.get("surfaceOp"),
-            row.get("sourceEventSeqs"),
-            row.get("ignorable") is True,
-        )
-    except (KeyError, ValueError) as error:
-        raise corrupt_session(path, offset, f"malformed event row ({error})") from error
 
 
 @dataclass
@@ -203,7 +160,7 @@ def _frames_ahead(raw: bytes, path: Path) -> Generator[tuple[int, bytes, bool], 
         worker.join()
 
 
-def _torn_rows(content: bytes, offset: int) -> tuple[_Rows, bytes]:
+def _torn_rows(content: bytes, offset: int) -> tuple[Rows, bytes]:
     """The complete, parseable lines at the start of a torn frame's plaintext, and their bytes."""
     rows: list[Any] = []
     lines, _ = _split_lines(content, offset)
@@ -214,7 +171,7 @@ def _torn_rows(content: bytes, offset: int) -> tuple[_Rows, bytes]:
         except ValueError:
             break
         kept += len(line) + 1
-    return _Rows(offset, rows), content[:kept]
+    return Rows(offset, rows), content[:kept]
 
 
 def _split_lines(content: bytes, base: int) -> tuple[list[tuple[int, bytes]], int]:
@@ -233,21 +190,7 @@ def load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
         return _load_log(raw, path, compression)
 
 
-@dataclass(slots=True)
-class _Rows:
-    """Parsed rows of a run of lines: every row at ``base`` (a zstd frame), or at ``offsets``."""
-
-    base: int
-    rows: list[Any]
-    offsets: list[int] | None = None
-    deferred: bool = False
-    """Whether the rows are ``Envelope``s (their data deferred), not dicts."""
-
-    def offset(self, index: int) -> int:
-        return self.base if self.offsets is None else self.offsets[index]
-
-
-def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -> _Rows:
+def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -> Rows:
     """Parse a run of complete JSONL lines (each row at ``base``, or at its own line's offset): as
     ``Envelope``s when ``event_envelopes`` can read them so, else as dicts.
 
@@ -256,21 +199,21 @@ def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -
     to name the damaged line's offset.
     """
     if not content:
-        return _Rows(base, [])
+        return Rows(base, [])
     count = _newlines(content)
     one_a_line = _one_object_a_line(content, count)
     if one_a_line:
         found = envelopes(content)
         if found is not None and len(found) == count:
             offsets = [offset for offset, _ in _split_lines(content, base)[0]] if per_line_offsets else None
-            return _Rows(base, found, offsets, deferred=True)
+            return Rows(base, found, offsets, deferred=True)
     try:
         rows = _decode_lines(content)
         if one_a_line and len(rows) == count:
             if per_line_offsets:
                 lines, _ = _split_lines(content, base)
-                return _Rows(base, rows, [offset for offset, _ in lines])
-            return _Rows(base, rows)
+                return Rows(base, rows, [offset for offset, _ in lines])
+            return Rows(base, rows)
     except ValueError:
         pass
     lines, _ = _split_lines(content, base)
@@ -282,7 +225,7 @@ def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -
             raise corrupt_session(
                 path, offset if per_line_offsets else base, f"a line is not JSON ({error})"
             ) from error
-    return _Rows(base, parsed, [offset for offset, _ in lines] if per_line_offsets else None)
+    return Rows(base, parsed, [offset for offset, _ in lines] if per_line_offsets else None)
 
 
 _FAST = msgspec.json.Decoder()
@@ -335,7 +278,7 @@ def _decode_lines(content: bytes) -> Any:
 
 
 def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
-    runs: list[_Rows] = []
+    runs: list[Rows] = []
     recovered = b""
     if compression == "zstd":
         frames = _frames_ahead(raw, path)
@@ -368,7 +311,7 @@ def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
     events: list[SessionEvent] = []
     title: TitleSnapshot | None = None
     for number, run in enumerate(runs):
-        add = _add_envelopes if run.deferred else _add_events
+        add = add_envelopes if run.deferred else add_rows
         title = add(run, 1 if number == 0 else 0, folder, events, path) or title
     return LoadedLog(
         header=header,
@@ -378,137 +321,3 @@ def _load_log(raw: bytes, path: Path, compression: Compression) -> LoadedLog:
         surface_seqs=folder.seqs,
         recovered=recovered,
     )
-
-
-_FIELDS_SET = set(SessionEvent.model_fields)
-"""Every field is set in every loaded event: one set shared by all (events are frozen, so pydantic
-never adds to it; ``model_copy`` copies it)."""
-
-
-_SET_DICT, _SET_FIELDS_SET, _SET_EXTRA, _SET_PRIVATE = slot_setters(SessionEvent)
-
-
-def _add_envelopes(
-    run: _Rows, start: int, folder: SurfaceFolder, events: list[SessionEvent], path: Path
-) -> TitleSnapshot | None:
-    """``_add_events`` for a run read as envelopes: each plain event row becomes its event with its
-    data deferred; anything else is made the dict a full decode gives and takes ``_expand_row``."""
-    push, append, rows = folder.push, events.append, run.rows
-    on_surface = folder.seqs.append
-    title: TitleSnapshot | None = None
-    new = object.__new__
-    unset = UNSET
-    groups: dict[str, DeferredGroup] = {}  # by event type, the group being filled
-    index = start
-    try:
-        for index in range(start, len(rows)):
-            row = rows[index]
-            kind, seq, time, raw = row.type, row.seq, row.time, row.data
-            if (
-                type(kind) is str
-                and type(seq) is int
-                and type(time) is int
-                and kind not in ROW_TYPES
-                and type(raw) is Raw
-                and memoryview(raw)[0] == 0x7B  # an object: "{" (msgspec keeps no whitespace around it)
-            ):
-                op, sources = row.surfaceOp, row.sourceEventSeqs
-                if op is unset:
-                    op = None
-                if sources is unset:
-                    sources = None
-                if op == "append" and sources is None and seq == folder.next_seq and kind in SURFACE_EVENT_TYPES:
-                    on_surface(seq)
-                    folder.next_seq = seq + 1
-                else:
-                    push(kind, seq, op, sources)
-                event = new(SessionEvent)
-                _SET_DICT(event, {
-                    "type": kind, "seq": seq, "time": time, "surface_op": op, "source_event_seqs": sources,
-                    "ignorable": row.ignorable is True,
-                })  # fmt: skip
-                _SET_FIELDS_SET(event, _FIELDS_SET)
-                _SET_EXTRA(event, None)
-                group = groups.get(kind)
-                if group is None or group.full():
-                    group = groups[kind] = DeferredGroup()
-                group.add(seq, raw)
-                _SET_PRIVATE(event, group)
-                append(event)
-                if kind == ev.SESSION_TITLE:
-                    title = title_from_event(event) or title
-                continue
-            for event in _expand_row(row.as_row(), path, run.offset(index)):
-                push(event.type, event.seq, event.surface_op, event.source_event_seqs)
-                append(event)
-                if event.type == ev.SESSION_TITLE:
-                    title = title_from_event(event) or title
-    except SessionQueryError as error:
-        if error.code == SESSION_QUERY_CORRUPT:
-            raise
-        raise corrupt_session(path, run.offset(index), str(error)) from error
-    return title
-
-
-def _add_events(
-    run: _Rows, start: int, folder: SurfaceFolder, events: list[SessionEvent], path: Path
-) -> TitleSnapshot | None:
-    """Fold and keep the events of ``run.rows[start:]``; the last title among them.
-
-    The loop is the hot path of every load (tens of thousands of rows): a plain event row becomes
-    its event here, field checks and construction inline; chunk rows and anything odd take
-    ``_expand_row``, which names the damage.
-    """
-    push, append, rows = folder.push, events.append, run.rows
-    on_surface = folder.seqs.append
-    title: TitleSnapshot | None = None
-    new = object.__new__
-    index = start
-    try:
-        for index in range(start, len(rows)):
-            row = rows[index]
-            try:  # a JSON row that is not an object raises TypeError here
-                kind, seq, time, data = row["type"], row["seq"], row["time"], row["data"]
-            except (KeyError, TypeError):
-                kind = None  # named by ``_expand_row``
-            if (
-                type(kind) is str
-                and type(seq) is int
-                and type(time) is int
-                and type(data) is dict
-                and kind not in ROW_TYPES
-            ):
-                op, sources = row.pop("surfaceOp", None), row.pop("sourceEventSeqs", None)
-                if op == "append" and sources is None and seq == folder.next_seq and kind in SURFACE_EVENT_TYPES:
-                    on_surface(seq)  # ``push``'s common case, inlined: the next event, appended
-                    folder.next_seq = seq + 1
-                else:
-                    push(kind, seq, op, sources)
-                event = new(SessionEvent)  # trusted_event, inlined
-                if len(row) == 4:
-                    # The row's own dict becomes the event's fields (one dict fewer per event to
-                    # build, and to free): its four fields are the event's, the other three are added.
-                    row["surface_op"], row["source_event_seqs"], row["ignorable"] = op, sources, False
-                    _SET_DICT(event, row)
-                else:  # dsh's ignorable marker is kept; fields dsh does not write are kept out of the event
-                    _SET_DICT(event, {
-                        "type": kind, "seq": seq, "time": time, "data": data, "surface_op": op,
-                        "source_event_seqs": sources, "ignorable": row.get("ignorable") is True,
-                    })  # fmt: skip
-                _SET_FIELDS_SET(event, _FIELDS_SET)
-                _SET_EXTRA(event, None)
-                _SET_PRIVATE(event, None)
-                append(event)
-                if kind == ev.SESSION_TITLE:
-                    title = title_from_event(event) or title
-                continue
-            for event in _expand_row(row, path, run.offset(index)):
-                push(event.type, event.seq, event.surface_op, event.source_event_seqs)
-                append(event)
-                if event.type == ev.SESSION_TITLE:
-                    title = title_from_event(event) or title
-    except SessionQueryError as error:
-        if error.code == SESSION_QUERY_CORRUPT:
-            raise
-        raise corrupt_session(path, run.offset(index), str(error)) from error
-    return title
