@@ -286,3 +286,28 @@ def test_text_with_a_lone_surrogate_is_scanned_and_masked() -> None:
     key = "sk-ant-api03-" + "a1B2c3D4e5" * 9 + "AA"
     masked = mask_secrets(f"\udc79 the key {key} \ud83d")
     assert masked.text == "\udc79 the key [redacted: anthropic-key] \ud83d"
+
+
+def test_a_session_that_keeps_changing_keeps_one_masked_copy(tmp_path: Path) -> None:
+    """The masked conversations kept for the next prepare are one a session, its latest: a source
+    that changes between prepares (a chat going on beside this one) does not pile up its revisions
+    (each a whole conversation; twenty loads of a 20,000-message session once grew the app by 1 GB)."""
+    from core import MemorySessionStore
+    from core.reference.service import MASKED_KEPT
+
+    store = MemorySessionStore()
+    me = store.create("me", cwd="/w")
+    others = [store.create(f"other-{n}", cwd="/w") for n in range(3)]
+    service = SessionReferenceService(store, redact=True)
+    loop = asyncio.new_event_loop()
+    try:
+        for turn in range(MASKED_KEPT + 4):
+            for other in others:
+                say_user(other, f"turn {turn}: the key is {KEY}")
+                prepared = loop.run_until_complete(
+                    service.prepare(me, [{"type": "text", "text": "go"}], [ReferenceInput(other.id)])
+                )
+                assert KEY not in prepared.contexts[0].content[0]["text"]
+    finally:
+        loop.close()
+    assert sorted(service._masked) == ["other-0", "other-1", "other-2"]

@@ -53,7 +53,7 @@ REFERENCED_SESSIONS_HEADER = (
 ``@deepseek-ai/dsh-session-reference``), so the model reads the very bytes dsh sends."""
 
 MASKED_KEPT = 16
-"""Sources whose masked conversation is kept for the next prepare (while they do not change)."""
+"""Sources whose masked conversation is kept for the next prepare (each its latest revision)."""
 FRAME_OPEN = "<referenced-sessions>\n"
 FRAME_CLOSE = "\n</referenced-sessions>"
 
@@ -140,7 +140,7 @@ class SessionReferenceService:
         self.config = config
         self._seen_records: list[SessionRecord] | None = None
         self._index: tuple[list[SessionRecord], _SearchIndex] | None = None
-        self._masked: OrderedDict[tuple[object, ...], MaskedConversation] = OrderedDict()
+        self._masked: OrderedDict[str, tuple[tuple[object, ...], MaskedConversation]] = OrderedDict()
         """Recent sources' masked conversations, by what they hold (the preview prepares the same
         sources again at every typing pause)."""
 
@@ -320,15 +320,19 @@ class SessionReferenceService:
     def _masked_for_budget(
         self, snapshot: SurfaceSnapshot, items: list[ProjectedItem], budget: int
     ) -> MaskedConversation:
-        key = (snapshot.session.id, snapshot.captured_through_seq, len(items), sum(len(i.text) for i in items), budget)
-        masked = self._masked.get(key)
-        if masked is None:
-            masked = mask_for_budget(items, lambda item: utf8_length(item.text), budget)
-            self._masked[key] = masked
-            while len(self._masked) > MASKED_KEPT:
-                self._masked.popitem(last=False)
-        else:
-            self._masked.move_to_end(key)
+        session_id = snapshot.session.id
+        key = (snapshot.captured_through_seq, len(items), sum(len(i.text) for i in items), budget)
+        kept = self._masked.get(session_id)
+        if kept is not None and kept[0] == key:
+            self._masked.move_to_end(session_id)
+            return kept[1]
+        # One entry a session, its latest: a session that keeps changing (a chat going on beside
+        # this one) must not fill the cache with its old revisions, each a whole conversation.
+        masked = mask_for_budget(items, lambda item: utf8_length(item.text), budget)
+        self._masked[session_id] = (key, masked)
+        self._masked.move_to_end(session_id)
+        while len(self._masked) > MASKED_KEPT:
+            self._masked.popitem(last=False)
         return masked
 
     def conversation(self, snapshot: SurfaceSnapshot, positions: Iterable[int] | None = None) -> list[ProjectedItem]:
