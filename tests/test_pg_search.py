@@ -4,6 +4,7 @@ folder store, kept current by the appends themselves, and nothing found that a r
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -334,5 +335,34 @@ async def test_a_version_5_database_gets_its_vectors_table(database: str) -> Non
     records = await store.list_sessions()
     result = SessionSearch(index).search(_Target(), "automobile trouble roadside", records=records, titles={}, limit=5)
     assert [hit.candidate.session_id for hit in result.hits] == ["old"]
+    index.close()
+    store.close()
+
+
+async def test_a_search_by_meaning_never_waits_behind_the_embedding(database: str) -> None:
+    """Embedding runs its queries on a connection of its own (finding what has no vector yet reads
+    every message the user owns: a second at a million): a search asked meanwhile answers at once.
+    Here the embedding's connection is held for the whole search."""
+    from core.search.meaning import LocalEmbedder
+
+    store = PostgresSessionStore(database)
+    say_user(store.create("trip", cwd="/w"), "The car broke down on the highway and we called a tow truck.")
+    records = await store.list_sessions()
+    index = store.message_index()
+    index.use_meaning(LocalEmbedder())
+    meaning = index.meaning
+    assert meaning is not None and meaning.embed_pending() == 1
+    found: list[Any] = []
+    search = threading.Thread(
+        target=lambda: found.append(
+            SessionSearch(index).search(_Target(), "automobile trouble roadside", records=records, titles={}, limit=5)
+        )
+    )
+    with meaning._embedding._lock:  # (an embedding query under way, for as long as it takes)
+        search.start()
+        search.join(30)
+    assert found, "the search waited behind the embedding"
+    result = found[0]
+    assert [hit.candidate.session_id for hit in result.hits] == ["trip"]
     index.close()
     store.close()

@@ -49,36 +49,28 @@ class PgMeaning:
         """Why the embedder (or the database) failed last."""
         self.seen = MeaningProgress(0)
         """Where embedding stood when last looked at."""
-        self._connection: psycopg.Connection[Any] | None = None
-        self._lock = threading.Lock()
+        # Two connections: a search never waits behind the embedding's queries (finding what has no
+        # vector yet reads every message of the user's sessions: a second at a million messages).
+        self._searching = _Link(conninfo)
+        self._embedding = _Link(conninfo)
         self._running = threading.Lock()
         self._asked: tuple[str, Vectors] | None = None
         self._closed = False
 
-    # -- the connection --------------------------------------------------------------------------------
+    # -- the connections -------------------------------------------------------------------------------
 
     def _rows(self, statement: str, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
-        """The rows of one query on this object's own connection.
+        """The rows of one query of a search, on the searches' own connection.
 
         Raises:
             MeaningUnavailable: the database refused or cannot be reached.
         """
-        with self._lock:
-            try:
-                if self._connection is None or self._connection.closed or self._connection.broken:
-                    self._connection = connect(self._conninfo, autocommit=True, connect_timeout=5)
-                    self._connection.execute(f"SET statement_timeout = {QUERY_TIMEOUT_MS}")
-                cursor = self._connection.execute(statement, parameters)
-                return cursor.fetchall() if cursor.description is not None else []
-            except psycopg.Error as error:
-                raise MeaningUnavailable(f"search by meaning failed ({server_words(error)})") from error
+        return self._searching.rows(statement, parameters)
 
     def close(self) -> None:
         self._closed = True
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+        self._searching.close()
+        self._embedding.close()
 
     # -- embedding -------------------------------------------------------------------------------------
 
@@ -106,7 +98,7 @@ class PgMeaning:
         """
         done = 0
         while stop is None or not stop():
-            rows = self._rows(
+            rows = self._embedding.rows(
                 "SELECT m.session_id, m.position, m.body FROM sessionref.sessionref_messages m "
                 "JOIN sessionref.sessionref_sessions s ON s.id = m.session_id AND s.owner = current_user "
                 "WHERE NOT EXISTS (SELECT 1 FROM sessionref.sessionref_vectors v WHERE v.session_id = m.session_id "
@@ -124,7 +116,7 @@ class PgMeaning:
             dims = int(made.shape[1])
             # A message rewritten meanwhile is gone (its new row has no vector yet): ON CONFLICT and
             # the foreign key keep a stale vector out.
-            self._rows(
+            self._embedding.rows(
                 "INSERT INTO sessionref.sessionref_vectors (session_id, position, model, dims, vector) "
                 "SELECT t.session_id, t.position, %(model)s, %(dims)s, t.vector "
                 "FROM unnest(%(sessions)s::text[], %(positions)s::int[], %(vectors)s::bytea[]) "
@@ -145,8 +137,9 @@ class PgMeaning:
 
     def progress(self) -> MeaningProgress:
         """How many messages of the sessions this role owns wait for a vector of this embedder
-        (teammates' sessions are embedded by their owners)."""
-        rows = self._rows(
+        (teammates' sessions are embedded by their owners). Counted on the embedding's connection:
+        a search does not wait behind it."""
+        rows = self._embedding.rows(
             "SELECT count(*) FROM sessionref.sessionref_messages m "
             "JOIN sessionref.sessionref_sessions s ON s.id = m.session_id AND s.owner = current_user "
             "WHERE NOT EXISTS (SELECT 1 FROM sessionref.sessionref_vectors v WHERE v.session_id = m.session_id "
@@ -234,3 +227,35 @@ class PgMeaning:
         except MeaningUnavailable:
             return None
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+
+class _Link:
+    """One connection to the database, opened when first needed (again after it broke), one query
+    at a time."""
+
+    def __init__(self, conninfo: str) -> None:
+        self._conninfo = conninfo
+        self._connection: psycopg.Connection[Any] | None = None
+        self._lock = threading.Lock()
+
+    def rows(self, statement: str, parameters: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """The rows of one query.
+
+        Raises:
+            MeaningUnavailable: the database refused or cannot be reached.
+        """
+        with self._lock:
+            try:
+                if self._connection is None or self._connection.closed or self._connection.broken:
+                    self._connection = connect(self._conninfo, autocommit=True, connect_timeout=5)
+                    self._connection.execute(f"SET statement_timeout = {QUERY_TIMEOUT_MS}")
+                cursor = self._connection.execute(statement, parameters)
+                return cursor.fetchall() if cursor.description is not None else []
+            except psycopg.Error as error:
+                raise MeaningUnavailable(f"search by meaning failed ({server_words(error)})") from error
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
