@@ -19,7 +19,7 @@ from core.errors import SessionQueryError
 from core.listeners import Listeners
 from core.search.index_values import IndexedSession, indexed_session, revision_key
 from core.sessions.models import SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
-from core.sessions.query import WatchableStore, listing_order_key
+from core.sessions.query import WatchableStore, sort_listing
 from core.sessions.sources.merged import ExternalSource, source_of
 from core.sessions.sources.merged import listed as listed_safely
 from core.stores import SessionStore, hosted
@@ -223,7 +223,7 @@ class SessionCatalog:
                     # A source hands back the same list while none of its files changed.
                     external_changed = external_changed or listed is not self._external_listings[number]
                     self._external_listings[number] = listed
-                records.sort(key=listing_order_key)
+                sort_listing(records)
             changed = self._take(records, problems, external_changed)
         titles = self.hosted.listed_titles()
         if titles is not None and titles is not self._listed_titles:  # a database lists titles with sessions

@@ -24,7 +24,7 @@ from core.errors import SessionQueryError
 from core.folder.jsonl_header import HEADER_LIMIT, SESSION_QUERY_CORRUPT, header_from_line
 from core.serialization import js_json_stringify
 from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, trusted_record
-from core.sessions.query import listing_order_key
+from core.sessions.query import sort_listing
 
 Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 """Runs one read statement and returns its rows (errors are the caller's)."""
@@ -90,7 +90,8 @@ class DatabaseListing:
             for session_id, row in self._rows.items()
         ]
         records += [trusted_record(header, True, False) for header in unsaved if header.id not in self._rows]
-        self._records = sorted(records, key=listing_order_key)
+        sort_listing(records)
+        self._records = records
         return self._records
 
     @property

@@ -205,15 +205,11 @@ def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -
     if one_a_line:
         found = envelopes(content)
         if found is not None and len(found) == count:
-            offsets = [offset for offset, _ in _split_lines(content, base)[0]] if per_line_offsets else None
-            return Rows(base, found, offsets, deferred=True)
+            return Rows(base, found, _line_offsets(content, base) if per_line_offsets else None, deferred=True)
     try:
         rows = _decode_lines(content)
         if one_a_line and len(rows) == count:
-            if per_line_offsets:
-                lines, _ = _split_lines(content, base)
-                return Rows(base, rows, [offset for offset, _ in lines])
-            return Rows(base, rows)
+            return Rows(base, rows, _line_offsets(content, base) if per_line_offsets else None)
     except ValueError:
         pass
     lines, _ = _split_lines(content, base)
@@ -226,6 +222,11 @@ def _parse_rows(content: bytes, base: int, path: Path, per_line_offsets: bool) -
                 path, offset if per_line_offsets else base, f"a line is not JSON ({error})"
             ) from error
     return Rows(base, parsed, [offset for offset, _ in lines] if per_line_offsets else None)
+
+
+def _line_offsets(content: bytes, base: int) -> list[int]:
+    """Where each complete line of ``content`` (read at ``base``) starts in the file."""
+    return [offset for offset, _ in _split_lines(content, base)[0]]
 
 
 _FAST = msgspec.json.Decoder()

@@ -51,9 +51,9 @@ def header_from_line(line: str, path: Path) -> SessionHeader:
     return header_from_row(row, path)
 
 
-_STRINGS = ("id", "cwd", "parentSession", "origin", "agentPreset")
-_INTEGERS = ("createdAt", "version", "seedLength", "delegationDepth")
-_PLAIN_KEYS = frozenset({"type", *_STRINGS, *_INTEGERS})
+_OPTIONAL_STRINGS = ("cwd", "parentSession", "origin", "agentPreset")
+_OPTIONAL_INTEGERS = ("version", "seedLength", "delegationDepth")
+_PLAIN_KEYS = frozenset({"type", "id", "createdAt", *_OPTIONAL_STRINGS, *_OPTIONAL_INTEGERS})
 _SAFE = 1 << 63
 
 
@@ -67,11 +67,11 @@ def _plain_header(row: dict[str, Any]) -> SessionHeader | None:
     ident, created = get("id"), get("createdAt")
     if type(ident) is not str or type(created) is not int or not -_SAFE < created < _SAFE:
         return None
-    for key in ("cwd", "parentSession", "origin", "agentPreset"):
+    for key in _OPTIONAL_STRINGS:
         value = get(key)
         if value is not None and type(value) is not str:
             return None
-    for key in ("version", "seedLength", "delegationDepth"):
+    for key in _OPTIONAL_INTEGERS:
         value = get(key)
         if value is not None and (type(value) is not int or not -_SAFE < value < _SAFE):
             return None

@@ -35,8 +35,7 @@ def project_conversation(snapshot: SurfaceSnapshot) -> list[ProjectedItem]:
     items are dropped.
     """
     items: list[ProjectedItem] = []
-    events = snapshot.events
-    for event in events:
+    for event in snapshot.events:
         event_type = event.type
         if event_type not in _PROJECTED:
             continue  # (a tool's result, however large, is never decoded for a projection)

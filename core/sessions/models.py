@@ -142,12 +142,8 @@ class SessionEvent(_WireModel):
         fields (serializers follow their order)."""
         fields = self.__dict__
         if next(islice(fields, 3, 4), "data") != "data":
-            data = self.data
-            _SET_DICT_OF(self, {
-                "type": fields["type"], "seq": fields["seq"], "time": fields["time"], "data": data,
-                "surface_op": fields["surface_op"], "source_event_seqs": fields["source_event_seqs"],
-                "ignorable": fields["ignorable"],
-            })  # fmt: skip
+            _ = self.data  # (kept among the fields, last)
+            _SET_DICT_OF(self, {name: fields[name] for name in _EVENT_ORDER})
 
     def to_wire(self) -> dict[str, Any]:
         """The event exactly as CONTRACT §1 spells it."""
@@ -339,6 +335,8 @@ class BakedPrompt:
 
 
 _EVENT_FIELDS = frozenset(SessionEvent.model_fields)
+_EVENT_ORDER = tuple(SessionEvent.model_fields)
+"""The fields in their declared order (``data`` the fourth)."""
 _PRIVATE_OF = next(
     vars(base)["__pydantic_private__"].__get__ for base in SessionEvent.__mro__ if "__pydantic_private__" in vars(base)
 )

@@ -109,15 +109,13 @@ def _ascii_order_key(record: SessionRecord) -> tuple[int, str]:
     return (-header.created_at, header.id)
 
 
-def listing_sorted(records: Iterable[SessionRecord]) -> list[SessionRecord]:
-    """``records`` in ``list_sessions``' order (``listing_order_key``). Ids of ASCII alone compare
-    by code unit as they are, without encoding each (a listing of 100,000 sorts them all)."""
-    listed = list(records)
-    if all(record.header.id.isascii() for record in listed):
-        listed.sort(key=_ascii_order_key)
+def sort_listing(records: list[SessionRecord]) -> None:
+    """Sort ``records`` in place into ``list_sessions``' order (``listing_order_key``). Ids of ASCII
+    alone compare by code unit as they are, without encoding each (a listing of 100,000 sorts them all)."""
+    if all(record.header.id.isascii() for record in records):
+        records.sort(key=_ascii_order_key)
     else:
-        listed.sort(key=listing_order_key)
-    return listed
+        records.sort(key=listing_order_key)
 
 
 class Watcher(Protocol):

@@ -26,7 +26,7 @@ from core.sessions.models import (
     TitleSnapshot,
     trusted_event,
 )
-from core.sessions.query import ReadsAsQuery, listing_order_key
+from core.sessions.query import ReadsAsQuery, sort_listing
 from core.sessions.surface import SURFACE_EVENT_TYPES, SurfaceFolder, derive_messages, events_at
 from core.sessions.wire_shapes import ModelMessage
 
@@ -354,7 +354,7 @@ class MemorySessionStore(ReadsAsQuery):
         records = [
             SessionRecord(header=session.header, live=True, persisted=False) for session in self._sessions.values()
         ]
-        records.sort(key=listing_order_key)
+        sort_listing(records)
         return records
 
     def surface(self, session_id: str) -> SurfaceSnapshot:

@@ -47,7 +47,7 @@ from core.sessions.models import (
     SurfaceSnapshot,
     TitleSnapshot,
 )
-from core.sessions.query import ReadsAsQuery, listing_order_key
+from core.sessions.query import ReadsAsQuery, sort_listing
 from core.sessions.session import not_found
 from core.sessions.sources.files import LINE_BYTES, SurfaceBuilder, prompt_title, subfolders
 
@@ -196,7 +196,7 @@ class AiderSource(ReadsAsQuery):
             SessionRecord.model_construct(header=session.header, live=False, persisted=True)
             for session in sessions.values()
         ]
-        records.sort(key=listing_order_key)
+        sort_listing(records)
         self._records = records
         return records
 

@@ -29,7 +29,7 @@ from core.sessions.models import (
     TitleSnapshot,
     trusted_event,
 )
-from core.sessions.query import ReadsAsQuery, listing_order_key
+from core.sessions.query import ReadsAsQuery, sort_listing
 from core.sessions.session import not_found
 
 HEAD_BYTES = 256 * 1024
@@ -380,7 +380,7 @@ class FileSource(ReadsAsQuery):
             for entry in entries.values()
             if entry.header is not None
         ]
-        records.sort(key=listing_order_key)
+        sort_listing(records)
         self._entries, self.problems, self._records = entries, problems, records
         return records
 

@@ -34,7 +34,7 @@ from typing import Any
 from core.errors import SessionQueryError
 from core.files import Revision
 from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
-from core.sessions.query import ReadsAsQuery, listing_order_key
+from core.sessions.query import ReadsAsQuery, sort_listing
 from core.sessions.session import not_found
 from core.sessions.sources.files import ExternalSession, SurfaceBuilder, cannot_read, prompt_title
 from core.sessions.sources.sqlite_reads import ReadOnlyDatabase, SourceBusy
@@ -168,7 +168,7 @@ class HermesSource(ReadsAsQuery):
             records = [
                 SessionRecord.model_construct(header=e.header, live=False, persisted=True) for e in listed.values()
             ]
-            records.sort(key=listing_order_key)
+            sort_listing(records)
             self._listed, self._records, self.problems, self._seen = listed, records, problems, stamp
             return records
 

@@ -15,7 +15,7 @@ from core.sessions.models import (
     SurfaceSnapshot,
     TitleSnapshot,
 )
-from core.sessions.query import SessionQuery, listing_order_key
+from core.sessions.query import SessionQuery, sort_listing
 
 
 class ExternalSource(Protocol):
@@ -93,7 +93,7 @@ class MergedSessionQuery:
         merged = list(await self.primary.list_sessions())
         for source in self.sources:
             merged += listed(source, merged)[0]
-        merged.sort(key=listing_order_key)
+        sort_listing(merged)
         return merged
 
     async def read_surface(self, session_id: str) -> SurfaceSnapshot:
