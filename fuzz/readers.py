@@ -101,8 +101,9 @@ class Expected:
         return cls(types, data, surface, titles)
 
 
-def write(roots: dict[str, str], seed: int, stop: Any, sessions: int) -> None:
-    """The writer process: appends every script to both stores, a batch at a time, until stopped."""
+def write(roots: dict[str, str], seed: int, stop: Any, sessions: int, written: Any = None) -> None:
+    """The writer process: appends every script to both stores, a batch at a time, until stopped;
+    ``written`` (a shared counter) counts the batches appended, one per store."""
     stores = {name: JsonlSessionStore(root, compression=name) for name, root in roots.items()}  # type: ignore[arg-type]
     for number in range(sessions):
         opened = {
@@ -111,6 +112,9 @@ def write(roots: dict[str, str], seed: int, stop: Any, sessions: int) -> None:
         for batch in script(seed, number):
             for session in opened.values():
                 session.append_batch([(kind, payload, op, None) for kind, payload, op in batch])
+                if written is not None:
+                    with written.get_lock():
+                        written.value += 1
             if stop.is_set():
                 return
             time.sleep(PACE)
@@ -126,6 +130,8 @@ class Figures:
     events_checked: int = 0
     longest_read_ms: float = 0.0
     distinct_prefixes: int = 0
+    states_written: int = 0
+    """Batches the writer appended (both stores) while the reads ran: the lengths a read could see."""
 
 
 class Inconsistent(AssertionError):
@@ -214,7 +220,8 @@ def run(reads: int, root: str | None = None, seed: int = 1, timeout: float = 600
     roots = {name: str(base / name) for name in COMPRESSIONS}
     context = multiprocessing.get_context("spawn")
     stop = context.Event()
-    writer = context.Process(target=write, args=(roots, seed, stop, 10_000), daemon=True)
+    written = context.Value("q", 0)
+    writer = context.Process(target=write, args=(roots, seed, stop, 10_000, written), daemon=True)
     figures = Figures()
     started = time.perf_counter()
     writer.start()
@@ -222,7 +229,9 @@ def run(reads: int, root: str | None = None, seed: int = 1, timeout: float = 600
         while not all(os.path.isdir(r) and any(Path(r).iterdir()) for r in roots.values()):
             _check(writer.is_alive(), "the writer died before writing anything")
             time.sleep(0.01)
+        before = written.value
         asyncio.run(read(roots, seed, reads, figures, time.monotonic() + timeout))
+        figures.states_written = written.value - before
         _check(writer.is_alive(), f"the writer stopped early (exit {writer.exitcode})")
     finally:
         stop.set()
@@ -247,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(
         f"{figures.reads:,} surface reads beside a writer in {seconds:.1f} s, every one a consistent prefix: "
-        f"{figures.distinct_prefixes:,} distinct prefixes, {figures.events_checked:,} events compared, "
+        f"{figures.distinct_prefixes:,} distinct prefixes of the {figures.states_written:,} written meanwhile, {figures.events_checked:,} events compared, "
         f"{figures.listings:,} listings without a problem, {figures.torn_tails:,} raw reads on a torn tail, "
         f"slowest read {figures.longest_read_ms:.1f} ms"
     )
