@@ -256,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(
         f"{figures.reads:,} surface reads beside a writer in {seconds:.1f} s, every one a consistent prefix: "
-        f"{figures.distinct_prefixes:,} distinct prefixes of the {figures.states_written:,} written meanwhile, {figures.events_checked:,} events compared, "
+        f"{figures.distinct_prefixes:,} distinct prefixes of the {figures.states_written:,} written meanwhile, "
+        f"{figures.events_checked:,} events compared, "
         f"{figures.listings:,} listings without a problem, {figures.torn_tails:,} raw reads on a torn tail, "
         f"slowest read {figures.longest_read_ms:.1f} ms"
     )
