@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +224,54 @@ async def test_ranked_search_with_the_best_messages_under_row_level_security(tea
     assert snippet is not None and (snippet.message, snippet.role) == (2, "user")
     assert marked_text(snippet) == "And how do we keep a **crash** from **corrupting** a **log**?"
     assert [hit.candidate.session_id for hit in best.hits] == ["storage", "crashes"]  # some of the words: lower
+    bob.close()
+
+
+async def test_a_keystrokes_first_ranked_answer_reads_the_newest_sessions_under_row_level_security(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A keystroke's first answer reads a common word in the sessions changed last (what the role
+    may see), a rare one wherever it is; the full answer ranks every message that holds it; a
+    first answer that cannot finish in time has no hits by words and never waits."""
+    from core.database import search as pg_search
+    from core.search.finder import FIRST_BUDGET
+    from core.search.search_query import parse_query
+
+    monkeypatch.setattr(pg_search, "QUICK_MESSAGES", 4)
+    alice = PostgresSessionStore(team.alice)
+    say_user(alice.create("rare", cwd="/w", created_at=1), "the quokka census")
+    for number in range(12):
+        session = alice.create(f"s{number:02d}", cwd="/w", created_at=10 + number)
+        say_user(session, f"the lantern number {number}")
+        say_assistant(session, "a lantern, lit")
+    say_user(alice.create("private", cwd="/w", created_at=99), "alice's own lantern")
+    for session_id in ("rare", *(f"s{number:02d}" for number in range(12))):
+        alice.share(session_id, team.team)
+    say_user(alice.get("s03"), "the lantern again")  # (changed last of those shared)
+    alice.close()
+    bob = PostgresSessionStore(team.bob)
+    index = bob.message_index()
+    typed = parse_query("lante", typing=True)
+    quick = index.rank(typed, quick=True).scores
+    assert set(quick) == {"s03", "s11"}  # the four newest messages: three, then one
+    assert set(index.rank(typed).scores) == {f"s{number:02d}" for number in range(12)}
+    assert set(index.rank(parse_query("quokk", typing=True), quick=True).scores) == {"rare"}
+    records = await bob.list_sessions()
+    first = SessionSearch(index).search(
+        _Target(), "lante", records=records, titles={}, limit=10, budget=FIRST_BUDGET, typing=True
+    )
+    assert [hit.candidate.session_id for hit in first.hits][:2] == ["s03", "s11"]
+    assert not first.complete  # the full answer follows
+    with psycopg.connect(team.admin, autocommit=True) as admin:
+        admin.execute("BEGIN")
+        admin.execute("LOCK TABLE sessionref.sessionref_messages IN ACCESS EXCLUSIVE MODE")  # nothing can read
+        began = time.perf_counter()
+        assert index.rank(parse_query("lantern lit", typing=True), quick=True).scores == {}
+        assert index.candidates("lantern", budget=0.0) is None  # no time left: dense, without asking
+        assert time.perf_counter() - began < 1.0
+        admin.execute("ROLLBACK")
+    assert index.rank(parse_query("lantern lit", typing=True)).scores  # and then it answers
+    index.close()
     bob.close()
 
 

@@ -20,7 +20,8 @@ database gets it (``sessionref db init``, run once by an administrator).
 
 Versions: 1 to 3 lived in ``public`` (``core.database.legacy_schema``); version 4 is the same tables
 moved into ``sessionref`` with the ownership and names above; version 5 adds each message's words
-(a ``tsvector``) for ranked search. ``initialize`` takes a database of any earlier version there,
+(a ``tsvector``) for ranked search, 6 their vectors for search by meaning, 7 an index of the
+sessions by revision (``_STEPS``). ``initialize`` takes a database of any earlier version there,
 its sessions kept.
 """
 
@@ -36,7 +37,7 @@ from core.database.connect import OWNER_ROLE, SCHEMA
 from core.database.legacy_schema import LEGACY_STEPS, LEGACY_VERSION
 from core.errors import SessionQueryError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 SESSION_QUERY_SCHEMA_TOO_NEW = "SESSION_QUERY_SCHEMA_TOO_NEW"
 SESSION_QUERY_SCHEMA_MISSING = "SESSION_QUERY_SCHEMA_MISSING"
 """The database has no sessionref schema: an administrator runs ``sessionref db init`` once."""
@@ -104,12 +105,17 @@ CREATE TABLE IF NOT EXISTS sessionref.sessionref_vectors (
         ON DELETE CASCADE
 );
 """,
+    7: """
+CREATE INDEX IF NOT EXISTS sessionref_sessions_revision ON sessionref.sessionref_sessions (revision);
+""",
 }
 """Each version's change to the tables of the one before (5: every message's words, for ranked
 search with PostgreSQL's own full text: ``to_tsvector`` with the English Snowball stemmer, the
 algorithm the folder store's index stems with, ranked by ``ts_rank_cd``; 6: every message's vector
 for search by meaning, per embedder, four bits a dimension as the folder store keeps them, ranked by
-the client; a message rewritten or removed takes its vectors with it)."""
+the client; a message rewritten or removed takes its vectors with it; 7: the sessions in order of
+their last change, which a keystroke's ranked search walks newest first for a word most messages
+hold, and a listing reads what changed since its last revision from)."""
 
 _LOGIC = f"""
 -- Seqs only increase, checked once per statement over all its rows (a batch is one multi-row

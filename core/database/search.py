@@ -48,6 +48,10 @@ _BODY = (
 RANKED_MESSAGES = 5000
 """The best matching messages a ranked search reads at most (a word most messages hold must not
 pull the whole table)."""
+QUICK_MESSAGES = 300
+"""The matching messages a keystroke's first ranked answer reads at most, the newest (``rank``)."""
+KEYSTROKE_RANK_MS = 25
+"""The longest a keystroke's ranked query may run."""
 
 Message = tuple[str, str]
 """One searchable message: its role (``user``, ``assistant``, ``summary``) and its text."""
@@ -150,6 +154,11 @@ class PgMessageIndex:
             try:
                 if self._connection is None or self._connection.closed or self._connection.broken:
                     self._connection = connect(self._conninfo, autocommit=True, connect_timeout=5)
+                    # A plan for each query's own words: a plan made once for any words would walk
+                    # a rare word's sessions one by one, or rank every message of a common one. And
+                    # no JIT: compiling a costly plan takes a third of a second, which no timeout stops.
+                    self._connection.execute("SET plan_cache_mode = force_custom_plan")
+                    self._connection.execute("SET jit = off")
                     self._timeout = None
                 if timeout_ms != self._timeout:
                     self._connection.execute(f"SET statement_timeout = {int(timeout_ms)}")
@@ -169,6 +178,8 @@ class PgMessageIndex:
         limit = DENSE_MESSAGES if cap is None else cap
         if "\x00" in needle:
             return {}
+        if budget is not None and budget <= 0:
+            return None  # what ran before used the search's time up: no lookup can answer in time
         # Matching messages, not sessions: the query stops after ``limit`` rows, so a common needle
         # (most sessions match) costs the first rows only and is answered as "dense". A keystroke's
         # search (a small budget) gives the lookup KEYSTROKE_LOOKUP_MS: a needle whose trigrams are
@@ -217,6 +228,14 @@ class PgMessageIndex:
         A session's score is the sum of its matching messages' ranks; each message's own score is
         its rank scaled by the share of the query's words it holds (as the folder store's best
         messages are). The ``RANKED_MESSAGES`` best matching messages are read at most.
+
+        ``quick`` (a keystroke's first answer; the full one follows when typing pauses) reads the
+        ``QUICK_MESSAGES`` newest matching messages instead, those of the sessions changed last, as
+        the folder store's quick answer reads a common word's newest sessions: a word most
+        messages hold is found by walking the sessions newest first (``sessionref_sessions_revision``)
+        rather than by ranking every message that holds it, and a rare one straight from its index,
+        as the planner judges from the words' statistics. It gets ``KEYSTROKE_RANK_MS``; past that
+        (a short prefix that many words start with) the first answer has no hits by words.
         """
         terms = [term for term in query.terms if "\x00" not in term]
         prefix = query.prefix if query.prefix and "\x00" not in query.prefix else None
@@ -224,21 +243,14 @@ class PgMessageIndex:
         if not operands:
             return RankedWords((), TermStats(0, 0.0, {}))
         rows = self._query(
-            "WITH q AS (SELECT pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, %(query)s) AS query) "
-            "SELECT m.session_id, m.position, m.role, m.body, "
-            "pg_catalog.ts_rank_cd(m.words, q.query, 32) AS rank, "
-            "ARRAY(SELECT t FROM pg_catalog.unnest(%(terms)s::text[]) t "
-            "WHERE m.words @@ pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, pg_catalog.quote_literal(t))) "
-            "AS held, "
-            + ("m.words @@ pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, %(typed)s) " if prefix else "false ")
-            + "AS typed FROM sessionref.sessionref_messages m, q WHERE m.words @@ q.query "
-            "ORDER BY rank DESC LIMIT %(limit)s",
+            _ranked_statement(quick=quick, prefix=prefix is not None),
             {
                 "query": " | ".join(operands),
                 "terms": [storable(term) for term in terms],
                 "typed": (_operand(prefix) + ":*") if prefix else "",
-                "limit": RANKED_MESSAGES,
+                "limit": QUICK_MESSAGES if quick else RANKED_MESSAGES,
             },
+            timeout_ms=KEYSTROKE_RANK_MS if quick else QUERY_TIMEOUT_MS,
         )
         asked = len(terms) + (1 if prefix else 0)
         scores: dict[str, float] = {}
@@ -286,6 +298,30 @@ class PgMessageIndex:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+_TSQUERY = "pg_catalog.to_tsquery('pg_catalog.simple'::regconfig, {})"
+
+
+def _ranked_statement(*, quick: bool, prefix: bool) -> str:
+    """``rank``'s query: each matching message with its rank, the query's terms it holds and
+    whether it holds the word being typed. The query is written out where it is used (not in a
+    ``WITH``), so the planner sees the words and, from their statistics, how many messages hold them."""
+    query = _TSQUERY.format("%(query)s")
+    typed = f"h.words @@ {_TSQUERY.format('%(typed)s')}" if prefix else "false"
+    held = f"{_TSQUERY.format('pg_catalog.quote_literal(t)')}"
+    columns = (
+        f"SELECT h.session_id, h.position, h.role, h.body, pg_catalog.ts_rank_cd(h.words, {query}, 32) AS rank, "
+        f"ARRAY(SELECT t FROM pg_catalog.unnest(%(terms)s::text[]) t WHERE h.words @@ {held}) AS held, "
+        f"{typed} AS typed FROM "
+    )
+    if quick:
+        return columns + (
+            "(SELECT m.session_id, m.position, m.role, m.body, m.words FROM sessionref.sessionref_messages m "
+            f"JOIN sessionref.sessionref_sessions s ON s.id = m.session_id WHERE m.words @@ {query} "
+            "ORDER BY s.revision DESC, m.position DESC LIMIT %(limit)s) h"
+        )
+    return columns + f"sessionref.sessionref_messages h WHERE h.words @@ {query} ORDER BY rank DESC LIMIT %(limit)s"
 
 
 def _operand(word: str) -> str:
