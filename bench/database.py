@@ -18,17 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from bench.app import percentile, print_latencies, type_mentions
-from bench.search import PICKER_WORDS, build, seed_root
+from bench.search import PICKER_WORDS, RANKED_QUERIES, build, seed_root
 from core import EchoModel, JsonlSessionStore
 from core.database.store import PostgresSessionStore
 from core.database.transfer import import_jsonl
 from core.search.body_index import index_path_beside
+from core.search.search_query import parse_query
 from tests.support.pg_cluster import running_cluster
 
 _CWD = "/home/user/project-1"
 LOAD_SECONDS = 60
 LOAD_WRITERS = 20
 LOAD_READERS = 5
+MEMBER = "bench_member"
+"""A login role (no superuser) that owns the imported sessions: what a team member's searches cost
+under row-level security, where the superuser the import ran as bypasses it."""
 
 
 def _median_ms(samples: list[float]) -> float:
@@ -106,8 +110,37 @@ def side_by_side(conninfo: str, root: Path, repeats: int) -> None:
     print(f"  picker, message search on, typing @{', @'.join(PICKER_WORDS)}: key received -> painted")
     print("  folder store:")
     print_latencies(asyncio.run(_picker(JsonlSessionStore(root), rounds)), "    ")
-    print("  PostgreSQL:")
+    print("  PostgreSQL, as the superuser (row-level security bypassed):")
     print_latencies(asyncio.run(_picker(PostgresSessionStore(conninfo), rounds)), "    ")
+    member = _member(conninfo)
+    print(f"  PostgreSQL, as {MEMBER}, who owns the sessions (row-level security applies):")
+    print_latencies(asyncio.run(_picker(PostgresSessionStore(member), rounds)), "    ")
+    print("  ranked word search (the database's part of search_sessions), p50 over the bench's queries:")
+    for who, role in ((conninfo, "superuser"), (member, MEMBER)):
+        print(f"    {role:12} {_median_ms(_ranked(who, repeats)):8.1f} ms")
+
+
+def _member(conninfo: str) -> str:
+    """``MEMBER``'s connection string, the role created and given every session."""
+    import psycopg
+
+    with psycopg.connect(conninfo, autocommit=True) as admin:
+        if admin.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (MEMBER,)).fetchone() is None:
+            admin.execute(f"CREATE ROLE {MEMBER} LOGIN")
+        admin.execute(f"UPDATE sessionref.sessionref_sessions SET owner = '{MEMBER}'")
+        admin.execute("VACUUM ANALYZE sessionref.sessionref_sessions")
+    return conninfo.replace("user=postgres", f"user={MEMBER}")
+
+
+def _ranked(conninfo: str, repeats: int) -> list[float]:
+    """Seconds of each full ranked word query of ``RANKED_QUERIES`` in the database."""
+    index = PostgresSessionStore(conninfo).message_index()
+    samples = []
+    for query in RANKED_QUERIES:
+        parsed = parse_query(query)
+        samples += _timed(lambda parsed=parsed: index.rank(parsed), max(1, repeats // 2))  # type: ignore[misc]
+    index.close()
+    return samples
 
 
 # -- the load run -------------------------------------------------------------------------------------
