@@ -388,6 +388,31 @@ async def test_a_version_5_database_gets_its_vectors_table(database: str) -> Non
     store.close()
 
 
+def test_a_version_6_database_gets_its_sessions_indexed_by_revision(database: str) -> None:
+    from core.database.setup import initialize_database
+    from core.search.search_query import parse_query
+
+    store = PostgresSessionStore(database)
+    say_user(store.create("old", cwd="/w"), "the pangolin census")
+    store.close()
+    with psycopg.connect(database, autocommit=True) as admin:  # as version 6 left it
+        admin.execute("DROP INDEX sessionref.sessionref_sessions_revision")
+        admin.execute("UPDATE sessionref.sessionref_schema SET version = 6")
+    with pytest.raises(SessionQueryError) as outdated:
+        PostgresSessionStore(database)
+    assert outdated.value.code == "SESSION_QUERY_SCHEMA_OUTDATED"
+    initialize_database(database)
+    with psycopg.connect(database, autocommit=True) as admin:
+        indexed = admin.execute("SELECT indexdef FROM pg_catalog.pg_indexes WHERE indexname = %s",
+                                ("sessionref_sessions_revision",)).fetchone()  # fmt: skip
+    assert indexed is not None and "(revision)" in indexed[0]
+    store = PostgresSessionStore(database)
+    index = store.message_index()
+    assert set(index.rank(parse_query("pango", typing=True), quick=True).scores) == {"old"}
+    index.close()
+    store.close()
+
+
 async def test_a_search_by_meaning_never_waits_behind_the_embedding(database: str) -> None:
     """Embedding runs its queries on a connection of its own (finding what has no vector yet reads
     every message the user owns: a second at a million): a search asked meanwhile answers at once.

@@ -309,7 +309,7 @@ def _ranked_statement(*, quick: bool, prefix: bool) -> str:
     ``WITH``), so the planner sees the words and, from their statistics, how many messages hold them."""
     query = _TSQUERY.format("%(query)s")
     typed = f"h.words @@ {_TSQUERY.format('%(typed)s')}" if prefix else "false"
-    held = f"{_TSQUERY.format('pg_catalog.quote_literal(t)')}"
+    held = _TSQUERY.format("pg_catalog.quote_literal(t)")
     columns = (
         f"SELECT h.session_id, h.position, h.role, h.body, pg_catalog.ts_rank_cd(h.words, {query}, 32) AS rank, "
         f"ARRAY(SELECT t FROM pg_catalog.unnest(%(terms)s::text[]) t WHERE h.words @@ {held}) AS held, "
