@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from bench.app import percentile, print_latencies, type_mentions
 from bench.search import PICKER_WORDS, RANKED_QUERIES, build, seed_root
 from core import EchoModel, JsonlSessionStore
@@ -122,8 +124,6 @@ def side_by_side(conninfo: str, root: Path, repeats: int) -> None:
 
 def _member(conninfo: str) -> str:
     """``MEMBER``'s connection string, the role created and given every session."""
-    import psycopg
-
     with psycopg.connect(conninfo, autocommit=True) as admin:
         if admin.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (MEMBER,)).fetchone() is None:
             admin.execute(f"CREATE ROLE {MEMBER} LOGIN")
@@ -134,12 +134,14 @@ def _member(conninfo: str) -> str:
 
 def _ranked(conninfo: str, repeats: int) -> list[float]:
     """Seconds of each full ranked word query of ``RANKED_QUERIES`` in the database."""
-    index = PostgresSessionStore(conninfo).message_index()
+    store = PostgresSessionStore(conninfo)
+    index = store.message_index()
     samples = []
     for query in RANKED_QUERIES:
         parsed = parse_query(query)
         samples += _timed(lambda parsed=parsed: index.rank(parsed), max(1, repeats // 2))  # type: ignore[misc]
     index.close()
+    store.close()
     return samples
 
 

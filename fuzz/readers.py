@@ -101,7 +101,7 @@ class Expected:
         return cls(types, data, surface, titles)
 
 
-def write(roots: dict[str, str], seed: int, stop: Any, sessions: int, written: Any = None) -> None:
+def write(roots: dict[str, str], seed: int, stop: Any, sessions: int, written: Any) -> None:
     """The writer process: appends every script to both stores, a batch at a time, until stopped;
     ``written`` (a shared counter) counts the batches appended, one per store."""
     stores = {name: JsonlSessionStore(root, compression=name) for name, root in roots.items()}  # type: ignore[arg-type]
@@ -112,9 +112,8 @@ def write(roots: dict[str, str], seed: int, stop: Any, sessions: int, written: A
         for batch in script(seed, number):
             for session in opened.values():
                 session.append_batch([(kind, payload, op, None) for kind, payload, op in batch])
-                if written is not None:
-                    with written.get_lock():
-                        written.value += 1
+                with written.get_lock():
+                    written.value += 1
             if stop.is_set():
                 return
             time.sleep(PACE)

@@ -275,20 +275,31 @@ async def test_a_keystrokes_first_ranked_answer_reads_the_newest_sessions_under_
     bob.close()
 
 
-async def test_a_version_4_database_gets_the_words_of_the_messages_it_holds(database: str) -> None:
+def _left_at_version(database: str, version: int, *undo: str) -> None:
+    """Make ``database`` as schema ``version`` left it (``undo``: statements removing what later
+    versions added), check the store refuses it as outdated, and bring it up with ``db init``."""
     from core.database.setup import initialize_database
 
-    store = PostgresSessionStore(database)
-    say_user(store.create("old", cwd="/w"), "the pangolin census was corrupted")
-    store.close()
-    with psycopg.connect(database, autocommit=True) as admin:  # as version 4 left it
-        admin.execute("DROP INDEX sessionref.sessionref_messages_words")
-        admin.execute("ALTER TABLE sessionref.sessionref_messages DROP COLUMN words")
-        admin.execute("UPDATE sessionref.sessionref_schema SET version = 4")
+    with psycopg.connect(database, autocommit=True) as admin:
+        for statement in undo:
+            admin.execute(statement)  # type: ignore[arg-type]
+        admin.execute("UPDATE sessionref.sessionref_schema SET version = %s", (version,))
     with pytest.raises(SessionQueryError) as outdated:
         PostgresSessionStore(database)
     assert outdated.value.code == "SESSION_QUERY_SCHEMA_OUTDATED"
     initialize_database(database)
+
+
+async def test_a_version_4_database_gets_the_words_of_the_messages_it_holds(database: str) -> None:
+    store = PostgresSessionStore(database)
+    say_user(store.create("old", cwd="/w"), "the pangolin census was corrupted")
+    store.close()
+    _left_at_version(
+        database,
+        4,
+        "DROP INDEX sessionref.sessionref_messages_words",
+        "ALTER TABLE sessionref.sessionref_messages DROP COLUMN words",
+    )
     store = PostgresSessionStore(database)
     records = await store.list_sessions()
     result = SessionSearch(store.message_index()).search(
@@ -364,19 +375,12 @@ async def test_search_by_meaning_in_the_team_store_under_row_level_security(team
 
 
 async def test_a_version_5_database_gets_its_vectors_table(database: str) -> None:
-    from core.database.setup import initialize_database
     from core.search.meaning import LocalEmbedder
 
     store = PostgresSessionStore(database)
     say_user(store.create("old", cwd="/w"), "The car broke down on the highway.")
     store.close()
-    with psycopg.connect(database, autocommit=True) as admin:  # as version 5 left it
-        admin.execute("DROP TABLE sessionref.sessionref_vectors")
-        admin.execute("UPDATE sessionref.sessionref_schema SET version = 5")
-    with pytest.raises(SessionQueryError) as outdated:
-        PostgresSessionStore(database)
-    assert outdated.value.code == "SESSION_QUERY_SCHEMA_OUTDATED"
-    initialize_database(database)
+    _left_at_version(database, 5, "DROP TABLE sessionref.sessionref_vectors")
     store = PostgresSessionStore(database)
     index = store.message_index()
     index.use_meaning(LocalEmbedder())
@@ -389,19 +393,12 @@ async def test_a_version_5_database_gets_its_vectors_table(database: str) -> Non
 
 
 def test_a_version_6_database_gets_its_sessions_indexed_by_revision(database: str) -> None:
-    from core.database.setup import initialize_database
     from core.search.search_query import parse_query
 
     store = PostgresSessionStore(database)
     say_user(store.create("old", cwd="/w"), "the pangolin census")
     store.close()
-    with psycopg.connect(database, autocommit=True) as admin:  # as version 6 left it
-        admin.execute("DROP INDEX sessionref.sessionref_sessions_revision")
-        admin.execute("UPDATE sessionref.sessionref_schema SET version = 6")
-    with pytest.raises(SessionQueryError) as outdated:
-        PostgresSessionStore(database)
-    assert outdated.value.code == "SESSION_QUERY_SCHEMA_OUTDATED"
-    initialize_database(database)
+    _left_at_version(database, 6, "DROP INDEX sessionref.sessionref_sessions_revision")
     with psycopg.connect(database, autocommit=True) as admin:
         indexed = admin.execute("SELECT indexdef FROM pg_catalog.pg_indexes WHERE indexname = %s",
                                 ("sessionref_sessions_revision",)).fetchone()  # fmt: skip
