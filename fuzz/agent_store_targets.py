@@ -1,9 +1,10 @@
-"""Fuzz targets over the other agents' formats that are not JSONL: the SQLite rows Hermes Agent and
-opencode keep (``agent_rows``) and the YAML a Copilot CLI session folder holds (``agent_yaml``).
+"""Fuzz targets over the other agents' formats that are not JSONL: the SQLite rows Hermes Agent,
+opencode and OpenClaw keep (``agent_rows``) and the YAML a Copilot CLI session folder holds (``agent_yaml``).
 
 ``agent_rows`` makes the input's bytes into rows: pieces of its text, and values of every column
 type (reals, integers past 64 bits' reach, blobs, NULLs, lone surrogates, JSON of another shape),
-chosen by the input's CRC, in a Hermes ``state.db`` and an opencode ``opencode.db``. Every session
+chosen by the input's CRC, in a Hermes ``state.db``, an opencode ``opencode.db`` and an OpenClaw agent's
+database (its events also zstd-compressed). Every session
 listed reads and projects, or is refused with a documented code; no file appears beside a database
 and none changes.
 """
@@ -22,6 +23,7 @@ from typing import Any
 from core import SessionQueryError, project_conversation
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.hermes import HermesSource
+from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.opencode import OpenCodeSource
 from fuzz.kit import check, outcome_of, rng_of, run_async, text_of
 
@@ -57,7 +59,11 @@ def agent_rows(data: bytes) -> str:
     rng, pieces = rng_of(data), _pieces(data)
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-rows-"))
     try:
-        outcomes = [_hermes(base / "hermes", rng, pieces), _opencode(base / "opencode", rng, pieces)]
+        outcomes = [
+            _hermes(base / "hermes", rng, pieces),
+            _opencode(base / "opencode", rng, pieces),
+            _openclaw(base / "openclaw", rng, pieces),
+        ]
         return "+".join(outcomes)
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -124,6 +130,47 @@ def _opencode(folder: Path, rng: random.Random, pieces: list[str]) -> str:
         rows.append(("INSERT INTO part VALUES (?, ?, ?, 0, 0, ?)", (f"prt_{number}", f"msg_{number}", "x", part)))
     database = _written(folder, schema, rows, "opencode.db")
     return _read_all(OpenCodeSource(folder, database=database), folder, database)
+
+
+def _openclaw(root: Path, rng: random.Random, pieces: list[str]) -> str:
+    import zstandard
+
+    schema = """
+    CREATE TABLE session_nodes (session_key TEXT, current_session_id TEXT, entry_json TEXT, updated_at INTEGER,
+        label TEXT, display_name TEXT);
+    CREATE TABLE session_windows (session_id TEXT, session_key TEXT, created_at INTEGER, updated_at INTEGER,
+        parent_session_key TEXT, spawned_by TEXT);
+    CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT, created_at INTEGER,
+        event_zstd BLOB, event_utf8_bytes INTEGER, navigation_json TEXT);
+    """
+    ids = ["s1", rng.choice(pieces)]
+    header = json.dumps({"type": "session", "version": 4, "id": "s1", "timestamp": rng.choice(pieces), "cwd": "/w"})
+    rows: list[tuple[str, tuple[Any, ...]]] = [
+        ("INSERT INTO transcript_events VALUES ('s1', 0, ?, 0, NULL, NULL, NULL)", (header,)),
+        ("INSERT INTO session_nodes VALUES ('agent:main:main', ?, '{}', 0, ?, ?)",
+         (rng.choice(ids), _value(rng, pieces), _value(rng, pieces))),
+        ("INSERT INTO session_windows VALUES (?, 'k', 0, 0, ?, ?)",
+         (rng.choice(ids), rng.choice([None, _value(rng, pieces)]), None)),
+    ]  # fmt: skip
+    entries = [None]
+    for seq in range(1, rng.randrange(1, 10)):
+        parent = rng.choice(entries)
+        kind = rng.choice(["message", "message", "compaction", "reset", "leaf", rng.choice(pieces)])
+        entry = {"type": kind, "id": f"e{seq}", "parentId": parent, "targetId": rng.choice(entries),
+                 "firstKeptEntryId": rng.choice(entries), "summary": rng.choice(pieces),
+                 "message": {"role": rng.choice(["user", "assistant"]), "content": rng.choice(pieces)}}  # fmt: skip
+        entries.append(f"e{seq}")
+        text = rng.choice([json.dumps(entry), _value(rng, pieces)])
+        if type(text) is str and rng.random() < 0.3:
+            raw = text.encode()
+            packed = rng.choice([zstandard.ZstdCompressor().compress(raw), raw[:9], b"\x28\xb5\x2f\xfd"])
+            values: tuple[Any, ...] = (rng.choice(ids), seq, None, packed, rng.choice([len(raw), _value(rng, pieces)]))
+        else:
+            values = (rng.choice(ids), rng.choice([seq, _value(rng, pieces)]), text, None, None)
+        rows.append(("INSERT INTO transcript_events VALUES (?, ?, ?, 0, ?, ?, NULL)", values))
+    folder = root / "agents" / "main" / "agent"
+    database = _written(folder, schema, rows, "openclaw-agent.sqlite")
+    return _read_all(OpenClawSource(root), folder, database)
 
 
 def _read_all(source: Any, folder: Path, database: Path) -> str:

@@ -25,9 +25,10 @@ from core.sessions.sources.aider import HISTORY_NAME, AiderSource
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
-from core.sessions.sources.files import FileSource
+from core.sessions.sources.kimi_code import KimiCodeSource
+from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.openhands import OpenHandsSource
-from core.sessions.sources.pi import PiSource
+from core.sessions.sources.pi import OhMyPiSource, PiSource
 from core.sessions.sources.vibe import VibeSource
 from fuzz.kit import check, outcome_of, rng_of, run_async
 from tests.support.shared_fixtures import fixtures_root
@@ -199,9 +200,10 @@ _LOG_TOKENS = [
 
 
 def external(data: bytes) -> str:
-    """The same bytes as a Claude Code transcript, a Codex rollout, a pi session, a Continue session,
-    an Aider chat history, a Mistral Vibe session's context and an OpenHands event: each lists, reads
-    and projects, or is reported unreadable; the tools' files are never changed."""
+    """The same bytes as a Claude Code transcript, a Codex rollout, a pi session (and an oh-my-pi one,
+    an older OpenClaw file), a Kimi Code journal, a Continue session, an Aider chat history, a Mistral
+    Vibe session's context and an OpenHands event: each lists, reads and projects, or is reported
+    unreadable; the tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         claude = base / "claude" / "projects" / "-work-app" / "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c.jsonl"
@@ -209,10 +211,15 @@ def external(data: bytes) -> str:
         pi = base / "pi" / "sessions" / "--work-app--" / "2026-01-02T03-04-05-000Z_01a24c16-a285-7258.jsonl"
         continued = base / "continue" / "sessions" / "28ab63df-f623-41a0-a4b0-6276f0fb0313.json"
         outcomes = []
-        readers: list[tuple[Path, FileSource]] = [
+        omp = base / "omp" / "sessions" / "-work-app-" / "2026-01-02T03-04-05-000Z_01a24c16-a285-7258.jsonl"
+        kimi = base / "kimi" / "sessions" / "wd_app_100fe2736d70" / "session_df65" / "agents" / "main" / "wire.jsonl"
+        readers: list[tuple[Path, Any]] = [
             (claude, ClaudeCodeSource(base / "claude")),
             (codex, CodexSource(base / "codex")),
             (pi, PiSource(base / "pi")),
+            (omp, OhMyPiSource(base / "omp")),
+            (base / "openclaw" / "agents" / "main" / "sessions" / "01a24c16.jsonl", OpenClawSource(base / "openclaw")),
+            (kimi, KimiCodeSource(base / "kimi")),
             (continued, ContinueSource(base / "continue")),
         ]
         for path, source in readers:
@@ -284,7 +291,7 @@ def _aider(projects: Path, data: bytes) -> str:
     return "ok" if records else "unreadable"
 
 
-def _external_one(source: FileSource, path: Path, data: bytes) -> str:
+def _external_one(source: Any, path: Path, data: bytes) -> str:
     records = source.listing()
     if not records:
         check(bool(source.problems), "a file neither listed nor reported")

@@ -84,7 +84,10 @@ class Script:
 
     def decide(self, users: list[str], answered: bool, tools: list[str]) -> tuple[str, str, dict[str, Any]] | None:
         """``(kind, name, arguments)`` of a tool call, or ``None`` for a text answer."""
-        last = users[-1] if users else ""
+        # The newest prompt the test typed: an agent may add its own user message after it (OpenClaw's
+        # runtime context, Kimi Code's reminders).
+        typed = (text for text in reversed(users) if MARKER.search(text) or "REFERENCE DESIGN" in text)
+        last = next(typed, users[-1] if users else "")
         reference = next((name for name in tools if name.endswith("reference_session")), None)
         if "REFERENCE DESIGN" in last and reference is not None and not answered:
             return ("call", reference, {"session": "design"})
@@ -135,7 +138,13 @@ class _OpenAI(BaseHTTPRequestHandler):
         self.script.requests.append(body)
         messages = body.get("messages", [])
         users = [_said(m.get("content")) for m in messages if m.get("role") == "user"]
-        answered = bool(messages) and messages[-1].get("role") == "tool"
+        # Answered: a tool result came back after the newest typed prompt (an agent may add a message
+        # of its own after the result: OpenClaw's runtime context).
+        typed = [
+            i for i, m in enumerate(messages) if m.get("role") == "user" and MARKER.search(_said(m.get("content")))
+        ]
+        after = messages[typed[-1] + 1 :] if typed else messages[-1:]
+        answered = any(m.get("role") == "tool" for m in after)
         tools = [tool.get("function", {}).get("name", "") for tool in body.get("tools") or []]
         decided = self.script.decide(users, answered, tools)
         if decided is not None:

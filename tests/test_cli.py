@@ -152,6 +152,8 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "VIBE_HOME",
         "OPENHANDS_CONVERSATIONS_DIR",
         "OPENHANDS_PERSISTENCE_DIR",
+        "OPENCLAW_STATE_DIR",
+        "KIMI_CODE_HOME",
     ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
@@ -170,6 +172,9 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "Aider": tmp_path,
         "Mistral Vibe": tmp_path / ".vibe",
         "OpenHands": tmp_path / ".openhands" / "conversations",
+        "OpenClaw": tmp_path / ".openclaw",
+        "Kimi Code": tmp_path / ".kimi-code",
+        "oh-my-pi": tmp_path / ".omp" / "agent",
     }
     # Each agent's own variable, as the agent itself reads it.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
@@ -182,7 +187,10 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     monkeypatch.setenv("CONTINUE_GLOBAL_DIR", str(tmp_path / "cn"))
     monkeypatch.setenv("VIBE_HOME", str(tmp_path / "vb"))
     monkeypatch.setenv("OPENHANDS_PERSISTENCE_DIR", str(tmp_path / "oh"))
+    monkeypatch.setenv("OPENCLAW_STATE_DIR", str(tmp_path / "ow"))
+    monkeypatch.setenv("KIMI_CODE_HOME", str(tmp_path / "kc"))
     found = sources()
+    assert found["OpenClaw"] == tmp_path / "ow" and found["Kimi Code"] == tmp_path / "kc"
     assert found["Mistral Vibe"] == tmp_path / "vb" and found["OpenHands"] == tmp_path / "oh" / "conversations"
     assert found["pi"] == tmp_path / "pi" and found["Continue"] == tmp_path / "cn"
     assert found["GitHub Copilot CLI"] == tmp_path / "cp"
@@ -193,9 +201,10 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     found = sources("--claude-root", "/a", "--codex-root", "/b", "--gemini-root", "/c", "--qwen-root", "/d",
                     "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g", "--pi-root", "/h",
                     "--continue-root", "/i", "--cline-root", "/j", "--aider-root", "/k",
-                    "--hermes-root", "/l", "--vibe-root", "/m", "--openhands-root", "/n")  # fmt: skip
+                    "--hermes-root", "/l", "--vibe-root", "/m", "--openhands-root", "/n",
+                    "--openclaw-root", "/o", "--kimicode-root", "/p", "--omp-root", "/q")  # fmt: skip
     assert sorted(map(str, found.values())) == [
-        "/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/j", "/k", "/l", "/m", "/n"
+        "/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/j", "/k", "/l", "/m", "/n", "/o", "/p", "/q"
     ]  # fmt: skip
     assert sources("--no-external") == {}
     monkeypatch.delenv("COPILOT_HOME")
@@ -203,6 +212,8 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     monkeypatch.delenv("CONTINUE_GLOBAL_DIR")
     monkeypatch.delenv("VIBE_HOME")
     monkeypatch.delenv("OPENHANDS_PERSISTENCE_DIR")
+    monkeypatch.delenv("OPENCLAW_STATE_DIR")
+    monkeypatch.delenv("KIMI_CODE_HOME")
     assert sources("--demo") == {}  # the demo stays the demo (the agents' own variables do not count)
     assert list(sources("--demo", "--codex-root", "/b")) == ["Codex CLI"]
     # The config file's [sources] table gives the same (a flag still wins; enabled = false turns all off).

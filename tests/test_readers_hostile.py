@@ -26,7 +26,9 @@ from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
-from core.sessions.sources.pi import PiSource
+from core.sessions.sources.kimi_code import KimiCodeSource
+from core.sessions.sources.openclaw import OpenClawSource
+from core.sessions.sources.pi import OhMyPiSource, PiSource
 from core.sessions.sources.qwen import QwenCodeSource
 from core.sessions.sources.vibe import VibeSource
 from tests.test_external import UUID, c_assistant, c_user, codex_line, codex_message, text
@@ -86,6 +88,26 @@ def _vibe(root: Path, records: list[Any]) -> Path:
     from tests.test_agent_vibe import DIGEST, write_store
 
     return write_store(root, []) / "chunks" / f"{DIGEST}.json"
+
+
+def _openclaw(root: Path, records: list[Any]) -> Path:
+    return root / "agents" / "main" / "sessions" / f"{PI_ID}.jsonl"
+
+
+def _omp(root: Path, records: list[Any]) -> Path:
+    return root / "sessions" / "-work-om-" / f"2026-12-07T18-02-43-083Z_{PI_ID}.jsonl"
+
+
+def _kimi_code(root: Path, records: list[Any]) -> Path:
+    folder = root / "sessions" / "wd_proj_100fe2736d70" / "session_df65c93d"
+    (folder / "agents" / "main").mkdir(parents=True, exist_ok=True)
+    state = {"id": "session_df65c93d", "version": 2, "cwd": "/work/kc", "createdAt": 1796666498170}
+    (folder / "state.json").write_text(json.dumps(state))
+    return folder / "agents" / "main" / "wire.jsonl"
+
+
+def _kimi(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, "agentId": "main", **fields, "time": 1796666498314}
 
 
 def _pi_message(entry: str, parent: str | None, message: dict[str, Any]) -> dict[str, Any]:
@@ -160,6 +182,34 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
          "summary": "what was said", "firstKeptEntryId": "u1", "tokensBefore": 8},
         {"type": "session_info", "id": "n1", "parentId": "c1", "timestamp": "2026-12-06T16:01:23.000Z",
          "name": "A title"},
+    ]),
+    "openclaw": (OpenClawSource, _openclaw, [
+        {"type": "session", "version": 3, "id": PI_ID, "timestamp": "2026-04-02T10:00:00.000Z", "cwd": "/work/oc"},
+        _pi_message("u0", None, {"role": "user", "content": "forgotten"}),
+        _pi_message("u1", "u0", {"role": "user", "content": "first question", "__openclaw": {"senderIsOwner": True}}),
+        _pi_message("a1", "u1", {"role": "assistant", "content": [{"type": "text", "text": "an answer"}]}),
+        {"type": "reset", "id": "r1", "parentId": "a1", "reason": "new", "firstKeptEntryId": "u1"},
+        {"type": "leaf", "id": "l1", "parentId": "r1", "targetId": "r1"},
+        {"type": "custom", "customType": "openclaw:bootstrap-context:full", "id": "c1", "parentId": "l1", "data": {}},
+    ]),
+    "omp": (OhMyPiSource, _omp, [
+        {"type": "title", "v": 1, "title": "A title", "updatedAt": "2026-12-07T18:02:43.083Z", "pad": "   "},
+        {"type": "session", "version": 3, "id": PI_ID, "timestamp": "2026-12-07T18:02:43.083Z", "cwd": "/work/om"},
+        _pi_message("u1", None, {"role": "user", "content": [{"type": "text", "text": "first question"}]}),
+        _pi_message("a1", "u1", {"role": "assistant", "content": [{"type": "text", "text": "an answer"}]}),
+    ]),
+    "kimicode": (KimiCodeSource, _kimi_code, [
+        _kimi("context.append_message", message={"role": "user", "content": [{"type": "text", "text": "x"}],
+                                                 "origin": {"kind": "user"}}),
+        _kimi("context.apply_compaction", summary={"role": "user", "content": [{"type": "text", "text": "sum"}]},
+              count=1),
+        _kimi("context.append_message", message={"role": "user", "origin": {"kind": "user"}, "toolCalls": [],
+                                                 "content": [{"type": "text", "text": "first question"}]}),
+        _kimi("context.append_message", message={"role": "user", "content": [{"type": "text", "text": "<r>"}],
+                                                 "origin": {"kind": "injection"}}),
+        _kimi("context.append_loop_event", event={"type": "content.part", "stepUuid": "s1",
+                                                  "part": {"type": "text", "text": "an answer"}}),
+        _kimi("context.undo", count=5),
     ]),
     "vibe": (VibeSource, _vibe, [
         [{"message": {"content": [{"text": "<compaction_summary>the summary</compaction_summary>", "type": "text"}],
@@ -308,3 +358,31 @@ def test_opencode_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
                 db.connection.commit()
                 _list_and_read(OpenCodeSource(db.path.parent), (table, column, value))
                 db.connection.close()
+
+
+def test_openclaw_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
+    # Each column of a transcript event in turn holds text, a blob, a real, a null, a huge integer,
+    # JSON of another shape or a torn zstd frame; and the session tables' columns likewise.
+    from tests.test_agent_openclaw import _database, _entries, _message
+
+    odd_values: list[Any] = ["noon", b"\x00\xff", b"\x28\xb5\x2f\xfd\x00", 1.5, None, 2**62, -1, "[]", '{"type": 5}']
+    columns = ["session_id", "seq", "event_json", "created_at", "event_zstd", "event_utf8_bytes"]
+    number = 0
+    for table, names in (("transcript_events", columns), ("session_nodes", ["current_session_id", "display_name"])):
+        for column in names:
+            for value in odd_values:
+                number += 1
+                db = _database(tmp_path / f"case-{number}" / "agents" / "main")
+                _entries(
+                    db, "s1", [_message("a", None, "user", "first question"), _message("b", "a", "assistant", "x")]
+                )
+                db.execute("INSERT INTO session_nodes VALUES ('agent:main:main', 's1', '{}', 0, NULL, 'T')")
+                try:
+                    db.execute(
+                        f"UPDATE {table} SET {column} = ? WHERE rowid = (SELECT max(rowid) FROM {table})", (value,)
+                    )
+                except sqlite3.IntegrityError:  # (OpenClaw's schema refuses it: no such row exists)
+                    db.close()
+                    continue
+                db.close()
+                _list_and_read(OpenClawSource(tmp_path / f"case-{number}"), (table, column, value))

@@ -1,9 +1,9 @@
-"""Read-only session sources of other coding agents, each read from the files the real tool writes:
-Claude Code (``claude``), OpenAI's Codex CLI (``codex``), Gemini CLI (``gemini``), Qwen Code
-(``qwen``), opencode and Kilo CLI (``opencode``, one SQLite schema; ``opencode_files`` its older
-JSON storage), GitHub Copilot CLI (``copilot``), pi (``pi``), Continue (``continue_cli``), Cline CLI
-(``cline``), Hermes Agent (``hermes``) and Aider (``aider``). ``files`` holds the shared line reader
-and source base; ``merged`` routes ids and makes one listing over the store and the sources.
+"""Read-only session sources of other coding agents, each read from the files the real tool writes.
+``registry.AGENTS`` lists them (one row an agent: its reader module, prefix, badge, folder);
+``files`` holds the shared line reader and file source base, ``row_source`` the base of a source
+whose sessions are database rows, ``sqlite_reads`` the read-only SQLite access, ``pi`` the fold of
+pi's format its forks share; ``merged`` routes ids and makes one listing over the store and the
+sources.
 
 Each source implements the ``SessionQuery`` protocol over the agent's own files and maps what it
 finds to surface events, so projection, budgets, framing and baking stay the contract's own: what
@@ -12,8 +12,7 @@ the user typed becomes ``user/message`` with source ``{kind: "user"}``, the agen
 calls and results, thinking, system and meta records and the text an agent injects itself are not on
 the surface. Each module's docstring gives the format it reads and the versions it was tested with.
 
-Ids are namespaced (``claude:<uuid>``, ``codex:<uuid>``, ``gemini:``, ``qwen:``, ``opencode:``,
-``kilo:``, ``copilot:``, ``pi:``, ``continue:``, ``cline:``, ``hermes:``, ``aider:``). Nothing is
+Ids are namespaced by the agent's prefix (``claude:<uuid>``, ``codex:<uuid>``...). Nothing is
 ever written under the roots. A file is read up to its last complete line (an agent appending
 meanwhile yields a consistent prefix); malformed or unknown records are skipped and counted
 (``problems``).

@@ -25,7 +25,7 @@ own files and those one folder down are read.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,8 @@ class PiSource(FileSource):
 
     def _header(self, path: Path) -> SessionHeader | None:
         for _number, record in json_lines(path, HEAD_BYTES, follow=False):
+            if type(record) is dict and record.get("type") == "title":
+                continue  # (oh-my-pi's padded title line, before the header)
             if type(record) is not dict or record.get("type") != "session":
                 return None  # (the header is the first line)
             session_id, cwd = record.get("id"), record.get("cwd")
@@ -103,57 +105,78 @@ class PiSource(FileSource):
         return None
 
     def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
-        records: dict[str, LinkedRecord] = {}
-        order: list[str] = []
-        compactions: dict[str, tuple[str, str | None]] = {}  # entry id -> (summary, first kept entry id)
-        names: list[str] = []
-        problems = 0
-        last_seq: int | None = None
-        previous: str | None = None
-        for number, record in json_lines(path, follow=False):
-            last_seq = number
-            if type(record) is not dict or type(record.get("type")) is not str:
-                problems += 1
-                continue
-            kind = record["type"]
-            if kind == "session":
-                continue
-            entry_id, parent = record.get("id"), record.get("parentId")
-            if type(entry_id) is not str:  # a version 1 entry: it follows the one before it
-                entry_id, parent = f"#{number}", previous
-            previous = entry_id
-            role, text = SKIP, ""
-            if kind == "message" and type(record.get("message")) is dict:
-                message = record["message"]
-                if message.get("role") == "user":
-                    role, text = USER, text_of(message.get("content"))
-                elif message.get("role") == "assistant":
-                    role, text = ASSISTANT, text_of(message.get("content"))
-            elif kind == "compaction" and type(record.get("summary")) is str:
+        return pi_session(json_lines(path, follow=False), header)
+
+
+def pi_session(lines: Iterable[tuple[int, Any]], header: SessionHeader) -> ExternalSession:
+    """A pi-style transcript (pi's own, and the agents built on its session format: OpenClaw,
+    oh-my-pi, Letta Code) as dsh events: ``lines`` are (line or sequence number, parsed entry or
+    ``None`` when malformed), in order.
+
+    Beyond pi's own entries, two of OpenClaw's are honoured: ``reset`` (a boundary like a compaction
+    without a summary: the context starts at the messages it kept) and ``leaf`` (the branch's tip moved
+    to ``targetId``); a message with ``excludeFromContext`` is not in the model's context either.
+    """
+    records: dict[str, LinkedRecord] = {}
+    order: list[str] = []
+    boundaries: dict[str, tuple[str | None, str | None]] = {}  # entry id -> (summary, first kept entry id)
+    names: list[str] = []
+    problems = 0
+    last_seq: int | None = None
+    previous: str | None = None
+    for number, record in lines:
+        last_seq = number
+        if type(record) is not dict or type(record.get("type")) is not str:
+            problems += 1
+            continue
+        kind = record["type"]
+        if kind == "title" and type(record.get("title")) is str and record["title"].strip():
+            names.append(record["title"].strip())  # (oh-my-pi's title, kept in its padded first line)
+        if kind in ("session", "title"):
+            continue
+        entry_id, parent = record.get("id"), record.get("parentId")
+        if type(entry_id) is not str:  # a version 1 entry: it follows the one before it
+            entry_id, parent = f"#{number}", previous
+        previous = entry_id
+        role, text = SKIP, ""
+        if kind == "message" and type(record.get("message")) is dict:
+            message = record["message"]
+            if message.get("excludeFromContext") is True:
+                pass
+            elif message.get("role") == "user":
+                role, text = USER, text_of(message.get("content"))
+            elif message.get("role") == "assistant":
+                role, text = ASSISTANT, text_of(message.get("content"))
+        elif kind in ("compaction", "reset"):
+            summary = record.get("summary") if kind == "compaction" else None
+            if kind == "reset" or type(summary) is str:
                 kept = record.get("firstKeptEntryId")
-                compactions[entry_id] = (record["summary"], kept if type(kept) is str else None)
-                role, text = CHECKPOINT, record["summary"]
-            elif kind == "session_info" and type(record.get("name")) is str and record["name"].strip():
-                names.append(record["name"].strip())
-            when = _when(record, text)
-            records[entry_id] = (number, parent if type(parent) is str else None, role, text, when)
-            order.append(entry_id)
-        chain = newest_branch(records, order, parents_first=True)  # (pi writes a parent first)
-        builder = SurfaceBuilder()
-        for number, role, text, time in _context(chain, records, compactions):
-            when = time if time is not None else header.created_at
-            if not text.strip():
-                continue
-            if role == USER:
-                builder.user(number, when, text)
-            elif role == ASSISTANT:
-                builder.assistant(number, when, text)
-            elif role == CHECKPOINT:
-                builder.checkpoint(number, when, text)
-        # The title: the newest name, else the branch's first prompt (a compaction may have dropped it).
-        prompts = (prompt_title(records[entry_id][3]) for entry_id in chain if records[entry_id][2] == USER)
-        title = names[-1] if names else next((prompt for prompt in prompts if prompt), None)
-        return ExternalSession(header, builder.events, title, problems, last_seq)
+                boundaries[entry_id] = (summary if type(summary) is str else None, kept if type(kept) is str else None)
+                role, text = CHECKPOINT, summary if type(summary) is str else ""
+        elif kind == "leaf":
+            target = record.get("targetId")
+            parent = target if type(target) is str and target in records else None
+        elif kind == "session_info" and type(record.get("name")) is str and record["name"].strip():
+            names.append(record["name"].strip())
+        when = _when(record, text)
+        records[entry_id] = (number, parent if type(parent) is str else None, role, text, when)
+        order.append(entry_id)
+    chain = newest_branch(records, order, parents_first=True)  # (pi writes a parent first)
+    builder = SurfaceBuilder()
+    for number, role, text, time in _context(chain, records, boundaries):
+        when = time if time is not None else header.created_at
+        if not text.strip():
+            continue
+        if role == USER:
+            builder.user(number, when, text)
+        elif role == ASSISTANT:
+            builder.assistant(number, when, text)
+        elif role == CHECKPOINT:
+            builder.checkpoint(number, when, text)
+    # The title: the newest name, else the branch's first prompt (a compaction may have dropped it).
+    prompts = (prompt_title(records[entry_id][3]) for entry_id in chain if records[entry_id][2] == USER)
+    title = names[-1] if names else next((prompt for prompt in prompts if prompt), None)
+    return ExternalSession(header, builder.events, title, problems, last_seq)
 
 
 def _when(record: dict[str, Any], text: str) -> int | None:
@@ -169,16 +192,16 @@ def _when(record: dict[str, Any], text: str) -> int | None:
 
 
 def _context(
-    chain: list[str], records: dict[str, LinkedRecord], compactions: dict[str, tuple[str, str | None]]
+    chain: list[str], records: dict[str, LinkedRecord], boundaries: dict[str, tuple[str | None, str | None]]
 ) -> list[tuple[int, int, str, int | None]]:
     """(line, role, text, time) of the branch's entries as pi puts them in the model's context: after
-    its newest compaction, that compaction's checkpoint, the entries it kept (from its first kept
-    entry on), then the rest."""
+    its newest boundary (a compaction, or OpenClaw's reset), that compaction's checkpoint, the
+    entries it kept (from its first kept entry on), then the rest."""
     shown = [records[entry_id] for entry_id in chain]
-    at = next((index for index in range(len(chain) - 1, -1, -1) if chain[index] in compactions), None)
+    at = next((index for index in range(len(chain) - 1, -1, -1) if chain[index] in boundaries), None)
     if at is None:
         return [(number, role, text, time) for number, _parent, role, text, time in shown if role != CHECKPOINT]
-    summary, first_kept = compactions[chain[at]]
+    summary, first_kept = boundaries[chain[at]]
     start = chain.index(first_kept) if first_kept in chain[:at] else at
     number, _parent, _role, _text, time = shown[at]
     if start < at:
@@ -186,4 +209,25 @@ def _context(
         # (a line of the file that is never on the surface: lines stay in order).
         number = shown[start - 1][0] if start else 0
     after = [(n, role, text, t) for n, _p, role, text, t in shown[start:at] + shown[at + 1 :] if role != CHECKPOINT]
-    return [(number, CHECKPOINT, summary, time), *after]
+    return after if summary is None else [(number, CHECKPOINT, summary, time), *after]
+
+
+OMP_PREFIX = "omp:"
+
+
+def omp_root() -> Path:
+    """oh-my-pi's agent folder: ``$XDG_DATA_HOME/omp/agent`` when oh-my-pi made that folder, else
+    ``~/.omp/agent``."""
+    data = os.environ.get("XDG_DATA_HOME", "").strip()
+    if data and os.path.isdir(os.path.join(data, "omp")):
+        return Path(data) / "omp" / "agent"
+    return Path.home() / ".omp" / "agent"
+
+
+class OhMyPiSource(PiSource):
+    """oh-my-pi's sessions (``@oh-my-pi/pi-coding-agent``, pi's fork): pi's format, version 3, in
+    ``<agent dir>/sessions/-<cwd>-/<time>_<uuid v7>.jsonl``, each file opening with a padded
+    ``title`` line (rewritten in place when the session is named) before the header."""
+
+    prefix = OMP_PREFIX
+    name = "oh-my-pi"
