@@ -278,6 +278,22 @@ class ExternalSession:
     last_seq: int | None = None
 
 
+def surface_of(session: ExternalSession) -> SurfaceSnapshot:
+    """A session's surface as read. Its events were built from checked values (``trusted_event``):
+    no validation pass again."""
+    return SurfaceSnapshot.model_construct(
+        session=session.header, captured_through_seq=session.last_seq, events=list(session.events)
+    )
+
+
+def title_of(session: ExternalSession) -> TitleSnapshot | None:
+    """A session's title as read (``None``: it has none)."""
+    if session.title is None:
+        return None
+    seq = session.last_seq or 0
+    return TitleSnapshot(title=session.title, message_seqs=[], event_seq=seq, updated_at=session.header.created_at)
+
+
 @dataclass
 class Entry:
     path: Path
@@ -424,16 +440,8 @@ class FileSource(ReadsAsQuery):
 
     def surface(self, session_id: str) -> SurfaceSnapshot:
         """``read_surface``, synchronously (for a host's own threads)."""
-        session = self.session(session_id)
-        # Its events were built from checked values (``trusted_event``): no validation pass again.
-        return SurfaceSnapshot.model_construct(
-            session=session.header, captured_through_seq=session.last_seq, events=list(session.events)
-        )
+        return surface_of(self.session(session_id))
 
     def title(self, session_id: str) -> TitleSnapshot | None:
         """``read_title``, synchronously (for a host's own threads)."""
-        session = self.session(session_id)
-        if session.title is None:
-            return None
-        seq = session.last_seq or 0
-        return TitleSnapshot(title=session.title, message_seqs=[], event_seq=seq, updated_at=session.header.created_at)
+        return title_of(self.session(session_id))

@@ -21,7 +21,7 @@ from core.files import Revision
 from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, SurfaceSnapshot, TitleSnapshot
 from core.sessions.query import ReadsAsQuery, sort_listing
 from core.sessions.session import not_found
-from core.sessions.sources.files import ExternalSession, cannot_read
+from core.sessions.sources.files import ExternalSession, cannot_read, surface_of, title_of
 from core.sessions.sources.sqlite_reads import SourceBusy
 
 
@@ -136,14 +136,7 @@ class RowSource(ReadsAsQuery):
             return session
 
     def surface(self, session_id: str) -> SurfaceSnapshot:
-        session = self.session(session_id)
-        return SurfaceSnapshot.model_construct(
-            session=session.header, captured_through_seq=session.last_seq, events=list(session.events)
-        )
+        return surface_of(self.session(session_id))
 
     def title(self, session_id: str) -> TitleSnapshot | None:
-        session = self.session(session_id)
-        if session.title is None:
-            return None
-        seq = session.last_seq or 0
-        return TitleSnapshot(title=session.title, message_seqs=[], event_seq=seq, updated_at=session.header.created_at)
+        return title_of(self.session(session_id))
