@@ -16,9 +16,10 @@ import pytest
 
 from core import project_conversation
 from core.sessions.sources.kimi_code import KimiCodeSource, kimi_code_root
-from tests.support.rc8 import INTEROP
 from tests.test_agents_real import (
     HOSTILE,
+    MODULES,
+    NODE24,
     _OpenAI,
     base_environment,
     check_search,
@@ -29,9 +30,7 @@ from tests.test_agents_real import (
     tool_turn_made,
 )
 
-MODULES = INTEROP / "node_modules"
 KIMI_CODE = MODULES / "@moonshot-ai" / "kimi-code" / "dist" / "main.mjs"
-NODE24 = MODULES / "node24-linux-x64" / "bin" / "node"
 _OPTIONAL = os.environ.get("SESSIONREF_REQUIRE_INTEROP") != "1"
 needs_kimi_code = pytest.mark.skipif(
     _OPTIONAL and not (KIMI_CODE.exists() and NODE24.exists()), reason="Kimi Code is not installed (make interop)"

@@ -14,9 +14,9 @@ import pytest
 
 from core import project_conversation
 from core.sessions.sources.pi import OhMyPiSource, omp_root
-from tests.support.rc8 import INTEROP
 from tests.test_agents_real import (
     HOSTILE,
+    MODULES,
     _OpenAI,
     base_environment,
     check_search,
@@ -27,7 +27,6 @@ from tests.test_agents_real import (
     tool_turn_made,
 )
 
-MODULES = INTEROP / "node_modules"
 OMP = MODULES / "@oh-my-pi" / "pi-coding-agent" / "dist" / "cli.js"
 BUN = MODULES / "bun-linux-x64" / "bin" / "bun"
 _OPTIONAL = os.environ.get("SESSIONREF_REQUIRE_INTEROP") != "1"

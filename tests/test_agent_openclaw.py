@@ -17,9 +17,10 @@ import zstandard
 
 from core import project_conversation
 from core.sessions.sources.openclaw import MAX_EVENT_BYTES, OpenClawSource, openclaw_root
-from tests.support.rc8 import INTEROP
 from tests.test_agents_real import (
     HOSTILE,
+    MODULES,
+    NODE24,
     _OpenAI,
     base_environment,
     check_search,
@@ -30,9 +31,7 @@ from tests.test_agents_real import (
     tool_turn_made,
 )
 
-MODULES = INTEROP / "node_modules"
 OPENCLAW = MODULES / "openclaw" / "openclaw.mjs"
-NODE24 = MODULES / "node24-linux-x64" / "bin" / "node"
 _OPTIONAL = os.environ.get("SESSIONREF_REQUIRE_INTEROP") != "1"
 needs_openclaw = pytest.mark.skipif(
     _OPTIONAL and not (OPENCLAW.exists() and NODE24.exists()), reason="OpenClaw is not installed (make interop)"

@@ -48,6 +48,8 @@ OPENCODE = next(iter(sorted(MODULES.glob("opencode-linux-*/bin/opencode"))), Non
 # An opencode from before its database (1.1.65), which kept sessions as JSON files under storage/.
 OPENCODE_LEGACY = next(iter(sorted(MODULES.glob("opencode-legacy-linux-*/bin/opencode"))), None)
 COPILOT = next(iter(sorted(MODULES.glob("@github/copilot-linux-*/copilot"))), None)
+# The Node 24 some agents need (OpenClaw, Kimi Code), pinned beside the Node 22 the others run on.
+NODE24 = MODULES / "node24-linux-x64" / "bin" / "node"
 
 _OPTIONAL = os.environ.get("SESSIONREF_REQUIRE_INTEROP") != "1"
 needs_node = pytest.mark.skipif(_OPTIONAL and NODE is None, reason="the interop packages are not installed")

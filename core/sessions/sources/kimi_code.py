@@ -15,7 +15,7 @@ answers, a compaction's summary a checkpoint; ``context.clear`` starts the surfa
 takes back its prompts and what followed them. Injected reminders, thinking, tool calls and results,
 and sub-agents' journals (``agents/<other>/``) are not on the surface. An undo replayed onto another
 branch (``agent.switched``) is read as the plain undo it records. The title is ``state.json``'s, else
-the first prompt; an archived session is not listed.
+the first prompt on the surface; an archived session is not listed.
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ def _summary(record: dict[str, Any]) -> str:
     summary = record.get("summary")
     if type(summary) is str:
         return summary
-    if type(record.get("contextSummary")) is str:
-        return str(record["contextSummary"])
+    context = record.get("contextSummary")
+    if type(context) is str:
+        return context
     if type(summary) is dict:
         return text_of(summary.get("content"))
     return ""
@@ -88,20 +89,18 @@ class KimiCodeSource(FileSource):
     def _files(self) -> Iterator[str]:
         for workspace in subfolders(self.root / "sessions"):
             for session in subfolders(Path(workspace.path)):
-                wire = os.path.join(session.path, "agents", "main", "wire.jsonl")
-                if not os.path.islink(os.path.join(session.path, "agents")) and not os.path.islink(
-                    os.path.dirname(wire)
-                ):
-                    if os.path.isfile(wire):
-                        yield wire
+                agents = os.path.join(session.path, "agents")
+                main = os.path.join(agents, "main")
+                wire = os.path.join(main, "wire.jsonl")
+                if not (os.path.islink(agents) or os.path.islink(main)) and os.path.isfile(wire):
+                    yield wire
 
     def _header(self, path: Path) -> SessionHeader | None:
-        state = read_json_object(path.parent.parent.parent / "state.json", STATE_BYTES)
+        state = _state(path)
         if state.get("archived") is True:
             return None
-        folder = path.parent.parent.parent.name
         stated = state.get("id")
-        session_id = stated if type(stated) is str and stated.strip() else folder
+        session_id = stated if type(stated) is str and stated.strip() else _session_folder(path).name
         created = epoch_millis(state.get("createdAt"))
         if created is None:
             created = path.stat().st_mtime_ns // 1_000_000
@@ -111,7 +110,6 @@ class KimiCodeSource(FileSource):
         )
 
     def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
-        state = read_json_object(path.parent.parent.parent / "state.json", STATE_BYTES)
         builder = SurfaceBuilder()
         answer = _Answer()
         problems = 0
@@ -154,8 +152,8 @@ class KimiCodeSource(FileSource):
             elif kind == "context.undo" and type(record.get("count")) is int and record["count"] > 0:
                 _undo(builder, record["count"])
         answer.flush(builder)
-        title = state.get("title") if type(state.get("title")) is str and state["title"].strip() else None
-        if title is None:
+        title = _state(path).get("title")
+        if type(title) is not str or not title.strip():
             prompts = (
                 prompt_title(str(event.data["content"][0]["text"]))
                 for event in builder.events
@@ -163,6 +161,16 @@ class KimiCodeSource(FileSource):
             )
             title = next((prompt for prompt in prompts if prompt), None)
         return ExternalSession(header, builder.events, title, problems, last_seq)
+
+
+def _session_folder(wire: Path) -> Path:
+    """``session_<uuid>/`` of its main agent's ``agents/main/wire.jsonl``."""
+    return wire.parent.parent.parent
+
+
+def _state(wire: Path) -> dict[str, Any]:
+    """The session's ``state.json`` (empty when missing, unreadable or of another shape)."""
+    return read_json_object(_session_folder(wire) / "state.json", STATE_BYTES)
 
 
 def _undo(builder: SurfaceBuilder, count: int) -> None:

@@ -38,14 +38,12 @@ import zstandard
 from core.files import file_revision
 from core.sessions.models import SessionHeader, StoreProblem
 from core.sessions.sources.files import (
-    HEAD_BYTES,
     ExternalSession,
     epoch_millis,
     json_lines,
-    millis,
     subfolders,
 )
-from core.sessions.sources.pi import pi_session
+from core.sessions.sources.pi import header_of, pi_header, pi_session
 from core.sessions.sources.row_source import Listed, RowSource
 from core.sessions.sources.sqlite_reads import ReadOnlyDatabase
 
@@ -87,19 +85,15 @@ def _event(text: object, packed: object, size: object) -> Any:
     return None
 
 
-def _header(session_id: str, first: object, created: object) -> tuple[int, str | None]:
+def _header(first: object, created: object) -> tuple[int, str | None]:
     """A transcript's time and folder from its header event (else its first row's time)."""
-    header: Any = None
+    found = None
     if type(first) is str:
         try:
-            header = json.loads(first)
+            found = header_of(json.loads(first))
         except (ValueError, RecursionError):
-            header = None
-    cwd = None
-    when = None
-    if type(header) is dict and header.get("type") == "session":
-        cwd = header.get("cwd") if type(header.get("cwd")) is str and header["cwd"] else None
-        when = millis(header.get("timestamp"))
+            found = None
+    when, cwd = found if found is not None else (None, None)
     return (when if when is not None else epoch_millis(created) or 0), cwd
 
 
@@ -116,6 +110,8 @@ class OpenClawSource(RowSource):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         super().__init__(root)
         self._databases: dict[str, ReadOnlyDatabase] = {}
+        self._heads: dict[str, Listed] = {}
+        """The older JSONL files' sessions as last listed, by path (read again when a file changes)."""
 
     def _agents(self) -> list[Path]:
         return [Path(entry.path) for entry in subfolders(self.root / "agents")]
@@ -168,10 +164,16 @@ class OpenClawSource(RowSource):
             for session_id, count, last, newest, first, oldest in rows:
                 if type(session_id) is not str or not session_id or session_id in hidden:
                     continue
-                created, cwd = _header(session_id, first, oldest)
+                created, cwd = _header(first, oldest)
                 header = SessionHeader(id=self.prefix + session_id, created_at=created, cwd=cwd)
-                revision = (0, count if type(count) is int else 0, last if type(last) is int else 0, newest or 0)
+                revision = (
+                    0,
+                    count if type(count) is int else 0,
+                    last if type(last) is int else 0,
+                    newest if type(newest) is int else 0,
+                )
                 found[header.id] = Listed(header, titles.get(session_id), revision, (database, session_id))
+        heads: dict[str, Listed] = {}
         for path in self._files():
             try:
                 entry = self._file_entry(Path(path))
@@ -180,8 +182,11 @@ class OpenClawSource(RowSource):
                 continue
             if entry is None:
                 problems.append(StoreProblem(Path(path), f"no readable {self.name} record"))
-            elif entry.header.id not in found:
+                continue
+            heads[path] = entry
+            if entry.header.id not in found:
                 found[entry.header.id] = entry
+        self._heads = heads
         return list(found.values()), problems
 
     @staticmethod
@@ -207,22 +212,13 @@ class OpenClawSource(RowSource):
         return titles, hidden
 
     def _file_entry(self, path: Path) -> Listed | None:
-        for _number, record in json_lines(path, HEAD_BYTES, follow=False):
-            if type(record) is not dict or record.get("type") != "session":
-                return None
-            session_id = record.get("id")
-            if type(session_id) is not str or not session_id.strip():
-                return None
-            created = millis(record.get("timestamp"))
-            revision = file_revision(str(path), follow=False)
-            cwd = record.get("cwd")
-            header = SessionHeader(
-                id=self.prefix + session_id,
-                created_at=created if created is not None else revision[3] // 1_000_000,
-                cwd=cwd if type(cwd) is str and cwd else None,
-            )
-            return Listed(header, None, revision, path)
-        return None
+        """An older JSONL file's session, its head read again only when the file changed."""
+        revision = file_revision(str(path), follow=False)
+        known = self._heads.get(str(path))
+        if known is not None and known.revision == revision:
+            return known
+        header = pi_header(path, self.prefix)
+        return Listed(header, None, revision, path) if header is not None else None
 
     def _load(self, entry: Listed) -> ExternalSession:
         if isinstance(entry.where, Path):

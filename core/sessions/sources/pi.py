@@ -88,24 +88,36 @@ class PiSource(FileSource):
                         yield os.path.join(entry.path, name)
 
     def _header(self, path: Path) -> SessionHeader | None:
-        for _number, record in json_lines(path, HEAD_BYTES, follow=False):
-            if type(record) is dict and record.get("type") == "title":
-                continue  # (oh-my-pi's padded title line, before the header)
-            if type(record) is not dict or record.get("type") != "session":
-                return None  # (the header is the first line)
-            session_id, cwd = record.get("id"), record.get("cwd")
-            if type(session_id) is not str or not session_id.strip():
-                return None
-            created = millis(record.get("timestamp"))
-            if created is None:
-                created = path.stat().st_mtime_ns // 1_000_000
-            return SessionHeader(
-                id=self.prefix + session_id, created_at=created, cwd=cwd if type(cwd) is str and cwd else None
-            )
-        return None
+        return pi_header(path, self.prefix)
 
     def _read(self, path: Path, header: SessionHeader) -> ExternalSession:
         return pi_session(json_lines(path, follow=False), header)
+
+
+def header_of(record: Any) -> tuple[int | None, str | None] | None:
+    """A pi session header's time (``None`` when it has none) and folder; ``None`` when ``record``
+    is not a header."""
+    if type(record) is not dict or record.get("type") != "session":
+        return None
+    cwd = record.get("cwd")
+    return millis(record.get("timestamp")), cwd if type(cwd) is str and cwd else None
+
+
+def pi_header(path: Path, prefix: str) -> SessionHeader | None:
+    """A pi-style file's session header, from its first line (after oh-my-pi's padded title line);
+    the file's time when the header has none; ``None`` when the file does not open with one."""
+    for _number, record in json_lines(path, HEAD_BYTES, follow=False):
+        if type(record) is dict and record.get("type") == "title":
+            continue
+        found = header_of(record)
+        session_id = record.get("id") if found is not None else None
+        if found is None or type(session_id) is not str or not session_id.strip():
+            return None  # (the header is the first line)
+        created, cwd = found
+        if created is None:
+            created = path.stat().st_mtime_ns // 1_000_000
+        return SessionHeader(id=prefix + session_id, created_at=created, cwd=cwd)
+    return None
 
 
 def pi_session(lines: Iterable[tuple[int, Any]], header: SessionHeader) -> ExternalSession:

@@ -1,7 +1,6 @@
-"""What the sources whose sessions are rows of another tool's database share (OpenClaw's, llm's,
-Goose's, Crush's, Cursor's): a listing kept while the tool's database is unchanged, each session
-read once per revision, busy said as busy, a record of a shape no version writes read as that
-session's problem, never a traceback.
+"""What the sources whose sessions are rows of another tool's database share (OpenClaw's, so far):
+a listing kept while the tool's data is unchanged, each session read once per revision, busy said
+as busy, a record of a shape no version writes read as that session's problem, never a traceback.
 
 A source says how to list (``_list``: every session's header, title and revision, and whatever it
 needs to read it again) and how to read one (``_load``); this base keeps the rest.
