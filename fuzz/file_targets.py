@@ -25,6 +25,7 @@ from core.sessions.sources.aider import HISTORY_NAME, AiderSource
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
+from core.sessions.sources.kimi_cli import KimiCliSource
 from core.sessions.sources.kimi_code import KimiCodeSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.openhands import OpenHandsSource
@@ -201,9 +202,9 @@ _LOG_TOKENS = [
 
 def external(data: bytes) -> str:
     """The same bytes as a Claude Code transcript, a Codex rollout, a pi session (and an oh-my-pi one,
-    an older OpenClaw file), a Kimi Code journal, a Continue session, an Aider chat history, a Mistral
-    Vibe session's context and an OpenHands event: each lists, reads and projects, or is reported
-    unreadable; the tools' files are never changed."""
+    an older OpenClaw file), a Kimi Code journal, a Kimi CLI context, a Continue session, an Aider chat
+    history, a Mistral Vibe session's context and an OpenHands event: each lists, reads and projects,
+    or is reported unreadable; the tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         claude = base / "claude" / "projects" / "-work-app" / "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c.jsonl"
@@ -220,6 +221,7 @@ def external(data: bytes) -> str:
             (omp, OhMyPiSource(base / "omp")),
             (base / "openclaw" / "agents" / "main" / "sessions" / "01a24c16.jsonl", OpenClawSource(base / "openclaw")),
             (kimi, KimiCodeSource(base / "kimi")),
+            (base / "kimicli" / "sessions" / "242b" / "670e" / "context.jsonl", KimiCliSource(base / "kimicli")),
             (continued, ContinueSource(base / "continue")),
         ]
         for path, source in readers:
@@ -399,7 +401,28 @@ def _external_seeds() -> list[bytes]:
              "source": "history", "turn_index": 1},
         ]
     ).encode()  # fmt: skip
-    return [claude, codex, pi, continued, aider, vibe, claude + codex, claude[: len(claude) // 2], b"{}\n[]\nnull\n"]
+    kimi = lines(
+        [
+            {"role": "_system_prompt", "content": "You are Kimi Code CLI"},
+            {"role": "_checkpoint", "id": 0},
+            {"role": "user", "content": "Why does it flake?"},
+            {"role": "assistant", "content": [{"type": "think", "think": "hm"}, {"type": "text", "text": "The lock."}]},
+            {"role": "tool", "content": [{"type": "text", "text": "x"}], "tool_call_id": "t"},
+            {"role": "_usage", "token_count": 8},
+        ]
+    )
+    return [
+        claude,
+        codex,
+        pi,
+        continued,
+        aider,
+        vibe,
+        kimi,
+        claude + codex,
+        claude[: len(claude) // 2],
+        b"{}\n[]\nnull\n",
+    ]
 
 
 _EXTERNAL_TOKENS = [
@@ -429,5 +452,8 @@ _EXTERNAL_TOKENS = [
     b'"timestamp":1e400',
     b'"cwd":"relative"',
     b'"cwd":""',
+    b'"role":"user"',
+    b'"role":"_checkpoint"',
+    b"<system>Previous context has been compacted. Here is the compaction output:</system>",
     b"\\ud800",
 ]

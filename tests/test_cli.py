@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from core.sessions.sources.registry import AGENTS
 from tui.cli.command import EXIT_ROOT, EXIT_SESSION, EXIT_USAGE, main
 
 
@@ -154,28 +155,12 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "OPENHANDS_PERSISTENCE_DIR",
         "OPENCLAW_STATE_DIR",
         "KIMI_CODE_HOME",
+        "KIMI_SHARE_DIR",
     ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
-    assert sources() == {
-        "Claude Code": tmp_path / ".claude",
-        "Codex CLI": tmp_path / ".codex",
-        "Gemini CLI": tmp_path / ".gemini",
-        "Qwen Code": tmp_path / ".qwen",
-        "opencode": tmp_path / ".local" / "share" / "opencode",
-        "Kilo CLI": tmp_path / ".local" / "share" / "kilo",
-        "GitHub Copilot CLI": tmp_path / ".copilot",
-        "pi": tmp_path / ".pi" / "agent",
-        "Continue": tmp_path / ".continue",
-        "Cline CLI": tmp_path / ".cline" / "data" / "sessions",
-        "Hermes Agent": tmp_path / ".hermes",
-        "Aider": tmp_path,
-        "Mistral Vibe": tmp_path / ".vibe",
-        "OpenHands": tmp_path / ".openhands" / "conversations",
-        "OpenClaw": tmp_path / ".openclaw",
-        "Kimi Code": tmp_path / ".kimi-code",
-        "oh-my-pi": tmp_path / ".omp" / "agent",
-    }
+    # Each agent's folder when nothing names another: the table's ``unset``, under this home.
+    assert sources() == {agent.label: tmp_path / agent.unset.removeprefix("~").lstrip("/") for agent in AGENTS}
     # Each agent's own variable, as the agent itself reads it.
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "cx"))
@@ -198,14 +183,11 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
     assert found["Gemini CLI"] == tmp_path / "gh" / ".gemini" and found["Qwen Code"] == tmp_path / "qh"
     assert found["opencode"] == tmp_path / "data" / "opencode" and found["Kilo CLI"] == tmp_path / "data" / "kilo"
     # Flags win.
-    found = sources("--claude-root", "/a", "--codex-root", "/b", "--gemini-root", "/c", "--qwen-root", "/d",
-                    "--opencode-root", "/e", "--kilo-root", "/f", "--copilot-root", "/g", "--pi-root", "/h",
-                    "--continue-root", "/i", "--cline-root", "/j", "--aider-root", "/k",
-                    "--hermes-root", "/l", "--vibe-root", "/m", "--openhands-root", "/n",
-                    "--openclaw-root", "/o", "--kimicode-root", "/p", "--omp-root", "/q")  # fmt: skip
-    assert sorted(map(str, found.values())) == [
-        "/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h", "/i", "/j", "/k", "/l", "/m", "/n", "/o", "/p", "/q"
-    ]  # fmt: skip
+    flags = [part for index, agent in enumerate(AGENTS) for part in (agent.flag, f"/{index}")]
+    found = sources(*flags)
+    assert {agent.label: str(found[agent.label]) for agent in AGENTS} == {
+        agent.label: f"/{index}" for index, agent in enumerate(AGENTS)
+    }
     assert sources("--no-external") == {}
     monkeypatch.delenv("COPILOT_HOME")
     monkeypatch.delenv("PI_CODING_AGENT_DIR")

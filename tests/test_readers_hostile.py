@@ -26,6 +26,7 @@ from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
+from core.sessions.sources.kimi_cli import KimiCliSource, folder_key
 from core.sessions.sources.kimi_code import KimiCodeSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.pi import OhMyPiSource, PiSource
@@ -104,6 +105,15 @@ def _kimi_code(root: Path, records: list[Any]) -> Path:
     state = {"id": "session_df65c93d", "version": 2, "cwd": "/work/kc", "createdAt": 1796666498170}
     (folder / "state.json").write_text(json.dumps(state))
     return folder / "agents" / "main" / "wire.jsonl"
+
+
+def _kimi_cli(root: Path, records: list[Any]) -> Path:
+    folder = root / "sessions" / folder_key("/work/ki") / "670e1f60-b474-486a-8daf-417182b7ba0f"
+    folder.mkdir(parents=True, exist_ok=True)
+    (root / "kimi.json").write_text(json.dumps({"work_dirs": [{"path": "/work/ki", "kaos": "local"}]}))
+    turn = {"type": "TurnBegin", "payload": {"user_input": "first question"}}
+    (folder / "wire.jsonl").write_text(json.dumps({"timestamp": 1796670044.19, "message": turn}) + "\n")
+    return folder / "context.jsonl"
 
 
 def _kimi(kind: str, **fields: Any) -> dict[str, Any]:
@@ -210,6 +220,17 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
         _kimi("context.append_loop_event", event={"type": "content.part", "stepUuid": "s1",
                                                   "part": {"type": "text", "text": "an answer"}}),
         _kimi("context.undo", count=5),
+    ]),
+    "kimi": (KimiCliSource, _kimi_cli, [
+        {"role": "_system_prompt", "content": "You are Kimi Code CLI"},
+        {"role": "user", "content": [{"type": "text", "text": "<system>Previous context has been compacted. Here is "
+                                      "the compaction output:</system>"}, {"type": "text", "text": "sum"}]},
+        {"role": "_checkpoint", "id": 0},
+        {"role": "user", "content": "first question"},
+        {"role": "_usage", "token_count": 5},
+        {"role": "assistant", "content": [{"type": "think", "think": "hmm"}, {"type": "text", "text": "an answer"}],
+         "tool_calls": [{"type": "function", "id": "c1", "function": {"name": "Glob", "arguments": "{}"}}]},
+        {"role": "tool", "content": [{"type": "text", "text": "out"}], "tool_call_id": "c1"},
     ]),
     "vibe": (VibeSource, _vibe, [
         [{"message": {"content": [{"text": "<compaction_summary>the summary</compaction_summary>", "type": "text"}],

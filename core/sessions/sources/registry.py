@@ -264,6 +264,18 @@ AGENTS: tuple[AgentSource, ...] = (
         what="home folder",
     ),
     AgentSource(
+        "kimi",
+        "KI",
+        "Kimi CLI",
+        "kimi:",
+        "kimi_cli:KimiCliSource",
+        "kimi_cli:kimi_root",
+        "$KIMI_SHARE_DIR, else ~/.kimi",
+        "~/.kimi",
+        env="KIMI_SHARE_DIR",
+        what="share folder",
+    ),
+    AgentSource(
         "omp",
         "OM",
         "oh-my-pi",
