@@ -25,6 +25,7 @@ from core.sessions.sources.aider import HISTORY_NAME, AiderSource
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
+from core.sessions.sources.gptme import GptmeSource
 from core.sessions.sources.kimi_cli import KimiCliSource
 from core.sessions.sources.kimi_code import KimiCodeSource
 from core.sessions.sources.openclaw import OpenClawSource
@@ -202,7 +203,7 @@ _LOG_TOKENS = [
 
 def external(data: bytes) -> str:
     """The same bytes as a Claude Code transcript, a Codex rollout, a pi session (and an oh-my-pi one,
-    an older OpenClaw file), a Kimi Code journal, a Kimi CLI context, a Continue session, an Aider chat
+    an older OpenClaw file), a Kimi Code journal, a Kimi CLI context, a gptme log, a Continue session, an Aider chat
     history, a Mistral Vibe session's context and an OpenHands event: each lists, reads and projects,
     or is reported unreadable; the tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
@@ -222,6 +223,7 @@ def external(data: bytes) -> str:
             (base / "openclaw" / "agents" / "main" / "sessions" / "01a24c16.jsonl", OpenClawSource(base / "openclaw")),
             (kimi, KimiCodeSource(base / "kimi")),
             (base / "kimicli" / "sessions" / "242b" / "670e" / "context.jsonl", KimiCliSource(base / "kimicli")),
+            (base / "gptme" / "2026-12-07-blue-squid" / "conversation.jsonl", GptmeSource(base / "gptme")),
             (continued, ContinueSource(base / "continue")),
         ]
         for path, source in readers:
@@ -454,6 +456,7 @@ _EXTERNAL_TOKENS = [
     b'"cwd":""',
     b'"role":"user"',
     b'"role":"_checkpoint"',
+    b"@shell(call_1): {",
     b"<system>Previous context has been compacted. Here is the compaction output:</system>",
     b"\\ud800",
 ]

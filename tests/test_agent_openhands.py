@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from core import project_conversation
-from core.sessions.sources.openhands import OpenHandsSource, local_millis, openhands_root
+from core.sessions.sources.files import local_millis
+from core.sessions.sources.openhands import OpenHandsSource, openhands_root
 from tests.support.rc8 import INTEROP
 from tests.test_agents_real import (
     HOSTILE,

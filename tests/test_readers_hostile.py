@@ -26,6 +26,7 @@ from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
+from core.sessions.sources.gptme import GptmeSource
 from core.sessions.sources.kimi_cli import KimiCliSource, folder_key
 from core.sessions.sources.kimi_code import KimiCodeSource
 from core.sessions.sources.openclaw import OpenClawSource
@@ -114,6 +115,13 @@ def _kimi_cli(root: Path, records: list[Any]) -> Path:
     turn = {"type": "TurnBegin", "payload": {"user_input": "first question"}}
     (folder / "wire.jsonl").write_text(json.dumps({"timestamp": 1796670044.19, "message": turn}) + "\n")
     return folder / "context.jsonl"
+
+
+def _gptme(root: Path, records: list[Any]) -> Path:
+    folder = root / "2026-12-07-sprinting-blue-squid"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.toml").write_text('[chat]\nworkspace = "/work/gp"\nname = "A title"\n')
+    return folder / "conversation.jsonl"
 
 
 def _kimi(kind: str, **fields: Any) -> dict[str, Any]:
@@ -220,6 +228,14 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
         _kimi("context.append_loop_event", event={"type": "content.part", "stepUuid": "s1",
                                                   "part": {"type": "text", "text": "an answer"}}),
         _kimi("context.undo", count=5),
+    ]),
+    "gptme": (GptmeSource, _gptme, [
+        {"role": "system", "content": "You are gptme", "timestamp": "2026-12-07T19:04:49.031681", "hide": True},
+        {"role": "user", "content": "first question", "timestamp": "2026-12-07T19:04:46.842705"},
+        {"role": "assistant", "content": "an answer\n@shell(call_1): {\"command\": \"ls\"}",
+         "timestamp": "2026-12-07T19:04:50.653820", "metadata": {"model": "local/stub-model"}},
+        {"role": "system", "content": "out", "timestamp": "2026-12-07T19:05:20.006432", "call_id": "call_1"},
+        {"role": "user", "content": "<system>No tool call detected.</system>", "timestamp": "2026-12-07T19:05:21"},
     ]),
     "kimi": (KimiCliSource, _kimi_cli, [
         {"role": "_system_prompt", "content": "You are Kimi Code CLI"},

@@ -65,6 +65,18 @@ def epoch_millis(value: Any) -> int | None:
     return value if type(value) is int and 0 <= value < LATEST_MILLIS else None
 
 
+def local_millis(value: Any) -> int | None:
+    """Epoch milliseconds of an ISO 8601 time, one without an offset taken as this machine's local
+    time (as OpenHands and gptme write them), or ``None``."""
+    if type(value) is not str or not value:
+        return None
+    try:
+        stamp = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return stamp if 0 <= stamp < LATEST_MILLIS else None
+
+
 def read_json(path: Path, limit: int) -> Any:
     """A JSON document read whole, up to ``limit`` bytes, never through a link.
 

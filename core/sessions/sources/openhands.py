@@ -27,16 +27,15 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from core.sessions.models import SessionHeader
 from core.sessions.sources.files import (
-    LATEST_MILLIS,
     ExternalSession,
     FileSource,
     SurfaceBuilder,
+    local_millis,
     plain_folder,
     prompt_title,
     read_json_object,
@@ -66,18 +65,6 @@ def openhands_root() -> Path:
         return Path(conversations).expanduser()
     persistence = os.environ.get("OPENHANDS_PERSISTENCE_DIR", "").strip()
     return (Path(persistence).expanduser() if persistence else Path.home() / ".openhands") / "conversations"
-
-
-def local_millis(value: Any) -> int | None:
-    """Epoch milliseconds of an ISO 8601 time, one without an offset taken as this machine's local
-    time (as OpenHands writes them), or ``None``."""
-    if type(value) is not str or not value:
-        return None
-    try:
-        stamp = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-    except (ValueError, OverflowError, OSError):
-        return None
-    return stamp if 0 <= stamp < LATEST_MILLIS else None
 
 
 def _events(folder: Path) -> list[tuple[int, str]]:
