@@ -1,10 +1,11 @@
 """Fuzz targets over the other agents' formats that are not JSONL: the SQLite rows Hermes Agent,
-opencode and OpenClaw keep (``agent_rows``) and the YAML a Copilot CLI session folder holds (``agent_yaml``).
+opencode, OpenClaw and llm keep (``agent_rows``) and the YAML a Copilot CLI session folder holds (``agent_yaml``).
 
 ``agent_rows`` makes the input's bytes into rows: pieces of its text, and values of every column
 type (reals, integers past 64 bits' reach, blobs, NULLs, lone surrogates, JSON of another shape),
-chosen by the input's CRC, in a Hermes ``state.db``, an opencode ``opencode.db`` and an OpenClaw agent's
-database (its events also zstd-compressed). Every session
+chosen by the input's CRC, in a Hermes ``state.db``, an opencode ``opencode.db``, an OpenClaw agent's
+database (its events also zstd-compressed) and llm's ``logs.db`` (its message chains, fragments and
+older responses). Every session
 listed reads and projects, or is refused with a documented code; no file appears beside a database
 and none changes.
 """
@@ -23,6 +24,7 @@ from typing import Any
 from core import SessionQueryError, project_conversation
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.hermes import HermesSource
+from core.sessions.sources.llm import LlmSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.opencode import OpenCodeSource
 from fuzz.kit import check, outcome_of, rng_of, run_async, text_of
@@ -63,6 +65,7 @@ def agent_rows(data: bytes) -> str:
             _hermes(base / "hermes", rng, pieces),
             _opencode(base / "opencode", rng, pieces),
             _openclaw(base / "openclaw", rng, pieces),
+            _llm(base / "llm", rng, pieces),
         ]
         return "+".join(outcomes)
     finally:
@@ -171,6 +174,52 @@ def _openclaw(root: Path, rng: random.Random, pieces: list[str]) -> str:
     folder = root / "agents" / "main" / "agent"
     database = _written(folder, schema, rows, "openclaw-agent.sqlite")
     return _read_all(OpenClawSource(root), folder, database)
+
+
+def _llm(folder: Path, rng: random.Random, pieces: list[str]) -> str:
+    schema = """
+    CREATE TABLE messages (hash TEXT PRIMARY KEY, parent_hash TEXT, role TEXT, provider_metadata TEXT);
+    CREATE TABLE parts (id INTEGER PRIMARY KEY, message_hash TEXT, position INTEGER, type TEXT, tool_name TEXT,
+        text TEXT, payload TEXT);
+    CREATE TABLE threads (id TEXT PRIMARY KEY, name TEXT, tip_message_hash TEXT, forked_from TEXT, datetime_utc TEXT);
+    CREATE TABLE turns (id TEXT PRIMARY KEY, thread_id TEXT, parent_message_hash TEXT, tip_message_hash TEXT,
+        model TEXT, datetime_utc TEXT);
+    CREATE TABLE fragments (id INTEGER PRIMARY KEY, hash TEXT, content TEXT);
+    CREATE TABLE conversations (id TEXT PRIMARY KEY, name TEXT, model TEXT);
+    CREATE TABLE responses (id TEXT PRIMARY KEY, prompt TEXT, response TEXT, conversation_id TEXT,
+        datetime_utc TEXT);
+    """
+    hashes: list[Any] = [None]
+    rows: list[tuple[str, tuple[Any, ...]]] = [("INSERT INTO fragments VALUES (1, 'f', ?)", (_value(rng, pieces),))]
+    for number in range(1, rng.randrange(2, 10)):
+        hashes.append(f"h{number}")
+        rows.append(
+            (
+                "INSERT INTO messages VALUES (?, ?, ?, NULL)",
+                (f"h{number}", rng.choice(hashes), rng.choice(["user", "assistant", _value(rng, pieces)])),
+            )
+        )
+        payload = rng.choice([None, '{"text_ref": [{"fragment": 1}, {"literal": "x"}]}', _value(rng, pieces)])
+        rows.append(
+            (
+                "INSERT INTO parts VALUES (NULL, ?, 0, ?, NULL, ?, ?)",
+                (f"h{number}", rng.choice(["text", "tool_call"]), _value(rng, pieces), payload),
+            )
+        )
+        rows.append(
+            (
+                "INSERT INTO turns VALUES (?, 't1', ?, ?, 'm', ?)",
+                (f"u{number}", rng.choice(hashes), rng.choice(hashes), _value(rng, pieces)),
+            )
+        )
+    rows += [
+        ("INSERT INTO threads VALUES ('t1', ?, ?, NULL, ?)", (_value(rng, pieces), hashes[-1], _value(rng, pieces))),
+        ("INSERT INTO conversations VALUES (?, ?, 'm')", (rng.choice(["t1", "c1"]), _value(rng, pieces))),
+        ("INSERT INTO responses VALUES ('r1', ?, ?, 'c1', ?)",
+         (_value(rng, pieces), _value(rng, pieces), _value(rng, pieces))),
+    ]  # fmt: skip
+    database = _written(folder, schema, rows, "logs.db")
+    return _read_all(LlmSource(folder), folder, database)
 
 
 def _read_all(source: Any, folder: Path, database: Path) -> str:

@@ -299,15 +299,16 @@ def _files_seen(root: Path) -> str:
     return "\n".join(shown)[-20000:]
 
 
-def check_sessions(source: ExternalSource, marker: str, cwd: Path) -> list[str]:
-    """Every listed session of ``source`` is in ``cwd``; the one that holds ``<marker>-MARK-1`` holds
+def check_sessions(source: ExternalSource, marker: str, cwd: Path | None) -> list[str]:
+    """Every listed session of ``source`` is in ``cwd`` (``None``: a tool that keeps no folder); the
+    one that holds ``<marker>-MARK-1`` holds
     every prompt and answer in order, the tool turn without the tool's output, the resumed turns,
     and the hostile text as data. Returns the listed ids."""
     records = source.listing()
     assert records, f"{source.name} listed nothing under {source.root}"
-    assert {record.header.cwd for record in records} == {str(cwd)}
+    assert {record.header.cwd for record in records} == {str(cwd) if cwd is not None else None}
     store = MemorySessionStore()
-    target = store.create(cwd=str(cwd))
+    target = store.create(cwd=str(cwd or "/"))
     service = SessionReferenceService(MergedSessionQuery(store, [source]))
     contexts = []
     for record in records:

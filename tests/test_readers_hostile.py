@@ -423,3 +423,38 @@ def test_openclaw_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
                     continue
                 db.close()
                 _list_and_read(OpenClawSource(tmp_path / f"case-{number}"), (table, column, value))
+
+
+def test_llm_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
+    # Each column of llm's threads, turns, messages, parts, fragments and older responses in turn
+    # holds text, a blob, a real, a null, a huge integer or JSON of another shape.
+    from core.sessions.sources.llm import LlmSource
+    from tests.test_agent_llm import _response, _threads
+
+    odd_values: list[Any] = ["noon", b"\x00\xff", 1.5, None, 2**62, -1, "[]", '{"text_ref": 5}', '{"text_ref": [5]}']
+    columns = {
+        "threads": ["id", "name", "tip_message_hash", "datetime_utc"],
+        "turns": ["thread_id", "parent_message_hash", "tip_message_hash", "datetime_utc"],
+        "messages": ["hash", "parent_hash", "role"],
+        "parts": ["message_hash", "position", "type", "text", "payload"],
+        "fragments": ["id", "content"],
+        "responses": ["conversation_id", "prompt", "response", "datetime_utc"],
+        "conversations": ["id", "name"],
+    }
+    number = 0
+    for table, names in columns.items():
+        for column in names:
+            for value in odd_values:
+                number += 1
+                db = _threads(tmp_path / f"case-{number}")
+                db.execute("INSERT INTO conversations VALUES ('01old', 'An older chat', 'm')")
+                _response(db, "01r", "01old", "first question", "an answer", "2024-05-01T10:00:00")
+                try:
+                    db.execute(
+                        f"UPDATE {table} SET {column} = ? WHERE rowid IN (SELECT rowid FROM {table} LIMIT 2)", (value,)
+                    )
+                except sqlite3.IntegrityError:
+                    db.close()
+                    continue
+                db.close()
+                _list_and_read(LlmSource(tmp_path / f"case-{number}"), (table, column, value))
