@@ -23,6 +23,7 @@ from core.folder.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionEvent
 from core.sessions.sources.aider import HISTORY_NAME, AiderSource
 from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.codebuddy import CodeBuddySource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.gptme import GptmeSource
@@ -202,10 +203,10 @@ _LOG_TOKENS = [
 
 
 def external(data: bytes) -> str:
-    """The same bytes as a Claude Code transcript, a Codex rollout, a pi session (and an oh-my-pi one,
-    an older OpenClaw file), a Kimi Code journal, a Kimi CLI context, a gptme log, a Continue session, an Aider chat
-    history, a Mistral Vibe session's context and an OpenHands event: each lists, reads and projects,
-    or is reported unreadable; the tools' files are never changed."""
+    """The same bytes as the session file of each agent whose sessions are JSON lines or documents
+    (Claude Code, Codex, pi and oh-my-pi, an older OpenClaw file, Kimi Code, Kimi CLI, gptme, CodeBuddy,
+    Continue), an Aider chat history, a Mistral Vibe session's context and an OpenHands event: each
+    lists, reads and projects, or is reported unreadable; the tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         claude = base / "claude" / "projects" / "-work-app" / "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c.jsonl"
@@ -224,6 +225,10 @@ def external(data: bytes) -> str:
             (kimi, KimiCodeSource(base / "kimi")),
             (base / "kimicli" / "sessions" / "242b" / "670e" / "context.jsonl", KimiCliSource(base / "kimicli")),
             (base / "gptme" / "2026-12-07-blue-squid" / "conversation.jsonl", GptmeSource(base / "gptme")),
+            (
+                base / "cb" / "projects" / "w" / "68e9aa44-3330-40f8-a46e-891b3d63d571.jsonl",
+                CodeBuddySource(base / "cb"),
+            ),
             (continued, ContinueSource(base / "continue")),
         ]
         for path, source in readers:

@@ -22,6 +22,7 @@ from core import SessionQueryError
 from core.reference.projection import project_conversation
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.cline import ClineSource
+from core.sessions.sources.codebuddy import CodeBuddySource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
@@ -115,6 +116,10 @@ def _kimi_cli(root: Path, records: list[Any]) -> Path:
     turn = {"type": "TurnBegin", "payload": {"user_input": "first question"}}
     (folder / "wire.jsonl").write_text(json.dumps({"timestamp": 1796670044.19, "message": turn}) + "\n")
     return folder / "context.jsonl"
+
+
+def _codebuddy(root: Path, records: list[Any]) -> Path:
+    return root / "projects" / "work-cb" / "68e9aa44-3330-40f8-a46e-891b3d63d571.jsonl"
 
 
 def _gptme(root: Path, records: list[Any]) -> Path:
@@ -228,6 +233,18 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
         _kimi("context.append_loop_event", event={"type": "content.part", "stepUuid": "s1",
                                                   "part": {"type": "text", "text": "an answer"}}),
         _kimi("context.undo", count=5),
+    ]),
+    "codebuddy": (CodeBuddySource, _codebuddy, [
+        {"id": "c2", "timestamp": 1796671228920, "type": "message", "role": "assistant",
+         "content": [{"type": "output_text", "text": "the summary"}], "providerData": {"agent": "compact"}},
+        {"id": "u1", "timestamp": 1796671228813, "type": "message", "role": "user", "cwd": "/work/cb",
+         "content": [{"type": "input_text", "text": "first question"}], "providerData": {"agent": "cli"}},
+        {"id": "c1", "parentId": "u1", "timestamp": 1796671241131, "type": "function_call", "name": "Glob",
+         "arguments": "{}", "callId": "call_1"},
+        {"id": "c1", "timestamp": 1796671228919, "type": "message", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "an answer", "providerData": {"annotations": []}}],
+         "providerData": {"agent": "cli", "model": "stub-model"}},
+        {"type": "ai-title", "aiTitle": "A title", "sessionId": "68e9aa44"},
     ]),
     "gptme": (GptmeSource, _gptme, [
         {"role": "system", "content": "You are gptme", "timestamp": "2026-12-07T19:04:49.031681", "hide": True},

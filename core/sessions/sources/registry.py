@@ -302,6 +302,17 @@ AGENTS: tuple[AgentSource, ...] = (
         held="logs.db conversations",
     ),
     AgentSource(
+        "codebuddy",
+        "CB",
+        "CodeBuddy Code",
+        "codebuddy:",
+        "codebuddy:CodeBuddySource",
+        "codebuddy:codebuddy_root",
+        "$CODEBUDDY_CONFIG_DIR, else ~/.codebuddy",
+        "~/.codebuddy",
+        env="CODEBUDDY_CONFIG_DIR",
+    ),
+    AgentSource(
         "omp",
         "OM",
         "oh-my-pi",
