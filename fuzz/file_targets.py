@@ -23,6 +23,7 @@ from core.folder.jsonl_store import JsonlSessionStore
 from core.sessions.models import SessionEvent
 from core.sessions.sources.aider import HISTORY_NAME, AiderSource
 from core.sessions.sources.claude import ClaudeCodeSource
+from core.sessions.sources.code_puppy import CodePuppySource
 from core.sessions.sources.codebuddy import CodeBuddySource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
@@ -205,8 +206,9 @@ _LOG_TOKENS = [
 def external(data: bytes) -> str:
     """The same bytes as the session file of each agent whose sessions are JSON lines or documents
     (Claude Code, Codex, pi and oh-my-pi, an older OpenClaw file, Kimi Code, Kimi CLI, gptme, CodeBuddy,
-    Continue), an Aider chat history, a Mistral Vibe session's context and an OpenHands event: each
-    lists, reads and projects, or is reported unreadable; the tools' files are never changed."""
+    Code Puppy, Continue), an Aider chat history, a Mistral Vibe session's context and an OpenHands
+    event: each lists, reads and projects, or is reported unreadable; the tools' files are never
+    changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         claude = base / "claude" / "projects" / "-work-app" / "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c.jsonl"
@@ -230,6 +232,7 @@ def external(data: bytes) -> str:
                 CodeBuddySource(base / "cb"),
             ),
             (continued, ContinueSource(base / "continue")),
+            (base / "pu" / "autosaves" / "auto_session_1.json", CodePuppySource(base / "pu")),
         ]
         for path, source in readers:
             path.parent.mkdir(parents=True)

@@ -95,7 +95,17 @@ class Script:
             return ("call", reference, {"session": "design"})
         if "USE A TOOL" in last and not answered:
             named = {name.lower(): name for name in tools}  # (Continue's are "List", "Bash")
-            for wanted in ("list_directory", "glob", "ls", "list", "bash", "run_commands", "terminal", "shell"):
+            for wanted in (
+                "list_directory",
+                "glob",
+                "ls",
+                "list",
+                "list_files",
+                "bash",
+                "run_commands",
+                "terminal",
+                "shell",
+            ):
                 if wanted in named:
                     arguments = {"dir_path": ".", "path": ".", "pattern": "*", "command": "ls", "commands": ["ls"]}
                     return ("call", named[wanted], arguments)

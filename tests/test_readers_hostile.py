@@ -22,6 +22,7 @@ from core import SessionQueryError
 from core.reference.projection import project_conversation
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.cline import ClineSource
+from core.sessions.sources.code_puppy import CodePuppySource
 from core.sessions.sources.codebuddy import CodeBuddySource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
@@ -116,6 +117,14 @@ def _kimi_cli(root: Path, records: list[Any]) -> Path:
     turn = {"type": "TurnBegin", "payload": {"user_input": "first question"}}
     (folder / "wire.jsonl").write_text(json.dumps({"timestamp": 1796670044.19, "message": turn}) + "\n")
     return folder / "context.jsonl"
+
+
+def _code_puppy(root: Path, records: list[Any]) -> Path:
+    folder = root / "autosaves"
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"session_name": "auto_session_1", "timestamp": "2026-12-07T19:25:03.517623", "scope_key": "/work/pu"}
+    (folder / "auto_session_1_meta.json").write_text(json.dumps(meta))
+    return folder / "auto_session_1.json"
 
 
 def _codebuddy(root: Path, records: list[Any]) -> Path:
@@ -233,6 +242,17 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
         _kimi("context.append_loop_event", event={"type": "content.part", "stepUuid": "s1",
                                                   "part": {"type": "text", "text": "an answer"}}),
         _kimi("context.undo", count=5),
+    ]),
+    "codepuppy": (CodePuppySource, _code_puppy, [
+        {"format": 2, "encoding": "pydantic-ai-messages", "messages": [
+            {"kind": "request", "timestamp": "2026-12-07T19:25:03.467364Z", "parts": [
+                {"part_kind": "system-prompt", "content": "Summary of previous conversation:\n\nS"},
+                {"part_kind": "user-prompt", "content": "first question", "timestamp": "2026-12-07T19:25:03.467130Z"}]},
+            {"kind": "response", "parts": [
+                {"part_kind": "text", "content": "an answer"},
+                {"part_kind": "tool-call", "tool_name": "list_files", "args": {"directory": "."}}]},
+            {"kind": "request", "parts": [{"part_kind": "tool-return", "tool_name": "list_files", "content": "out"}]},
+        ]},
     ]),
     "codebuddy": (CodeBuddySource, _codebuddy, [
         {"id": "c2", "timestamp": 1796671228920, "type": "message", "role": "assistant",

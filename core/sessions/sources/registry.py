@@ -313,6 +313,18 @@ AGENTS: tuple[AgentSource, ...] = (
         env="CODEBUDDY_CONFIG_DIR",
     ),
     AgentSource(
+        "codepuppy",
+        "PU",
+        "Code Puppy",
+        "codepuppy:",
+        "code_puppy:CodePuppySource",
+        "code_puppy:code_puppy_root",
+        "$XDG_CACHE_HOME/code_puppy, else ~/.code_puppy",
+        "~/.code_puppy",
+        what="folder",
+        held="autosaved and saved sessions",
+    ),
+    AgentSource(
         "omp",
         "OM",
         "oh-my-pi",
