@@ -30,6 +30,7 @@ from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.gptme import GptmeSource
 from core.sessions.sources.kimi_cli import KimiCliSource
 from core.sessions.sources.kimi_code import KimiCodeSource
+from core.sessions.sources.mini_swe_agent import MiniSweAgentSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.openhands import OpenHandsSource
 from core.sessions.sources.pi import OhMyPiSource, PiSource
@@ -206,7 +207,7 @@ _LOG_TOKENS = [
 def external(data: bytes) -> str:
     """The same bytes as the session file of each agent whose sessions are JSON lines or documents
     (Claude Code, Codex, pi and oh-my-pi, an older OpenClaw file, Kimi Code, Kimi CLI, gptme, CodeBuddy,
-    Code Puppy, Continue), an Aider chat history, a Mistral Vibe session's context and an OpenHands
+    Code Puppy, mini-swe-agent, Continue), an Aider chat history, a Mistral Vibe session's context and an OpenHands
     event: each lists, reads and projects, or is reported unreadable; the tools' files are never
     changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
@@ -233,6 +234,7 @@ def external(data: bytes) -> str:
             ),
             (continued, ContinueSource(base / "continue")),
             (base / "pu" / "autosaves" / "auto_session_1.json", CodePuppySource(base / "pu")),
+            (base / "mini" / "last_mini_run.traj.json", MiniSweAgentSource(base / "mini")),
         ]
         for path, source in readers:
             path.parent.mkdir(parents=True)

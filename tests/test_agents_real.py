@@ -173,6 +173,8 @@ class _OpenAI(BaseHTTPRequestHandler):
                     }
                 ],
             }
+            if getattr(self.script, "reasoning", False):  # (an agent that reads text beside its calls)
+                delta["content"] = self.script.answer(users)
             finish = "tool_calls"
         else:
             delta, finish = {"role": "assistant", "content": self.script.answer(users)}, "stop"

@@ -31,6 +31,7 @@ from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.gptme import GptmeSource
 from core.sessions.sources.kimi_cli import KimiCliSource, folder_key
 from core.sessions.sources.kimi_code import KimiCodeSource
+from core.sessions.sources.mini_swe_agent import MiniSweAgentSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.pi import OhMyPiSource, PiSource
 from core.sessions.sources.qwen import QwenCodeSource
@@ -125,6 +126,10 @@ def _code_puppy(root: Path, records: list[Any]) -> Path:
     meta = {"session_name": "auto_session_1", "timestamp": "2026-12-07T19:25:03.517623", "scope_key": "/work/pu"}
     (folder / "auto_session_1_meta.json").write_text(json.dumps(meta))
     return folder / "auto_session_1.json"
+
+
+def _mini(root: Path, records: list[Any]) -> Path:
+    return root / "django__django-1" / "django__django-1.traj.json"
 
 
 def _codebuddy(root: Path, records: list[Any]) -> Path:
@@ -252,6 +257,19 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
                 {"part_kind": "text", "content": "an answer"},
                 {"part_kind": "tool-call", "tool_name": "list_files", "args": {"directory": "."}}]},
             {"kind": "request", "parts": [{"part_kind": "tool-return", "tool_name": "list_files", "content": "out"}]},
+        ]},
+    ]),
+    "mini": (MiniSweAgentSource, _mini, [
+        {"trajectory_format": "mini-swe-agent-1.1",
+         "info": {"config": {"agent": {"instance_template": "Solve: {{task}}\n\nUse bash. {{system}}"}}},
+         "messages": [
+            {"role": "system", "content": "You are a helpful assistant"},
+            {"role": "user", "content": "Solve: first question\n\nUse bash. Linux"},
+            {"role": "assistant", "content": "an answer", "extra": {"response": {"created": 1796671662},
+             "actions": [{"command": "ls", "tool_call_id": "c1"}]}},
+            {"role": "tool", "content": "out", "tool_call_id": "c1", "extra": {"timestamp": 1796671662.6}},
+            {"role": "user", "content": "No call.", "extra": {"interrupt_type": "FormatError"}},
+            {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}},
         ]},
     ]),
     "codebuddy": (CodeBuddySource, _codebuddy, [
