@@ -60,7 +60,17 @@ $(INTEROP)/node_modules/.installed: $(INTEROP)/package.json $(INTEROP)/package-l
 		&& touch node_modules/.installed; \
 	else echo "npm not found: the interop tests will be skipped"; fi
 
-interop: $(INTEROP)/node_modules/.installed
+# An agent whose dependencies must not meet the others' (nanocoder's React) has a folder of its own,
+# tests/interop/alone/<agent>, installed the same way.
+ALONE := $(patsubst %/package.json,%/node_modules/.installed,$(wildcard $(INTEROP)/alone/*/package.json))
+$(INTEROP)/alone/%/node_modules/.installed: $(INTEROP)/alone/%/package.json $(INTEROP)/alone/%/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		cd $(INTEROP)/alone/$* && { npm ci --ignore-scripts --no-audit --no-fund --loglevel=error 2>/dev/null \
+			|| npm install --ignore-scripts --no-audit --no-fund --loglevel=error --no-save; } \
+		&& touch node_modules/.installed; \
+	else echo "npm not found: the interop tests will be skipped"; fi
+
+interop: $(INTEROP)/node_modules/.installed $(ALONE)
 
 # The agents published on PyPI that the interop tests run (tests/interop/python/<agent>.txt, pinned),
 # each in a virtualenv of its own (their dependencies are not ours), installed with uv, with the

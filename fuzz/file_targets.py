@@ -31,6 +31,7 @@ from core.sessions.sources.gptme import GptmeSource
 from core.sessions.sources.kimi_cli import KimiCliSource
 from core.sessions.sources.kimi_code import KimiCodeSource
 from core.sessions.sources.mini_swe_agent import MiniSweAgentSource
+from core.sessions.sources.nanocoder import NanocoderSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.openhands import OpenHandsSource
 from core.sessions.sources.pi import OhMyPiSource, PiSource
@@ -207,9 +208,9 @@ _LOG_TOKENS = [
 def external(data: bytes) -> str:
     """The same bytes as the session file of each agent whose sessions are JSON lines or documents
     (Claude Code, Codex, pi and oh-my-pi, an older OpenClaw file, Kimi Code, Kimi CLI, gptme, CodeBuddy,
-    Code Puppy, mini-swe-agent, Continue), an Aider chat history, a Mistral Vibe session's context and an OpenHands
-    event: each lists, reads and projects, or is reported unreadable; the tools' files are never
-    changed."""
+    Code Puppy, mini-swe-agent, nanocoder, Continue), an Aider chat history, a Mistral Vibe session's
+    context and an OpenHands event: each lists, reads and projects, or is reported unreadable; the
+    tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         claude = base / "claude" / "projects" / "-work-app" / "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c.jsonl"
@@ -235,6 +236,7 @@ def external(data: bytes) -> str:
             (continued, ContinueSource(base / "continue")),
             (base / "pu" / "autosaves" / "auto_session_1.json", CodePuppySource(base / "pu")),
             (base / "mini" / "last_mini_run.traj.json", MiniSweAgentSource(base / "mini")),
+            (base / "nc" / "sessions" / "a1f4612e-5af1-4089-b6ae-51a2bb9a0975.json", NanocoderSource(base / "nc")),
         ]
         for path, source in readers:
             path.parent.mkdir(parents=True)

@@ -32,6 +32,7 @@ from core.sessions.sources.gptme import GptmeSource
 from core.sessions.sources.kimi_cli import KimiCliSource, folder_key
 from core.sessions.sources.kimi_code import KimiCodeSource
 from core.sessions.sources.mini_swe_agent import MiniSweAgentSource
+from core.sessions.sources.nanocoder import NanocoderSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.pi import OhMyPiSource, PiSource
 from core.sessions.sources.qwen import QwenCodeSource
@@ -126,6 +127,10 @@ def _code_puppy(root: Path, records: list[Any]) -> Path:
     meta = {"session_name": "auto_session_1", "timestamp": "2026-12-07T19:25:03.517623", "scope_key": "/work/pu"}
     (folder / "auto_session_1_meta.json").write_text(json.dumps(meta))
     return folder / "auto_session_1.json"
+
+
+def _nanocoder(root: Path, records: list[Any]) -> Path:
+    return root / "sessions" / "a1f4612e-5af1-4089-b6ae-51a2bb9a0975.json"
 
 
 def _mini(root: Path, records: list[Any]) -> Path:
@@ -257,6 +262,17 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
                 {"part_kind": "text", "content": "an answer"},
                 {"part_kind": "tool-call", "tool_name": "list_files", "args": {"directory": "."}}]},
             {"kind": "request", "parts": [{"part_kind": "tool-return", "tool_name": "list_files", "content": "out"}]},
+        ]},
+    ]),
+    "nanocoder": (NanocoderSource, _nanocoder, [
+        {"id": "a1f4612e-5af1-4089-b6ae-51a2bb9a0975", "title": "A title", "createdAt": "2026-12-07T19:30:41.986Z",
+         "lastAccessedAt": "2026-12-07T19:31:04.699Z", "messageCount": 4, "provider": "stub", "model": "m",
+         "workingDirectory": "/work/nc", "messages": [
+            {"role": "user", "content": "first question"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "function": {"name": "list_directory",
+                                                                                          "arguments": {}}}]},
+            {"role": "tool", "content": "out", "tool_call_id": "c1", "name": "list_directory"},
+            {"role": "assistant", "content": "an answer"},
         ]},
     ]),
     "mini": (MiniSweAgentSource, _mini, [

@@ -338,6 +338,18 @@ AGENTS: tuple[AgentSource, ...] = (
         held="trajectories (*.traj.json)",
     ),
     AgentSource(
+        "nanocoder",
+        "NC",
+        "nanocoder",
+        "nanocoder:",
+        "nanocoder:NanocoderSource",
+        "nanocoder:nanocoder_root",
+        "$NANOCODER_DATA_DIR, else $XDG_DATA_HOME/nanocoder, else ~/.local/share/nanocoder",
+        "~/.local/share/nanocoder",
+        env="NANOCODER_DATA_DIR",
+        what="data folder",
+    ),
+    AgentSource(
         "omp",
         "OM",
         "oh-my-pi",
