@@ -100,11 +100,11 @@ class Script:
                 "glob",
                 "ls",
                 "list",
-                "list_files",
                 "bash",
                 "run_commands",
                 "terminal",
-                "shell",
+                "shell",  # (gptme's)
+                "list_files",  # (Code Puppy's; last, so an agent that also has one above keeps it)
             ):
                 if wanted in named:
                     arguments = {"dir_path": ".", "path": ".", "pattern": "*", "command": "ls", "commands": ["ls"]}
