@@ -1,5 +1,6 @@
 """Fuzz targets over the other agents' formats that are not JSONL: the SQLite rows Hermes Agent,
-opencode, OpenClaw and llm keep (``agent_rows``) and the YAML a Copilot CLI session folder holds (``agent_yaml``).
+opencode, OpenClaw, llm and Crush keep (``agent_rows``) and the YAML a Copilot CLI session folder
+holds (``agent_yaml``).
 
 ``agent_rows`` makes the input's bytes into rows: pieces of its text, and values of every column
 type (reals, integers past 64 bits' reach, blobs, NULLs, lone surrogates, JSON of another shape),
@@ -23,6 +24,7 @@ from typing import Any
 
 from core import SessionQueryError, project_conversation
 from core.sessions.sources.copilot import CopilotCliSource
+from core.sessions.sources.crush import CrushSource
 from core.sessions.sources.hermes import HermesSource
 from core.sessions.sources.llm import LlmSource
 from core.sessions.sources.openclaw import OpenClawSource
@@ -66,6 +68,7 @@ def agent_rows(data: bytes) -> str:
             _opencode(base / "opencode", rng, pieces),
             _openclaw(base / "openclaw", rng, pieces),
             _llm(base / "llm", rng, pieces),
+            _crush(base / "crush", rng, pieces),
         ]
         return "+".join(outcomes)
     finally:
@@ -220,6 +223,29 @@ def _llm(folder: Path, rng: random.Random, pieces: list[str]) -> str:
     ]  # fmt: skip
     database = _written(folder, schema, rows, "logs.db")
     return _read_all(LlmSource(folder), folder, database)
+
+
+def _crush(root: Path, rng: random.Random, pieces: list[str]) -> str:
+    from tests.test_agent_crush import SCHEMA
+
+    project = root / "app"
+    ids = ["m0", "m1", "m2", rng.choice(pieces)]
+    rows: list[tuple[str, tuple[Any, ...]]] = [
+        ("INSERT INTO sessions (id, parent_session_id, title, updated_at, created_at, summary_message_id)"
+         " VALUES ('s1', ?, ?, ?, ?, ?)",
+         (rng.choice([None, _value(rng, pieces)]), _value(rng, pieces), 1, _value(rng, pieces), rng.choice(ids))),
+    ]  # fmt: skip
+    for number in range(rng.randrange(1, 6)):
+        parts = rng.choice([json.dumps([{"type": "text", "data": {"text": rng.choice(pieces)}}]), _value(rng, pieces)])
+        role = rng.choice(["user", "assistant", _value(rng, pieces)])
+        rows.append(("INSERT INTO messages (id, session_id, role, parts, created_at, updated_at)"
+                     " VALUES (?, 's1', ?, ?, ?, 0)", (f"m{number}", role, parts, _value(rng, pieces))))  # fmt: skip
+    # (without NOT NULL: a column Crush always fills may still hold anything in a file)
+    database = _written(project / ".crush", SCHEMA.replace("NOT NULL", ""), rows, "crush.db")
+    (root / "projects.json").write_text(
+        json.dumps({"projects": [{"path": str(project), "data_dir": str(project / ".crush")}]})
+    )
+    return _read_all(CrushSource(root), project / ".crush", database)
 
 
 def _read_all(source: Any, folder: Path, database: Path) -> str:

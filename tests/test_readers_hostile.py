@@ -529,3 +529,34 @@ def test_llm_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
                     continue
                 db.close()
                 _list_and_read(LlmSource(tmp_path / f"case-{number}"), (table, column, value))
+
+
+def test_crush_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
+    # Each column of Crush's sessions and messages in turn holds text, a blob, a real, a null, a huge
+    # integer or JSON of another shape.
+    from core.sessions.sources.crush import CrushSource
+    from tests.test_agent_crush import Project, _projects, text
+
+    odd_values: list[Any] = ["noon", b"\x00\xff", 1.5, None, 2**62, -1, "[]", '[{"type": "text", "data": 5}]', "{"]
+    columns = {
+        "sessions": ["id", "parent_session_id", "title", "created_at", "updated_at", "summary_message_id"],
+        "messages": ["id", "session_id", "role", "parts", "created_at"],
+    }
+    number = 0
+    for table, names in columns.items():
+        for column in names:
+            for value in odd_values:
+                number += 1
+                project = Project(tmp_path / f"case-{number}" / "app")
+                project.session("s1", "A title")
+                project.message("s1", "m1", "user", text("first question"))
+                project.message("s1", "m2", "assistant", text("an answer"))
+                project.db.execute("UPDATE sessions SET summary_message_id = 'm1'")
+                try:
+                    project.db.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = 1", (value,))
+                except sqlite3.IntegrityError:
+                    project.db.close()
+                    continue
+                project.db.close()
+                _projects(tmp_path / f"case-{number}" / "crush", project)
+                _list_and_read(CrushSource(tmp_path / f"case-{number}" / "crush"), (table, column, value))
