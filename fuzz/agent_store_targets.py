@@ -1,5 +1,5 @@
 """Fuzz targets over the other agents' formats that are not JSONL: the SQLite rows Hermes Agent,
-opencode, OpenClaw, llm and Crush keep (``agent_rows``) and the YAML a Copilot CLI session folder
+opencode, OpenClaw, llm, Crush and Goose keep (``agent_rows``) and the YAML a Copilot CLI session folder
 holds (``agent_yaml``).
 
 ``agent_rows`` makes the input's bytes into rows: pieces of its text, and values of every column
@@ -25,6 +25,7 @@ from typing import Any
 from core import SessionQueryError, project_conversation
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.crush import CrushSource
+from core.sessions.sources.goose import GooseSource
 from core.sessions.sources.hermes import HermesSource
 from core.sessions.sources.llm import LlmSource
 from core.sessions.sources.openclaw import OpenClawSource
@@ -69,6 +70,7 @@ def agent_rows(data: bytes) -> str:
             _openclaw(base / "openclaw", rng, pieces),
             _llm(base / "llm", rng, pieces),
             _crush(base / "crush", rng, pieces),
+            _goose(base / "goose", rng, pieces),
         ]
         return "+".join(outcomes)
     finally:
@@ -225,9 +227,16 @@ def _llm(folder: Path, rng: random.Random, pieces: list[str]) -> str:
     return _read_all(LlmSource(folder), folder, database)
 
 
-def _crush(root: Path, rng: random.Random, pieces: list[str]) -> str:
-    from tests.test_agent_crush import SCHEMA
+_CRUSH_SCHEMA = """
+CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT, title TEXT, message_count INTEGER DEFAULT 0,
+    updated_at INTEGER, created_at INTEGER, summary_message_id TEXT);
+CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT, role TEXT, parts TEXT, created_at INTEGER,
+    updated_at INTEGER);
+"""
+"""Crush's two tables (its migrations' columns, without NOT NULL: a file may hold anything)."""
 
+
+def _crush(root: Path, rng: random.Random, pieces: list[str]) -> str:
     project = root / "app"
     ids = ["m0", "m1", "m2", rng.choice(pieces)]
     rows: list[tuple[str, tuple[Any, ...]]] = [
@@ -240,12 +249,35 @@ def _crush(root: Path, rng: random.Random, pieces: list[str]) -> str:
         role = rng.choice(["user", "assistant", _value(rng, pieces)])
         rows.append(("INSERT INTO messages (id, session_id, role, parts, created_at, updated_at)"
                      " VALUES (?, 's1', ?, ?, ?, 0)", (f"m{number}", role, parts, _value(rng, pieces))))  # fmt: skip
-    # (without NOT NULL: a column Crush always fills may still hold anything in a file)
-    database = _written(project / ".crush", SCHEMA.replace("NOT NULL", ""), rows, "crush.db")
+    database = _written(project / ".crush", _CRUSH_SCHEMA, rows, "crush.db")
     (root / "projects.json").write_text(
         json.dumps({"projects": [{"path": str(project), "data_dir": str(project / ".crush")}]})
     )
     return _read_all(CrushSource(root), project / ".crush", database)
+
+
+def _goose(root: Path, rng: random.Random, pieces: list[str]) -> str:
+    schema = """
+    CREATE TABLE sessions (id TEXT PRIMARY KEY, name TEXT, description TEXT, session_type TEXT, working_dir TEXT,
+        created_at TIMESTAMP);
+    CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, role TEXT, content_json TEXT,
+        created_timestamp INTEGER, metadata_json TEXT);
+    """
+    flags = ['{"userVisible": true, "agentVisible": true}', '{"userVisible": false, "agentVisible": true}',
+             '{"userVisible": true, "agentVisible": false}']  # fmt: skip
+    rows: list[tuple[str, tuple[Any, ...]]] = [
+        ("INSERT INTO sessions VALUES ('s1', ?, ?, ?, ?, ?)",
+         (_value(rng, pieces), _value(rng, pieces), rng.choice(["user", "specialist", _value(rng, pieces)]),
+          rng.choice(["/w", _value(rng, pieces)]), _value(rng, pieces))),
+    ]  # fmt: skip
+    for _ in range(rng.randrange(1, 6)):
+        content = rng.choice([json.dumps([{"type": "text", "text": rng.choice(pieces)}]), _value(rng, pieces)])
+        role = rng.choice(["user", "assistant", _value(rng, pieces)])
+        seen = rng.choice([*flags, _value(rng, pieces)])
+        rows.append(("INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)"
+                     " VALUES ('s1', ?, ?, ?, ?)", (role, content, _value(rng, pieces), seen)))  # fmt: skip
+    database = _written(root / "sessions", schema, rows, "sessions.db")
+    return _read_all(GooseSource(root), root / "sessions", database)
 
 
 def _read_all(source: Any, folder: Path, database: Path) -> str:

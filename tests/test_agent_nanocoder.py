@@ -85,11 +85,10 @@ class Terminal:
                 return
 
     def type(self, text: str) -> None:
-        # Key by key, as a person types: text that arrives at once is a paste, which Enter does not send.
+        # Pasted, then sent once the paste is drawn (keys typed one by one under load can reach its
+        # input out of order; a paste and its Enter in one write send nothing).
         self.settle()
-        for key in text:
-            os.write(self.master, key.encode())
-            self.read(0.01)
+        os.write(self.master, text.encode())
         self.settle()
         os.write(self.master, b"\r")
 

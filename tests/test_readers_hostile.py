@@ -560,3 +560,33 @@ def test_crush_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
                 project.db.close()
                 _projects(tmp_path / f"case-{number}" / "crush", project)
                 _list_and_read(CrushSource(tmp_path / f"case-{number}" / "crush"), (table, column, value))
+
+
+def test_goose_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
+    # Each column of Goose's sessions and messages in turn holds text, a blob, a real, a null, a huge
+    # integer or JSON of another shape.
+    from core.sessions.sources.goose import GooseSource
+    from tests.test_agent_goose import AGENT_ONLY, HIDDEN, Goose, text
+
+    odd_values: list[Any] = ["noon", b"\x00\xff", 1.5, None, 2**62, -1, "[]", '[{"type": "text", "text": 5}]', "{"]
+    columns = {
+        "sessions": ["id", "name", "session_type", "working_dir", "created_at"],
+        "messages": ["session_id", "role", "content_json", "created_timestamp", "metadata_json"],
+    }
+    number = 0
+    for table, names in columns.items():
+        for column in names:
+            for value in odd_values:
+                number += 1
+                goose = Goose(tmp_path / f"case-{number}")
+                goose.session("s1", "A title", "/work/app")
+                goose.message("s1", "user", [text("first question")], HIDDEN)
+                goose.message("s1", "user", [text("a summary")], AGENT_ONLY)
+                goose.message("s1", "assistant", [text("an answer")])
+                try:
+                    goose.db.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = 1", (value,))
+                except sqlite3.IntegrityError:
+                    goose.db.close()
+                    continue
+                goose.db.close()
+                _list_and_read(GooseSource(tmp_path / f"case-{number}"), (table, column, value))

