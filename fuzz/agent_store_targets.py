@@ -1,5 +1,5 @@
 """Fuzz targets over the other agents' formats that are not JSONL: the SQLite rows Hermes Agent,
-opencode, OpenClaw, llm, Crush and Goose keep (``agent_rows``) and the YAML a Copilot CLI session folder
+opencode, OpenClaw, llm, Crush, Goose and Cursor keep (``agent_rows``) and the YAML a Copilot CLI session folder
 holds (``agent_yaml``).
 
 ``agent_rows`` makes the input's bytes into rows: pieces of its text, and values of every column
@@ -25,6 +25,7 @@ from typing import Any
 from core import SessionQueryError, project_conversation
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.crush import CrushSource
+from core.sessions.sources.cursor import CursorSource
 from core.sessions.sources.goose import GooseSource
 from core.sessions.sources.hermes import HermesSource
 from core.sessions.sources.llm import LlmSource
@@ -71,6 +72,7 @@ def agent_rows(data: bytes) -> str:
             _llm(base / "llm", rng, pieces),
             _crush(base / "crush", rng, pieces),
             _goose(base / "goose", rng, pieces),
+            _cursor(base / "cursor", rng, pieces),
         ]
         return "+".join(outcomes)
     finally:
@@ -278,6 +280,39 @@ def _goose(root: Path, rng: random.Random, pieces: list[str]) -> str:
                      " VALUES ('s1', ?, ?, ?, ?)", (role, content, _value(rng, pieces), seen)))  # fmt: skip
     database = _written(root / "sessions", schema, rows, "sessions.db")
     return _read_all(GooseSource(root), root / "sessions", database)
+
+
+def _plain(rng: random.Random, pieces: list[str]) -> Any:
+    """``_value`` that JSON can hold (a blob as text)."""
+    value = _value(rng, pieces)
+    return value.decode("latin-1") if type(value) is bytes else value
+
+
+def _cursor(root: Path, rng: random.Random, pieces: list[str]) -> str:
+    schema = "CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);"
+    bubbles = [f"b{n}" for n in range(rng.randrange(1, 5))]
+    headers = [{"bubbleId": rng.choice([*bubbles, rng.choice(pieces)]), "type": 1} for _ in bubbles]
+    data = {"composerId": "c1", "name": _plain(rng, pieces), "createdAt": _plain(rng, pieces),
+            "fullConversationHeadersOnly": rng.choice([headers, _plain(rng, pieces)]),
+            "conversation": rng.choice([None, [{"type": 1, "text": rng.choice(pieces)}]])}  # fmt: skip
+    rows: list[tuple[str, tuple[Any, ...]]] = [
+        (
+            "INSERT INTO cursorDiskKV VALUES ('composerData:c1', ?)",
+            (rng.choice([json.dumps(data), _value(rng, pieces)]),),
+        )
+    ]
+    for name in bubbles:
+        kind, capability = rng.choice([1, 2, _plain(rng, pieces)]), rng.choice([None, 15, _plain(rng, pieces)])
+        message = {
+            "type": kind,
+            "text": rng.choice(pieces),
+            "createdAt": _plain(rng, pieces),
+            "capabilityType": capability,
+        }
+        value = rng.choice([json.dumps(message), _value(rng, pieces)])
+        rows.append(("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:c1:{name}", value)))
+    database = _written(root / "globalStorage", schema, rows, "state.vscdb")
+    return _read_all(CursorSource(root), root / "globalStorage", database)
 
 
 def _read_all(source: Any, folder: Path, database: Path) -> str:

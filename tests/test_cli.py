@@ -156,9 +156,17 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "OPENCLAW_STATE_DIR",
         "KIMI_CODE_HOME",
         "KIMI_SHARE_DIR",
+        "GPTME_LOGS_HOME",
+        "LLM_USER_PATH",
+        "CODEBUDDY_CONFIG_DIR",
+        "MSWEA_GLOBAL_CONFIG_DIR",
+        "NANOCODER_DATA_DIR",
+        "CRUSH_GLOBAL_DATA",
+        "GOOSE_PATH_ROOT",
     ):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    for variable in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(variable, raising=False)
     # Each agent's folder when nothing names another: the table's ``unset``, under this home.
     assert sources() == {agent.label: tmp_path / agent.unset.removeprefix("~").lstrip("/") for agent in AGENTS}
     # Each agent's own variable, as the agent itself reads it.

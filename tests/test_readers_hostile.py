@@ -590,3 +590,26 @@ def test_goose_rows_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
                     continue
                 goose.db.close()
                 _list_and_read(GooseSource(tmp_path / f"case-{number}"), (table, column, value))
+
+
+def test_cursor_values_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
+    # Each value of Cursor's key-value table (a chat's data, a message) in turn replaced by JSON of any
+    # other shape, text that is not JSON, a blob or a number; and each field of them by every type.
+    from core.sessions.sources.cursor import CursorSource
+    from tests.test_agent_cursor import Cursor, bubble
+
+    data = {"composerId": "c1", "name": "A title", "createdAt": 1796670000000, "lastUpdatedAt": 1796670060000,
+            "fullConversationHeadersOnly": [{"bubbleId": "b0", "type": 1}, {"bubbleId": "b1", "type": 2}],
+            "workspaceIdentifier": {"id": "1", "uri": {"fsPath": "/work/app"}}}  # fmt: skip
+    valid = {"composerData:c1": data, "bubbleId:c1:b0": bubble(1, "first question"),
+             "bubbleId:c1:b1": bubble(2, "an answer")}  # fmt: skip
+    number = 0
+    for key, value in valid.items():
+        for path in _paths(value):
+            for replacement in HOSTILE:
+                number += 1
+                cursor = Cursor(tmp_path / f"case-{number}")
+                for other, stored in valid.items():
+                    cursor.put(other, _set(value, path, replacement) if other == key else stored)
+                cursor.db.close()
+                _list_and_read(CursorSource(tmp_path / f"case-{number}"), (key, path, replacement))

@@ -375,6 +375,18 @@ AGENTS: tuple[AgentSource, ...] = (
         held="sessions.db sessions",
     ),
     AgentSource(
+        "cursor",
+        "CU",
+        "Cursor",
+        "cursor:",
+        "cursor:CursorSource",
+        "cursor:cursor_root",
+        "$XDG_CONFIG_HOME/Cursor/User, else ~/.config/Cursor/User (macOS: ~/Library/Application Support/Cursor/User)",
+        "~/.config/Cursor/User",
+        what="User folder",
+        held="chats (globalStorage/state.vscdb)",
+    ),
+    AgentSource(
         "omp",
         "OM",
         "oh-my-pi",
