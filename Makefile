@@ -61,12 +61,20 @@ $(INTEROP)/node_modules/.installed: $(INTEROP)/package.json $(INTEROP)/package-l
 	else echo "npm not found: the interop tests will be skipped"; fi
 
 # An agent whose dependencies must not meet the others' (nanocoder's React) has a folder of its own,
-# tests/interop/alone/<agent>, installed the same way.
+# tests/interop/alone/<agent>, installed the same way; a package whose own dependencies the registry
+# lacks (Letta Code's) is named in the folder's `packed` file and unpacked into node_modules as npm
+# packs it, beside the dependencies it does load.
 ALONE := $(patsubst %/package.json,%/node_modules/.installed,$(wildcard $(INTEROP)/alone/*/package.json))
 $(INTEROP)/alone/%/node_modules/.installed: $(INTEROP)/alone/%/package.json $(INTEROP)/alone/%/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
 		cd $(INTEROP)/alone/$* && { npm ci --ignore-scripts --no-audit --no-fund --loglevel=error 2>/dev/null \
 			|| npm install --ignore-scripts --no-audit --no-fund --loglevel=error --no-save; } \
+		&& { [ ! -f packed ] || while read -r spec; do \
+			name=$${spec%@*}; mkdir -p node_modules/$$name \
+			&& tarball=$$(npm pack --silent --pack-destination node_modules "$$spec") \
+			&& tar xzf node_modules/$$tarball --strip-components=1 -C node_modules/$$name \
+			&& rm node_modules/$$tarball || exit 1; \
+		done < packed; } \
 		&& touch node_modules/.installed; \
 	else echo "npm not found: the interop tests will be skipped"; fi
 

@@ -30,6 +30,7 @@ from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.gptme import GptmeSource
 from core.sessions.sources.kimi_cli import KimiCliSource
 from core.sessions.sources.kimi_code import KimiCodeSource
+from core.sessions.sources.letta import LettaSource
 from core.sessions.sources.mini_swe_agent import MiniSweAgentSource
 from core.sessions.sources.nanocoder import NanocoderSource
 from core.sessions.sources.openclaw import OpenClawSource
@@ -208,7 +209,7 @@ _LOG_TOKENS = [
 def external(data: bytes) -> str:
     """The same bytes as the session file of each agent whose sessions are JSON lines or documents
     (Claude Code, Codex, pi and oh-my-pi, an older OpenClaw file, Kimi Code, Kimi CLI, gptme, CodeBuddy,
-    Code Puppy, mini-swe-agent, nanocoder, Continue), an Aider chat history, a Mistral Vibe session's
+    Code Puppy, mini-swe-agent, nanocoder, Letta Code, Continue), an Aider chat history, a Mistral Vibe session's
     context and an OpenHands event: each lists, reads and projects, or is reported unreadable; the
     tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
@@ -237,6 +238,10 @@ def external(data: bytes) -> str:
             (base / "pu" / "autosaves" / "auto_session_1.json", CodePuppySource(base / "pu")),
             (base / "mini" / "last_mini_run.traj.json", MiniSweAgentSource(base / "mini")),
             (base / "nc" / "sessions" / "a1f4612e-5af1-4089-b6ae-51a2bb9a0975.json", NanocoderSource(base / "nc")),
+            (
+                base / "lt" / "conversations" / "Y29udmVyc2F0aW9uOmxvY2FsLWNvbnYtMQ" / "messages.jsonl",
+                LettaSource(base / "lt"),
+            ),
         ]
         for path, source in readers:
             path.parent.mkdir(parents=True)

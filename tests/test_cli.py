@@ -163,6 +163,7 @@ def test_other_agents_roots_come_from_options_then_environment_then_home(
         "NANOCODER_DATA_DIR",
         "CRUSH_GLOBAL_DATA",
         "GOOSE_PATH_ROOT",
+        "LETTA_LOCAL_BACKEND_DIR",
     ):
         monkeypatch.delenv(variable, raising=False)
     for variable in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):

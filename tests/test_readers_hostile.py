@@ -31,6 +31,7 @@ from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.gptme import GptmeSource
 from core.sessions.sources.kimi_cli import KimiCliSource, folder_key
 from core.sessions.sources.kimi_code import KimiCodeSource
+from core.sessions.sources.letta import LettaSource
 from core.sessions.sources.mini_swe_agent import MiniSweAgentSource
 from core.sessions.sources.nanocoder import NanocoderSource
 from core.sessions.sources.openclaw import OpenClawSource
@@ -127,6 +128,13 @@ def _code_puppy(root: Path, records: list[Any]) -> Path:
     meta = {"session_name": "auto_session_1", "timestamp": "2026-12-07T19:25:03.517623", "scope_key": "/work/pu"}
     (folder / "auto_session_1_meta.json").write_text(json.dumps(meta))
     return folder / "auto_session_1.json"
+
+
+def _letta(root: Path, records: list[Any]) -> Path:
+    folder = root / "conversations" / "Y29udmVyc2F0aW9uOmxvY2FsLWNvbnYtMQ"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "conversation.json").write_text('{"id": "local-conv-1", "archived": false, "summary": null}')
+    return folder / "messages.jsonl"
 
 
 def _nanocoder(root: Path, records: list[Any]) -> Path:
@@ -263,6 +271,13 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
                 {"part_kind": "tool-call", "tool_name": "list_files", "args": {"directory": "."}}]},
             {"kind": "request", "parts": [{"part_kind": "tool-return", "tool_name": "list_files", "content": "out"}]},
         ]},
+    ]),
+    "letta": (LettaSource, _letta, [
+        {"type": "session", "version": 3, "id": "local-conv-1", "timestamp": "2026-12-07T20:09:02.472Z", "cwd": "/w"},
+        _pi_message("u1", None, {"role": "user", "content": [
+            {"type": "text", "text": "<system-reminder>Device</system-reminder>"},
+            {"type": "text", "text": "first question"}]}),
+        _pi_message("a1", "u1", {"role": "assistant", "content": [{"type": "text", "text": "an answer"}]}),
     ]),
     "nanocoder": (NanocoderSource, _nanocoder, [
         {"id": "a1f4612e-5af1-4089-b6ae-51a2bb9a0975", "title": "A title", "createdAt": "2026-12-07T19:30:41.986Z",
