@@ -2,8 +2,8 @@
 ``--backend local``): ``<storage>/conversations/<base64url id>/messages.jsonl``, read-only.
 
 ``<storage>`` is ``$LETTA_LOCAL_BACKEND_DIR``, else ``~/.letta/lc-local-backend``. A conversation's folder
-is named by the base64url of ``conversation:<id>`` (or ``default:<agent id>`` for an agent's default conversation) and holds
-``conversation.json`` (``id``, ``agent_id``, ``archived``, ``created_at``, ``summary``),
+is named by the base64url of ``conversation:<id>`` (or ``default:<agent id>`` for an agent's default
+conversation) and holds ``conversation.json`` (``id``, ``agent_id``, ``archived``, ``created_at``, ``summary``),
 ``manifest.json`` (``message_format`` ``pi-session-entry-jsonl``) and ``messages.jsonl``: pi's session
 entries (a ``session`` header with ``cwd``, then ``message`` entries linked by ``parentId``).
 
