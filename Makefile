@@ -12,7 +12,7 @@ JOBS ?= 4
 
 INTEROP := tests/interop
 
-.PHONY: test check lint typecheck pytest interop agents bench fuzz run screenshot snapshots vectors clean
+.PHONY: agents-heavy test check lint typecheck pytest interop agents bench fuzz run screenshot snapshots vectors clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -91,6 +91,17 @@ $(INTEROP)/python/.venv-%/.installed: $(INTEROP)/python/%.txt | $(STAMP)
 	touch $@
 
 agents: $(AGENT_VENVS)
+
+# The agents too large to install on every test run (tests/interop/python/heavy/<agent>.txt): their
+# tests run when they are installed; the files they wrote are kept as test data.
+HEAVY_VENVS := $(patsubst $(INTEROP)/python/heavy/%.txt,$(INTEROP)/python/.venv-%/.installed,$(wildcard $(INTEROP)/python/heavy/*.txt))
+$(INTEROP)/python/.venv-%/.installed: $(INTEROP)/python/heavy/%.txt | $(STAMP)
+	rm -rf $(INTEROP)/python/.venv-$*
+	$(BIN)/uv venv --quiet --python "$$($(INTEROP)/python/interpreter $< $(PYTHON))" $(INTEROP)/python/.venv-$*
+	VIRTUAL_ENV=$(abspath $(INTEROP)/python/.venv-$*) $(BIN)/uv pip install --quiet -r $<
+	touch $@
+
+agents-heavy: $(HEAVY_VENVS)
 
 # `make bench ONLY=retrieval` runs one group (python -m bench --only GROUP).
 bench: $(STAMP)

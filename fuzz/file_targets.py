@@ -209,9 +209,9 @@ _LOG_TOKENS = [
 def external(data: bytes) -> str:
     """The same bytes as the session file of each agent whose sessions are JSON lines or documents
     (Claude Code, Codex, pi and oh-my-pi, an older OpenClaw file, Kimi Code, Kimi CLI, gptme, CodeBuddy,
-    Code Puppy, mini-swe-agent, nanocoder, Letta Code, Continue), an Aider chat history, a Mistral Vibe session's
-    context and an OpenHands event: each lists, reads and projects, or is reported unreadable; the
-    tools' files are never changed."""
+    Code Puppy, mini-swe-agent, nanocoder, Letta Code, Open Interpreter, Continue), an Aider chat
+    history, a Mistral Vibe session's context and an OpenHands event: each lists, reads and projects,
+    or is reported unreadable; the tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))
     try:
         claude = base / "claude" / "projects" / "-work-app" / "5b1f3c2a-7d4e-4f6a-9b8c-0d1e2f3a4b5c.jsonl"

@@ -34,6 +34,7 @@ from core.sessions.sources.kimi_code import KimiCodeSource
 from core.sessions.sources.letta import LettaSource
 from core.sessions.sources.mini_swe_agent import MiniSweAgentSource
 from core.sessions.sources.nanocoder import NanocoderSource
+from core.sessions.sources.open_interpreter import OpenInterpreterSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.pi import OhMyPiSource, PiSource
 from core.sessions.sources.qwen import QwenCodeSource
@@ -128,6 +129,10 @@ def _code_puppy(root: Path, records: list[Any]) -> Path:
     meta = {"session_name": "auto_session_1", "timestamp": "2026-12-07T19:25:03.517623", "scope_key": "/work/pu"}
     (folder / "auto_session_1_meta.json").write_text(json.dumps(meta))
     return folder / "auto_session_1.json"
+
+
+def _interpreter(root: Path, records: list[Any]) -> Path:
+    return root / "conversations" / "first_question__December_07_2026_20-11-45.json"
 
 
 def _letta(root: Path, records: list[Any]) -> Path:
@@ -271,6 +276,12 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
                 {"part_kind": "tool-call", "tool_name": "list_files", "args": {"directory": "."}}]},
             {"kind": "request", "parts": [{"part_kind": "tool-return", "tool_name": "list_files", "content": "out"}]},
         ]},
+    ]),
+    "interpreter": (OpenInterpreterSource, _interpreter, [
+        [{"role": "user", "type": "message", "content": "first question"},
+         {"role": "assistant", "type": "code", "format": "shell", "content": "ls"},
+         {"role": "computer", "type": "console", "format": "output", "content": "out"},
+         {"role": "assistant", "type": "message", "content": "an answer"}],
     ]),
     "letta": (LettaSource, _letta, [
         {"type": "session", "version": 3, "id": "local-conv-1", "timestamp": "2026-12-07T20:09:02.472Z", "cwd": "/w"},

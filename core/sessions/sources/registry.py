@@ -400,6 +400,18 @@ AGENTS: tuple[AgentSource, ...] = (
         held="conversations",
     ),
     AgentSource(
+        "interpreter",
+        "OI",
+        "Open Interpreter",
+        "interpreter:",
+        "open_interpreter:OpenInterpreterSource",
+        "open_interpreter:open_interpreter_root",
+        "$XDG_CONFIG_HOME/open-interpreter, else ~/.config/open-interpreter",
+        "~/.config/open-interpreter",
+        what="configuration folder",
+        held="conversations",
+    ),
+    AgentSource(
         "omp",
         "OM",
         "oh-my-pi",
