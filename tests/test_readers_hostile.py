@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from core import SessionQueryError
 from core.reference.projection import project_conversation
+from core.sessions.sources.amp import AmpSource
 from core.sessions.sources.claude import ClaudeCodeSource
 from core.sessions.sources.cline import ClineSource
 from core.sessions.sources.code_puppy import CodePuppySource
@@ -27,6 +28,7 @@ from core.sessions.sources.codebuddy import CodeBuddySource
 from core.sessions.sources.codex import CodexSource
 from core.sessions.sources.continue_cli import ContinueSource
 from core.sessions.sources.copilot import CopilotCliSource
+from core.sessions.sources.factory import FactorySource
 from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.gptme import GptmeSource
 from core.sessions.sources.kimi_cli import KimiCliSource, folder_key
@@ -129,6 +131,14 @@ def _code_puppy(root: Path, records: list[Any]) -> Path:
     meta = {"session_name": "auto_session_1", "timestamp": "2026-12-07T19:25:03.517623", "scope_key": "/work/pu"}
     (folder / "auto_session_1_meta.json").write_text(json.dumps(meta))
     return folder / "auto_session_1.json"
+
+
+def _amp(root: Path, records: list[Any]) -> Path:
+    return root / "threads" / "T-019b9d03-62e3-772f-9780-3e637f90eaec.json"
+
+
+def _droid(root: Path, records: list[Any]) -> Path:
+    return root / "sessions" / "-work-app" / "8f0c4d2e-6b1a-4c3d-9e5f-0a1b2c3d4e5f.jsonl"
 
 
 def _interpreter(root: Path, records: list[Any]) -> Path:
@@ -276,6 +286,23 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
                 {"part_kind": "tool-call", "tool_name": "list_files", "args": {"directory": "."}}]},
             {"kind": "request", "parts": [{"part_kind": "tool-return", "tool_name": "list_files", "content": "out"}]},
         ]},
+    ]),
+    "amp": (AmpSource, _amp, [
+        {"id": "T-019b9d03", "title": "A title", "created": 1767865803494,
+         "env": {"initial": {"trees": [{"uri": "file:///work/app"}]}},
+         "messages": [
+            {"role": "user", "messageId": 0, "content": [{"type": "text", "text": "first question"}]},
+            {"role": "assistant", "messageId": 1, "content": [{"type": "text", "text": "an answer"},
+                                                              {"type": "tool_use", "id": "t1", "name": "Bash"}]},
+            {"role": "user", "messageId": 2, "content": [{"type": "tool_result", "toolUseID": "t1"}]},
+         ]},
+    ]),
+    "droid": (FactorySource, _droid, [
+        {"type": "session_start", "id": "8f0c4d2e", "title": "A title", "owner": "me", "cwd": "/work/app"},
+        {"type": "message", "id": "m1", "timestamp": "2026-12-07T19:00:01.000Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": "first question"}]}},
+        {"type": "message", "id": "m2", "timestamp": "2026-12-07T19:00:02.000Z",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "an answer"}]}},
     ]),
     "interpreter": (OpenInterpreterSource, _interpreter, [
         [{"role": "user", "type": "message", "content": "first question"},
