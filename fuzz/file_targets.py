@@ -210,7 +210,7 @@ def external(data: bytes) -> str:
     """The same bytes as the session file of each agent whose sessions are JSON lines or documents
     (Claude Code, Codex, pi and oh-my-pi, an older OpenClaw file, Kimi Code, Kimi CLI, gptme, CodeBuddy,
     Code Puppy, mini-swe-agent, nanocoder, Letta Code, Open Interpreter, Amp, Factory Droid,
-    Continue), an Aider chat
+    Roo Code, Continue), an Aider chat
     history, a Mistral Vibe session's context and an OpenHands event: each lists, reads and projects,
     or is reported unreadable; the tools' files are never changed."""
     base = Path(tempfile.mkdtemp(prefix="sessionref-fuzz-", dir=_scratch()))

@@ -40,6 +40,7 @@ from core.sessions.sources.open_interpreter import OpenInterpreterSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.pi import OhMyPiSource, PiSource
 from core.sessions.sources.qwen import QwenCodeSource
+from core.sessions.sources.roo import RooCodeSource
 from core.sessions.sources.vibe import VibeSource
 from tests.test_external import UUID, c_assistant, c_user, codex_line, codex_message, text
 from tests.test_other_agents import SID, c_event, g_reply, g_user, gemini_header, q_record, q_text
@@ -131,6 +132,10 @@ def _code_puppy(root: Path, records: list[Any]) -> Path:
     meta = {"session_name": "auto_session_1", "timestamp": "2026-12-07T19:25:03.517623", "scope_key": "/work/pu"}
     (folder / "auto_session_1_meta.json").write_text(json.dumps(meta))
     return folder / "auto_session_1.json"
+
+
+def _roo(root: Path, records: list[Any]) -> Path:
+    return root / "tasks" / "7b1f3c2a-1d4e-4f6a-9b8c-0d1e2f3a4b5c" / "ui_messages.json"
 
 
 def _amp(root: Path, records: list[Any]) -> Path:
@@ -286,6 +291,13 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
                 {"part_kind": "tool-call", "tool_name": "list_files", "args": {"directory": "."}}]},
             {"kind": "request", "parts": [{"part_kind": "tool-return", "tool_name": "list_files", "content": "out"}]},
         ]},
+    ]),
+    "roo": (RooCodeSource, _roo, [
+        [{"ts": 1796670000000, "type": "say", "say": "text", "text": "first question"},
+         {"ts": 1796670000001, "type": "say", "say": "api_req_started", "text": "{}"},
+         {"ts": 1796670000002, "type": "ask", "ask": "tool", "text": "{}"},
+         {"ts": 1796670000003, "type": "say", "say": "text", "text": "an answer"},
+         {"ts": 1796670000004, "type": "say", "say": "user_feedback", "text": "more", "images": []}],
     ]),
     "amp": (AmpSource, _amp, [
         {"id": "T-019b9d03", "title": "A title", "created": 1767865803494,

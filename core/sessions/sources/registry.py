@@ -434,6 +434,18 @@ AGENTS: tuple[AgentSource, ...] = (
         "~/.factory",
     ),
     AgentSource(
+        "roo",
+        "RO",
+        "Roo Code",
+        "roo:",
+        "roo:RooCodeSource",
+        "roo:roo_root",
+        "VS Code's User/globalStorage/rooveterinaryinc.roo-cline ($XDG_CONFIG_HOME/Code, else ~/.config/Code)",
+        "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline",
+        what="extension storage",
+        held="tasks",
+    ),
+    AgentSource(
         "omp",
         "OM",
         "oh-my-pi",
