@@ -213,3 +213,36 @@ def test_kimi_cli_s_folder_comes_from_its_environment(monkeypatch: pytest.Monkey
     # Kimi CLI's own key of a folder: the MD5 of its path (a remote one's prefixed by its kind).
     assert folder_key("/tmp/try/kimi/work") == "242b3699ae0507c2896ba1b396aa2619"
     assert folder_key("/w", "ssh") == "ssh_" + folder_key("/w")
+
+
+@needs_kimi
+def test_sessionref_resume_opens_a_kimi_cli_session_in_kimi_cli(tmp_path: Path) -> None:
+    # `sessionref resume` starts `kimi -r <id>` in the session's folder; what follows `--` makes it
+    # headless here. Kimi CLI finds a session by its folder: started elsewhere, it would not.
+    import subprocess
+    import sys
+
+    from tests.test_resume import REPO
+
+    home, work = setup_work(tmp_path)
+    with stub(_OpenAI) as (port, _script):
+        kimi_config(home, port)
+        kimi(home, work, "-p", "KI-MARK-1 hello, what is a wombat?")
+        (record,) = KimiCliSource(home / ".kimi").listing()
+        environment = {
+            **base_environment(home),
+            "PATH": f"{KIMI.parent}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": str(REPO),
+        }
+        command = [sys.executable, "-m", "tui.cli", "resume", record.header.id, "--kimi-root", str(home / ".kimi")]
+        done = subprocess.run(
+            [*command, "--", "--print", "-p", "KI-MARK-2 resumed by sessionref"],
+            cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+    (again,) = KimiCliSource(home / ".kimi").listing()
+    assert again.header.id == record.header.id
+    assert _texts(KimiCliSource(home / ".kimi"), record.header.id)[-2:] == [
+        "KI-MARK-2 resumed by sessionref",
+        "ANSWER KI-MARK-2",
+    ]

@@ -171,13 +171,14 @@ def command_parser() -> argparse.ArgumentParser:
     from tui.cli.db import add_commands as add_db_commands
     from tui.cli.handoff import add_commands as add_handoff_commands
     from tui.cli.mcp import add_commands as add_mcp_commands
+    from tui.cli.resume import add_commands as add_resume_commands
     from tui.cli.search import add_commands as add_search_commands
     from tui.cli.share import add_commands as add_share_commands
     from tui.cli.transfer import add_commands as add_transfer_commands
 
     parser = build_parser()
     commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
-    names = "config, doctor, db, import, export, share, unshare, mcp, search, handoff"
+    names = "config, doctor, db, import, export, share, unshare, mcp, search, handoff, resume"
     parser.usage = f"%(prog)s [options]            the app\n       %(prog)s COMMAND [options]    COMMAND: {names}"
     _add_config_command(commands)
     _add_doctor_command(commands)
@@ -187,6 +188,7 @@ def command_parser() -> argparse.ArgumentParser:
     add_mcp_commands(commands)
     add_search_commands(commands)
     add_handoff_commands(commands)
+    add_resume_commands(commands)
     return parser
 
 
@@ -244,7 +246,14 @@ def _secret_findings(args: argparse.Namespace) -> list[Finding]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sessionref`` console script; returns the exit code."""
     parser = command_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # What follows `--` after `resume` is the agent's (argparse hands a subcommand no words after `--`).
+    passed: list[str] = []
+    if "--" in words and "resume" in words[: words.index("--")]:
+        words, passed = words[: words.index("--")], words[words.index("--") + 1 :]
+    args = parser.parse_args(words)
+    if passed:
+        args.agent_arguments = [*args.agent_arguments, *passed]
     if args.command is not None:
         run: Callable[[argparse.Namespace], int] = args.run
         return reported(lambda: run(args))
