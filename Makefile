@@ -44,7 +44,8 @@ typecheck: $(STAMP)
 
 # Everything in parallel but the real terminal and the browser, which then run alone: what they
 # measure (a key to a painted screen) is the terminal's own timing.
-pytest: $(STAMP) interop agents
+pytest: $(STAMP)
+	$(MAKE) --no-print-directory -j6 interop agents
 	$(BIN)/pytest -n $(JOBS) --dist worksteal -m "not (tmux or browser)" --durations=12
 	$(BIN)/pytest -m "tmux or browser" --durations=5
 
