@@ -4,8 +4,11 @@ Its kinds: ``SessionReferenceError`` (referencing, CONTRACT §9; ``ReferenceCanc
 abort stopped it), ``SessionQueryError`` (a store), and, where they are raised, ``ModelError``
 (``core.agent.chat_models``), ``CompactionError`` (``core.agent.compaction``), ``IndexUnavailable``
 (``core.search.index_values``), ``MeaningUnavailable`` (``core.search.meaning``), ``HandoffError``
-(``core.handoff``) and ``ConfigError`` (``core.settings``). A host catches ``SessionrefError`` to show
-any of them as one line, ``error.line``: the message and its code.
+(``core.handoff``), ``ResumeError`` (``core.handoff.resume``), ``ConfigError`` (``core.settings``),
+``NotPlainJsonError`` (``core.serialization``: a value that is not plain JSON, also a ``ValueError``)
+and ``MalformedRowError`` (``core.sessions.chunk_rows``: a stored chunk row that is not one). A host
+catches ``SessionrefError`` to show any of them as one line, ``error.line``: the message and its code;
+``coded_line`` writes a status that is not an error (an index's state) the same way.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ SESSION_QUERY_INVALID_EVENT: Final = "SESSION_QUERY_INVALID_EVENT"
 SESSION_QUERY_SESSION_EXISTS: Final = "SESSION_QUERY_SESSION_EXISTS"
 
 
+def coded_line(message: str, code: str) -> str:
+    """A message and its stable code as people read them: ``message (CODE)``."""
+    return f"{message} ({code})"
+
+
 class SessionrefError(Exception):
     """Any error of the engine: ``message`` (also ``str()``) and a stable ``code``."""
 
@@ -47,7 +55,7 @@ class SessionrefError(Exception):
     @property
     def line(self) -> str:
         """The one way an error is shown to a person: ``message (CODE)``."""
-        return f"{self.message} ({self.code})"
+        return coded_line(self.message, self.code)
 
 
 class SessionReferenceError(SessionrefError):

@@ -14,6 +14,8 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from core.errors import SessionrefError
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=True)
@@ -165,11 +167,15 @@ def tag_safe_json_length(value: Any) -> int:
     return utf8_length(text) + 5 * text.count("<")
 
 
-class NotPlainJsonError(ValueError):
-    """A value is not plain JSON; ``path`` says where (``$.data.content[0]``)."""
+NOT_PLAIN_JSON = "VALUE_NOT_PLAIN_JSON"
+
+
+class NotPlainJsonError(SessionrefError, ValueError):
+    """A value is not plain JSON; ``path`` says where (``$.data.content[0]``). A ``SessionrefError``
+    (code ``VALUE_NOT_PLAIN_JSON``) and, as before, a ``ValueError``."""
 
     def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path} {reason}")
+        super().__init__(f"{path} {reason}", NOT_PLAIN_JSON)
         self.path = path
         self.reason = reason
 

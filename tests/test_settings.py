@@ -174,7 +174,7 @@ def test_compaction_keeps_less_than_it_compacts_at_and_says_where_each_came_from
     path.write_text("[compaction]\nretain = 0.9\n")
     with pytest.raises(ConfigError) as raised:
         effective_settings(load_config(str(path)), {"compaction_threshold": 0.5}, {})
-    said = str(raised.value)
+    said = raised.value.line  # (the message, then its code, as every error is shown)
     assert "retain (0.9, from " in said and f"{path}:2" in said
     assert "threshold (0.5, from --compaction-threshold)" in said and "(SESSIONREF_CONFIG_INVALID)" in said
     kept = effective_settings(load_config(str(path)), {"compaction_threshold": 0.95}, {}).settings

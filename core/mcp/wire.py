@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 
 from core.agent.tool_specs import TOOL_INVALID_ARGUMENTS
 from core.display import visible
+from core.errors import coded_line
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 """The longest frame read (a tool call needs a few KiB)."""
@@ -131,7 +132,7 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
 
 
 def _tool_error(request_id: Any, message: str) -> dict[str, Any]:
-    text = f"{message} ({TOOL_INVALID_ARGUMENTS})"
+    text = coded_line(message, TOOL_INVALID_ARGUMENTS)
     result = {"content": [{"type": "text", "text": text}], "isError": True}
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 

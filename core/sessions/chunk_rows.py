@@ -14,6 +14,7 @@ from itertools import pairwise
 from typing import Any
 
 from core.constants import MAX_SAFE_INTEGER
+from core.errors import SESSION_QUERY_INVALID_EVENT, SessionrefError
 from core.sessions import event_types as ev
 from core.sessions.models import SessionEvent, trusted_event
 
@@ -29,8 +30,12 @@ _ROW_OF_DELTA = {
 _DELTA_OF_ROW = {row: delta for delta, row in _ROW_OF_DELTA.items()}
 
 
-class MalformedRowError(ValueError):
-    """A row tagged as a chunk row that is not one (corrupt storage, never silently dropped)."""
+class MalformedRowError(SessionrefError, ValueError):
+    """A row tagged as a chunk row that is not one (corrupt storage, never silently dropped): a
+    ``SessionrefError`` with ``SESSION_QUERY_INVALID_EVENT``, and, as before, a ``ValueError``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, SESSION_QUERY_INVALID_EVENT)
 
 
 def _safe_int(value: Any) -> bool:

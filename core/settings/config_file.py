@@ -215,7 +215,7 @@ class LoadedConfig:
 
 def _error(path: str, line: int | None, key: str, message: str) -> ConfigError:
     where = f"{path} line {line}" if line is not None else path
-    return ConfigError(f"{where}: {key}: {message} ({CONFIG_INVALID})")
+    return ConfigError(f"{where}: {key}: {message}")
 
 
 def load_config(path: str | None = None) -> LoadedConfig:
@@ -231,10 +231,10 @@ def load_config(path: str | None = None) -> LoadedConfig:
             raw = handle.read()
     except FileNotFoundError:
         if explicit:
-            raise ConfigError(f"{path}: no such config file ({CONFIG_INVALID})") from None
+            raise ConfigError(f"{path}: no such config file") from None
         return LoadedConfig(path, False)
     except OSError as error:
-        raise ConfigError(f"{path}: cannot read the config file: {error.strerror} ({CONFIG_INVALID})") from None
+        raise ConfigError(f"{path}: cannot read the config file: {error.strerror}") from None
     import tomllib
 
     text = raw.decode("utf-8", "replace")
@@ -244,7 +244,7 @@ def load_config(path: str | None = None) -> LoadedConfig:
         line = re.search(r"at line (\d+)", str(error))
         where = f"{path} line {line.group(1)}" if line else path
         reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error))
-        raise ConfigError(f"{where}: not valid TOML: {reason} ({CONFIG_INVALID})") from None
+        raise ConfigError(f"{where}: not valid TOML: {reason}") from None
     for name, profile in (parsed.get("profiles") or {}).items() if isinstance(parsed.get("profiles"), dict) else ():
         for key in profile if isinstance(profile, dict) else ():
             if _SECRET_KEYS.search(key):

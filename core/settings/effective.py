@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from core.agent.defaults import CompactionPolicy
 from core.display import visible
 from core.settings.config_file import (
-    CONFIG_INVALID,
     ConfigError,
     LoadedConfig,
     load_config,
@@ -94,7 +93,7 @@ def effective_settings(config: LoadedConfig, flags: Mapping[str, object], enviro
             value, origin = flags[name], declared.flag or "--" + name
             problem = violation(name, value)
             if problem is not None:
-                raise ConfigError(f"{origin} must be {problem}, not {value} ({CONFIG_INVALID})")
+                raise ConfigError(f"{origin} must be {problem}, not {value}")
         elif declared.env is not None and raw_env:
             value, origin = _from_environment(name, declared.env, raw_env), "$" + declared.env
         elif (
@@ -131,8 +130,7 @@ def effective_settings(config: LoadedConfig, flags: Mapping[str, object], enviro
     except ValueError:
         raise ConfigError(
             f"compaction retain ({settings.compaction_retain}, from {origins['compaction_retain']}) must be "
-            f"below the threshold ({settings.compaction_threshold}, from {origins['compaction_threshold']}) "
-            f"({CONFIG_INVALID})"
+            f"below the threshold ({settings.compaction_threshold}, from {origins['compaction_threshold']})"
         ) from None
     return Effective(settings, origins)
 

@@ -101,7 +101,7 @@ def required_database_url(parser: argparse.ArgumentParser, args: argparse.Namesp
     try:
         url = database_url(args.store, args.config)
     except ConfigError as error:
-        parser.exit(2, f"{parser.prog}: {visible(str(error))}\n")
+        parser.exit(2, f"{parser.prog}: {visible(error.line)}\n")
     if url is None:
         parser.error(missing)
     return url

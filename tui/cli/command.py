@@ -109,7 +109,7 @@ def _settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tupl
         config = load_config(args.config)
         effective = effective_settings(config, given(args), dict(os.environ))
     except ConfigError as error:
-        parser.exit(EXIT_USAGE, f"sessionref: {visible(str(error))}\n")
+        parser.exit(EXIT_USAGE, f"sessionref: {visible(error.line)}\n")
     return config, effective
 
 

@@ -180,7 +180,7 @@ def command_effective(command: str, args: argparse.Namespace) -> Effective:
     try:
         return effective_settings(load_config(args.config), given(args), dict(os.environ))
     except ConfigError as error:
-        parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(str(error))}\n")
+        parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(error.line)}\n")
 
 
 def command_run_config(command: str, args: argparse.Namespace, effective: Effective) -> RunConfig:
@@ -191,6 +191,6 @@ def command_run_config(command: str, args: argparse.Namespace, effective: Effect
     try:
         return run_config(effective)
     except ConfigError as error:
-        parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(str(error))}\n")
+        parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(error.line)}\n")
     except SessionReferenceError as error:
-        parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(error.message)} ({error.code})\n")
+        parser.exit(EXIT_USAGE, f"sessionref {command}: {visible(error.line)}\n")

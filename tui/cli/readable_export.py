@@ -35,13 +35,13 @@ def readable_export(args: argparse.Namespace) -> int:
     try:
         effective = effective_settings(load_config(args.config), given(args), dict(os.environ))
     except ConfigError as error:
-        parser.exit(2, f"sessionref export: {visible(str(error))}\n")
+        parser.exit(2, f"sessionref export: {visible(error.line)}\n")
     session_id = args.directory
     if session_id.startswith("dsh-session:"):
         try:
             session_id = decode_session_reference_uri(session_id)
         except SessionReferenceError as error:
-            parser.exit(2, f"sessionref export: {visible(error.message)} ({error.code})\n")
+            parser.exit(2, f"sessionref export: {visible(error.line)}\n")
     settings = effective.settings
     store = open_command_store("export", root=args.root, url=args.store, keep_listing=False)
     catalog = SessionCatalog(store, external_sources(effective))

@@ -19,6 +19,7 @@ from textual.message import Message
 from core import (
     SearchResult,
 )
+from core.errors import coded_line
 from core.search.index_keeper import IndexKeeper
 from core.search.index_values import INDEX_DISK_FULL, INDEX_READ_ONLY
 from core.search.search_query import MIN_PREFIX
@@ -136,7 +137,7 @@ class MessageIndexer:
         if result.body == "indexing" and status is not None and status.code == INDEX_DISK_FULL:
             # What was indexed before the disk filled up is still searched.
             searchable = f"{status.indexed:,} of {status.total:,} searchable"
-            return f"Messages: {searchable}; indexing stopped, disk full ({status.code})"
+            return coded_line(f"Messages: {searchable}; indexing stopped, disk full", status.code)
         if result.body == "indexing" and status is not None:
             if status.state == "read-only" and self.builder is None:
                 return f"Messages: another sessionref is indexing ({status.indexed:,} of {status.total:,} searchable)"
@@ -144,8 +145,8 @@ class MessageIndexer:
         if not result.complete:
             return "Searching more messages…"
         if result.body == "unavailable" and status is not None:
-            return f"Message search unavailable: {status.message} ({status.code})"
+            return coded_line(f"Message search unavailable: {status.message}", status.code or "")
         if result.body == "ready" and status is not None and status.code not in (None, INDEX_READ_ONLY):
             # (A complete copy another instance keeps searches just as well: nothing to say.)
-            return f"Message search: {status.message} ({status.code})"
+            return coded_line(f"Message search: {status.message}", status.code)
         return None

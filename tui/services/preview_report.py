@@ -34,6 +34,7 @@ from core.errors import (
     SELF_REFERENCE,
     SESSION_QUERY_SESSION_NOT_FOUND,
     TOO_MANY,
+    coded_line,
 )
 from core.reference.service import FRAME_CLOSE, FRAME_OPEN, build_context
 from core.reference.staleness import earlier_references, moved_on_words
@@ -63,7 +64,7 @@ class Problem:
 
     def describe(self) -> str:
         """One line: ``summary: message (CODE)``."""
-        return f"{self.summary}: {self.message} ({self.code})"
+        return coded_line(f"{self.summary}: {self.message}", self.code)
 
 
 def problem_of(error: SessionReferenceError) -> Problem:
