@@ -825,6 +825,47 @@ def test_opencode_with_a_rollback_journal_is_read_under_its_lock(tmp_path: Path)
     assert [record.header.id for record in source_of(db).listing()] == ["opencode:ses_1"]
 
 
+def test_reading_a_rollback_journal_database_never_starves_its_writer(tmp_path: Path) -> None:
+    # opencode in rollback-journal mode commits 300 times, waiting at most 50 ms for its lock, while
+    # sessionref lists and reads its sessions as fast as it can: each read holds the shared lock for
+    # one short transaction, so none of the writer's commits fails as busy.
+    import threading
+
+    db = OpenCodeDb(tmp_path / "opencode" / "opencode.db")
+    db.session("ses_1", title="Journal")
+    db.message("ses_1", "msg_0", {"role": "user"}, text("first"))
+    db.connection.execute("PRAGMA journal_mode=DELETE")
+    writer = sqlite3.connect(db.path, timeout=0.05, isolation_level=None)
+    busy: list[str] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        source = source_of(db)
+        while not stop.is_set():
+            try:
+                source.listing()
+                source.surface("opencode:ses_1")
+            except SessionQueryError:
+                pass  # (our own read may find it busy; the writer never may)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for number in range(300):
+            try:
+                writer.execute(
+                    "UPDATE session SET title = ?, time_updated = ? WHERE id = 'ses_1'", (f"t{number}", number)
+                )
+            except sqlite3.OperationalError as error:
+                busy.append(str(error))
+    finally:
+        stop.set()
+        reader.join()
+        writer.close()
+    assert busy == []
+    assert sorted(path.name for path in db.path.parent.iterdir()) == ["opencode.db"]
+
+
 def test_opencode_s_log_without_its_shared_memory_file_is_read_from_a_copy(tmp_path: Path) -> None:
     # A write-ahead log left beside the database without its -shm (opencode not running): the log's
     # sessions are read, from a private copy, and nothing is made beside opencode's files.
