@@ -333,6 +333,59 @@ async def test_a_rows_menu_hands_on_another_tools_session_and_lists_where_it_wen
     assert tree_state(claude) == before  # another tool's files are never written
 
 
+async def test_a_rows_menu_resumes_another_tools_session_in_that_tool(
+    demo_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``m`` on a Claude Code row offers Resume in Claude Code first: chosen, ``claude --resume <id>``
+    runs in the session's folder with the app suspended (a stand-in ``claude`` records it)."""
+    import json
+    import sys
+
+    from core.sessions.sources.claude import CLAUDE_PREFIX, ClaudeCodeSource
+    from core.sessions.sources.codex import CodexSource
+    from tests.support.external_fixtures import CLAUDE_UUID, seed_external
+    from tui.cli.demo import DEMO_PROJECT
+    from tui.screens.handoff_dialog import ContinueMenu
+    from tui.widgets.sidebar import SessionSidebar
+
+    work = tmp_path / "work"
+    work.mkdir()
+    claude, codex = tmp_path / "claude", tmp_path / "codex"
+    seed_external(claude, codex)
+    (log,) = claude.rglob("*.jsonl")
+    log.write_text(log.read_text().replace(DEMO_PROJECT, str(work)))
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    recorded = tmp_path / "claude-ran.json"
+    program = bin_folder / "claude"
+    program.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"open({str(recorded)!r}, 'w').write(json.dumps({{'argv': sys.argv[1:], 'cwd': os.getcwd()}}))\n"
+    )
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_folder}{os.pathsep}{os.environ['PATH']}")
+    claude_id = CLAUDE_PREFIX + CLAUDE_UUID
+    app, store = open_app(demo_template, tmp_path / "store", external=(ClaudeCodeSource(claude), CodexSource(codex)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, app.workspace.catalog_loaded.is_set)
+        sidebar = app.chat.query_one(SessionSidebar)
+        await until(pilot, lambda: sidebar.index_of(claude_id) is not None)
+        sidebar.focus()
+        sidebar.highlight_id(claude_id)
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, ContinueMenu))
+        menu = app.screen
+        assert isinstance(menu, ContinueMenu)
+        assert str(menu.options[0].prompt) == "Resume in Claude Code"
+        menu.dismiss("resume")
+        await until(pilot, lambda: recorded.exists() or bool(app._notifications))
+    store.close()
+    if recorded.exists():
+        assert json.loads(recorded.read_text()) == {"argv": ["--resume", CLAUDE_UUID], "cwd": str(work)}
+    else:  # (a headless app cannot suspend itself: it says so, and nothing ran)
+        assert any("cannot hand itself" in str(n.message) for n in app._notifications)
+
+
 async def test_in_the_app_a_session_whose_folder_is_gone_is_one_notice_and_nothing_else(
     demo_template: Path, tmp_path: Path
 ) -> None:

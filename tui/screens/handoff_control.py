@@ -10,6 +10,8 @@ mcp`` attached for that run, and the hand-off is noted (in the session's log, or
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 
 from textual.app import App, SuspendNotSupported
 
@@ -106,6 +108,28 @@ class HandoffControl:
         finally:
             launch.cleanup()
         return [*told, Notice(f"{agent.label} exited {code}.", "Hand-off")]
+
+    def resume(self, app: App[object], session_id: str) -> list[Notice]:
+        """Open another agent's session in that agent, in its folder, in this terminal (the app
+        suspended meanwhile): ``sessionref resume``'s plan; what to tell."""
+        from core.handoff.resume import ResumeError, resume_plan
+
+        try:
+            command = resume_plan(session_id)
+        except ResumeError as error:
+            return [Notice(error.line, "Cannot resume", "warning")]
+        record = self._workspace.catalog.record(session_id)
+        folder = record.header.cwd if record is not None else None
+        where = folder if folder is not None and os.path.isdir(folder) else os.getcwd()
+        try:
+            with app.suspend():
+                try:
+                    code: int | str = subprocess.run(command, cwd=where, check=False).returncode
+                except OSError as error:
+                    code = f"could not start: {error.strerror or error}"
+        except SuspendNotSupported:
+            return [Notice("This terminal cannot hand itself to another program (a browser?).", "Cannot resume")]
+        return [Notice(f"{command[0]} exited {code}.", "Resume")]
 
     def _note(self, handoff: Handoff, side: str | None, own: bool) -> list[Notice]:
         workspace = self._workspace

@@ -101,7 +101,8 @@ class HandoffScreen(ModalScreen[str | None]):
 
 
 class ContinueMenu(ModalScreen[str | None]):
-    """A session row's menu: open it, or continue it in one of the agents found on PATH."""
+    """A session row's menu: open it (or resume another agent's in that agent), or continue it in one
+    of the agents found on PATH."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
@@ -112,12 +113,16 @@ class ContinueMenu(ModalScreen[str | None]):
     }
     """
 
-    def __init__(self, title: str, agents: list[Agent], can_open: bool, past: list[str] | None = None) -> None:
+    def __init__(
+        self, title: str, agents: list[Agent], can_open: bool, past: list[str] | None = None, resume: str | None = None
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.options = ([Option("Open", id="open")] if can_open else []) + [
             Option(f"Continue in {agent.label}", id=agent.name) for agent in agents
         ]
+        if resume is not None:  # (another agent's session: open it in that agent, as sessionref resume does)
+            self.options.insert(0, Option(f"Resume in {resume}", id="resume"))
         # Earlier hand-offs, listed under the choices (not choices themselves); their text is data.
         self.options += [
             Option(Text(visible(line), style="dim", no_wrap=True, overflow="ellipsis"), disabled=True)

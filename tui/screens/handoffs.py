@@ -1,4 +1,5 @@
-"""``Handoffs``: the chat screen's hand-offs ("Continue in …" from the palette, a sidebar row's menu),
+"""``Handoffs``: the chat screen's hand-offs ("Continue in …" from the palette, a sidebar row's menu;
+"Resume in …" there for another agent's session),
 run in this part's own worker. It holds no view (``display: none``): the briefing is built off the
 UI thread (``HandoffControl``), shown in ``HandoffScreen`` and awaited with ``push_screen_wait``; then
 the agent runs in this terminal with the app suspended, or sessionref's new session becomes the
@@ -15,6 +16,7 @@ from textual.widget import Widget
 
 from core.handoff.agents import AGENTS, Agent
 from core.handoff.briefing import HandoffError
+from core.sessions.sources.registry import AGENTS as SOURCES
 from tui.screens.handoff_control import HandoffControl
 from tui.screens.handoff_dialog import ContinueMenu, HandoffScreen
 from tui.services.notice import Notice
@@ -57,9 +59,13 @@ class Handoffs(Widget):
         """A sidebar row's menu: Open, and Continue in each agent found."""
         can_open = self._workspace.catalog.is_own(session_id)
         title, lines = self.control.menu_lines(session_id)
-        choice = await self.app.push_screen_wait(ContinueMenu(title, self.agents(), can_open, lines))
+        agent = next((agent for agent in SOURCES if session_id.startswith(agent.prefix)), None)
+        resume = agent.label if agent is not None and not can_open else None
+        choice = await self.app.push_screen_wait(ContinueMenu(title, self.agents(), can_open, lines, resume))
         if choice == "open":
             self.post_message(self.Opened(session_id))
+        elif choice == "resume":
+            self._tell(self.control.resume(self.app, session_id))
         elif choice in AGENTS:
             await self._hand_off(session_id, AGENTS[choice])
 
