@@ -386,6 +386,37 @@ async def test_a_rows_menu_resumes_another_tools_session_in_that_tool(
         assert any("cannot hand itself" in str(n.message) for n in app._notifications)
 
 
+async def test_the_palette_resumes_another_tools_session_by_its_title(
+    demo_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl+P, "resume in claude": the Claude Code session's "Resume in Claude Code: <title>" is found
+    and, chosen, goes to ``sessionref resume``'s plan (Claude Code is not on PATH here: one notice)."""
+    from core.sessions.sources.claude import ClaudeCodeSource
+    from core.sessions.sources.codex import CodexSource
+    from tests.support.external_fixtures import seed_external
+    from tests.test_app import type_text
+
+    claude, codex = tmp_path / "claude", tmp_path / "codex"
+    seed_external(claude, codex)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs"))
+    app, store = open_app(demo_template, tmp_path / "store", external=(ClaudeCodeSource(claude), CodexSource(codex)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, app.workspace.catalog_loaded.is_set)
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
+        await type_text(pilot, "resume in claude")
+        await pilot.pause(0.5)
+        from textual.widgets import OptionList
+
+        options = app.screen.query_one(OptionList)
+        shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert any(text.startswith("Resume in Claude Code: ") for text in shown), shown
+        await pilot.press("enter")
+        # (claude is not installed here: the line says so, and nothing ran)
+        await until(pilot, lambda: any("RESUME_AGENT_NOT_INSTALLED" in str(n.message) for n in app._notifications))
+    store.close()
+
+
 async def test_in_the_app_a_session_whose_folder_is_gone_is_one_notice_and_nothing_else(
     demo_template: Path, tmp_path: Path
 ) -> None:

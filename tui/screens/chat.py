@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TextArea
 
-from tui.screens.commands import ChatCommands, SessionCommands, chat_commands
+from tui.screens.commands import ChatCommands, ResumeCommands, SessionCommands, chat_commands
 from tui.screens.dialogs import RenameScreen, ViewerScreen
 from tui.screens.handoffs import Handoffs
 from tui.screens.prompt_status import PromptStatus
@@ -61,7 +61,7 @@ class ChatScreen(Screen[None]):
         Binding("f8", "compact", "Compact"),
     ]
 
-    COMMANDS = {ChatCommands, SessionCommands}
+    COMMANDS = {ChatCommands, SessionCommands, ResumeCommands}
 
     class Ready(Message):
         """The screen is up: the listing may start."""
@@ -256,6 +256,10 @@ class ChatScreen(Screen[None]):
     def continue_in(self, agent: str) -> None:
         """Hand the target session to ``agent`` (the palette's "Continue in …")."""
         self.handoffs.hand_off(self.workspace.session.id, agent)
+
+    def resume_in_its_agent(self, session_id: str) -> None:
+        """Open another agent's session in that agent (the palette's "Resume in …")."""
+        self.handoffs.resume(session_id)
 
     @on(SessionSidebar.Chosen, "#sidebar")
     def _chosen(self, event: SessionSidebar.Chosen) -> None:

@@ -32,6 +32,7 @@ class CommandsScreen(Protocol):
         ...
 
     def continue_in(self, agent: str) -> None: ...
+    def resume_in_its_agent(self, session_id: str) -> None: ...
     def action_new_session(self) -> None: ...
     def action_rename_session(self) -> None: ...
     def action_show_model_view(self) -> None: ...
@@ -136,6 +137,45 @@ class SessionCommands(Provider):
                     display = display.stylize(matcher.match_style, offset, offset + 1)
                 switch = partial(self._switch, session_id)
                 yield Hit(score, display, switch, text=text, help=markup_escape(session_id))
+                found += 1
+                if found >= MAX_HITS:
+                    return
+
+
+class ResumeCommands(Provider):
+    """``Resume in <agent>: <title>`` for every listed session of another agent that can resume a
+    given session (as ``sessionref resume`` does); found by its title, its agent or its id."""
+
+    def _entries(self) -> list[tuple[str, str]]:
+        from core.handoff.resume import RESUME, Resumes
+        from core.sessions.sources.registry import AGENTS
+
+        chat = _screen(self)
+        if chat is None:
+            return []
+        catalog = chat.workspace.catalog
+        found = []
+        for record in catalog.records:
+            session_id = record.header.id
+            agent = next((agent for agent in AGENTS if session_id.startswith(agent.prefix)), None)
+            if agent is not None and isinstance(RESUME[agent.key], Resumes):
+                title = visible(catalog.titles.title(session_id) or session_id)
+                found.append((session_id, f"Resume in {agent.label}: {title}"))
+        return found
+
+    def _resume(self, session_id: str) -> None:
+        chat = _screen(self)
+        if chat is not None:
+            chat.resume_in_its_agent(session_id)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        found = 0
+        for session_id, text in self._entries():
+            score = matcher.match(f"{text} {session_id}")
+            if score > 0:
+                resume = partial(self._resume, session_id)
+                yield Hit(score, Content(text), resume, text=text, help=markup_escape(session_id))
                 found += 1
                 if found >= MAX_HITS:
                     return

@@ -70,6 +70,11 @@ class Handoffs(Widget):
             await self._hand_off(session_id, AGENTS[choice])
 
     @work(exclusive=True, group="handoff")
+    async def resume(self, session_id: str) -> None:
+        """Open another agent's session in that agent, in its folder (the palette's "Resume in …")."""
+        self._tell(self.control.resume(self.app, session_id))
+
+    @work(exclusive=True, group="handoff")
     async def hand_off(self, session_id: str, agent: str) -> None:
         """Hand ``session_id`` to ``agent``: its briefing (built off the UI thread), shown for the
         user to start or cancel, then the agent run in this terminal (or a new session here)."""
