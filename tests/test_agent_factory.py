@@ -52,6 +52,7 @@ def test_droid_sessions_are_read(tmp_path: Path) -> None:
             title="# Task Tool Invocation\nlist files")  # fmt: skip
     source = FactorySource(root)
     (record,) = source.listing()
+    assert source.problems == []  # (the sub-agent's session is not listed, nor a problem)
     assert record.header.id == f"droid:{SESSION}" and record.header.cwd == "/work/app"
     assert record.header.created_at == 1_796_670_001_000
     texts = [item.text for item in project_conversation(source.surface(record.header.id))]

@@ -177,7 +177,7 @@ def test_an_older_session_file_a_folder_kimi_json_does_not_name_and_an_archived_
     older.write_text(json.dumps(_said("user", "an older layout")) + "\n")
     source = KimiCliSource(root)
     listed = {record.header.id: record.header for record in source.listing()}
-    assert set(listed) == {f"kimi:{SESSION}", "kimi:0b9e"}
+    assert set(listed) == {f"kimi:{SESSION}", "kimi:0b9e"} and source.problems == []  # (archived: not a problem)
     assert listed["kimi:0b9e"].cwd is None  # (kimi.json does not name its folder)
     assert _texts(source, "kimi:0b9e") == ["an older layout"]
     assert source.title(f"kimi:{SESSION}").title == "Named by the user"  # type: ignore[union-attr]

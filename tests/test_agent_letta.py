@@ -120,6 +120,7 @@ def test_what_letta_kept_is_read_as_pi_s_entries_without_its_reminders(tmp_path:
     (odd / "messages.jsonl").write_text("{}\n")
     source = LettaSource(root)
     (record,) = source.listing()
+    assert source.problems == []  # (the archived conversation is not listed, nor a problem)
     assert record.header.id == "letta:conversation-local-conv-1" and record.header.cwd == "/work/lt"
     assert _texts(source, record.header.id) == ["first question", "an answer"]
     assert source.title(record.header.id).title == "Wombat facts"  # type: ignore[union-attr]

@@ -28,6 +28,7 @@ from core.sessions.sources.files import (
     UUID_AT_END,
     ExternalSession,
     FileSource,
+    NotListed,
     SurfaceBuilder,
     json_lines,
     millis,
@@ -91,7 +92,7 @@ class FactorySource(FileSource):
             return None
         title = start.get("title")
         if type(title) is str and title.lstrip().startswith(SUB_AGENT):
-            return None
+            raise NotListed
         cwd = start.get("cwd")
         created = path.stat().st_mtime_ns // 1_000_000
         for _number, record in json_lines(path, HEAD_BYTES, follow=False):

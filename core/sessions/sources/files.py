@@ -313,6 +313,14 @@ class Entry:
     header: SessionHeader | None
     session: ExternalSession | None = None
     problem: str | None = None
+    hidden: bool = False
+    """A session its tool keeps out of its own lists (archived, a sub-agent's): not listed, and no
+    problem either."""
+
+
+class NotListed(Exception):
+    """Raised by a reader's ``_header`` for a session its tool keeps out of its own lists (archived,
+    a sub-agent's): it is neither listed nor reported as unreadable."""
 
 
 def surface_event(kind: str, seq: int, time: int, data: dict[str, Any]) -> SessionEvent:
@@ -395,6 +403,8 @@ class FileSource(ReadsAsQuery):
         problems: list[StoreProblem] = []
         records: list[SessionRecord] = []
         for entry in fresh.values():
+            if entry.hidden:
+                continue
             if entry.header is None:
                 problems.append(StoreProblem(entry.path, entry.problem or f"no readable {self.name} record"))
                 continue
@@ -415,6 +425,8 @@ class FileSource(ReadsAsQuery):
     def _entry(self, path: Path, revision: Revision) -> Entry:
         try:
             return Entry(path, revision, self._header(path))
+        except NotListed:
+            return Entry(path, revision, None, hidden=True)
         except OSError as error:
             return Entry(path, revision, None, problem=f"cannot read: {error.strerror or error}")
         except Exception as error:  # a record of a shape no version of the tool writes

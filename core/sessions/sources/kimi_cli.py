@@ -34,6 +34,7 @@ from core.sessions.sources.files import (
     HEAD_BYTES,
     ExternalSession,
     FileSource,
+    NotListed,
     SurfaceBuilder,
     json_lines,
     prompt_title,
@@ -120,7 +121,7 @@ class KimiCliSource(FileSource):
         folder = _folder(path)
         state = read_json_object(folder / "state.json", STATE_BYTES)
         if state.get("archived") is True:
-            return None
+            raise NotListed
         turns = _turns(folder, HEAD_BYTES)
         created = turns[0][1] if turns else path.stat().st_mtime_ns // 1_000_000
         cwd = self.folders().get(folder.parent.name)

@@ -30,6 +30,7 @@ from core.sessions.models import SessionHeader
 from core.sessions.sources.files import (
     ExternalSession,
     FileSource,
+    NotListed,
     SurfaceBuilder,
     epoch_millis,
     json_lines,
@@ -98,7 +99,7 @@ class KimiCodeSource(FileSource):
     def _header(self, path: Path) -> SessionHeader | None:
         state = _state(path)
         if state.get("archived") is True:
-            return None
+            raise NotListed
         stated = state.get("id")
         session_id = stated if type(stated) is str and stated.strip() else _session_folder(path).name
         created = epoch_millis(state.get("createdAt"))

@@ -29,6 +29,7 @@ from core.sessions.sources.files import (
     HEAD_BYTES,
     ExternalSession,
     FileSource,
+    NotListed,
     json_lines,
     millis,
     read_json_object,
@@ -89,7 +90,9 @@ class LettaSource(FileSource):
     def _header(self, path: Path) -> SessionHeader | None:
         about = read_json_object(path.parent / "conversation.json", META_BYTES)
         name = conversation_name(path.parent.name)
-        if about.get("archived") is True or name is None:
+        if about.get("archived") is True:
+            raise NotListed
+        if name is None:
             return None
         for _number, record in json_lines(path, HEAD_BYTES, follow=False):
             found = header_of(record)
