@@ -27,6 +27,7 @@ from core.sessions.sources.files import (
     FileSource,
     SurfaceBuilder,
     epoch_millis,
+    files_in,
     prompt_title,
     read_json,
     texts_of,
@@ -64,16 +65,7 @@ class AmpSource(FileSource):
     follow_links = False
 
     def _files(self) -> Iterator[str]:
-        folder = self.root / "threads"
-        if os.path.islink(folder):
-            return
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            return
-        for entry in entries:
-            if _THREAD.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-                yield entry.path
+        return files_in(self.root / "threads", lambda name: _THREAD.fullmatch(name) is not None)
 
     def _header(self, path: Path) -> SessionHeader | None:
         thread = read_json(path, SESSION_BYTES)

@@ -29,6 +29,7 @@ from core.sessions.sources.files import (
     ExternalSession,
     FileSource,
     SurfaceBuilder,
+    files_in,
     local_millis,
     millis,
     prompt_title,
@@ -68,20 +69,7 @@ class CodePuppySource(FileSource):
 
     def _files(self) -> Iterator[str]:
         for name in _FOLDERS:
-            folder = self.root / name
-            if os.path.islink(folder):
-                continue
-            try:
-                entries = list(os.scandir(folder))
-            except OSError:
-                continue
-            for entry in entries:
-                if (
-                    entry.name.endswith(".json")
-                    and not entry.name.endswith("_meta.json")
-                    and entry.is_file(follow_symlinks=False)
-                ):
-                    yield entry.path
+            yield from files_in(self.root / name, _session_file)
 
     def _header(self, path: Path) -> SessionHeader | None:
         meta = read_json_object(_meta(path), META_BYTES)
@@ -126,6 +114,10 @@ class CodePuppySource(FileSource):
             if answer:
                 builder.assistant(number, when, "\n".join(answer))
         return ExternalSession(header, builder.events, first, problems, len(messages) - 1 if messages else None)
+
+
+def _session_file(name: str) -> bool:
+    return name.endswith(".json") and not name.endswith("_meta.json")
 
 
 def _meta(session: Path) -> Path:

@@ -26,14 +26,13 @@ from typing import Any
 from core.sessions.models import SessionHeader
 from core.sessions.sources.files import (
     HEAD_BYTES,
-    UUID_AT_END,
     ExternalSession,
     FileSource,
     SurfaceBuilder,
     epoch_millis,
     json_lines,
     prompt_title,
-    subfolders,
+    uuid_files,
 )
 
 CODEBUDDY_PREFIX = "codebuddy:"
@@ -78,14 +77,7 @@ class CodeBuddySource(FileSource):
     follow_links = False
 
     def _files(self) -> Iterator[str]:
-        for project in subfolders(self.root / "projects"):
-            try:
-                names = os.listdir(project.path)
-            except OSError:
-                continue
-            for name in names:
-                if name.endswith(".jsonl") and UUID_AT_END.search(name[: -len(".jsonl")]):
-                    yield os.path.join(project.path, name)
+        return uuid_files(self.root / "projects", ".jsonl")
 
     def _header(self, path: Path) -> SessionHeader | None:
         created: int | None = None

@@ -17,7 +17,6 @@ registry) and none of its own files is public: the format is checked against no 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,6 @@ from typing import Any
 from core.sessions.models import SessionHeader
 from core.sessions.sources.files import (
     HEAD_BYTES,
-    UUID_AT_END,
     ExternalSession,
     FileSource,
     NotListed,
@@ -33,7 +31,7 @@ from core.sessions.sources.files import (
     json_lines,
     millis,
     prompt_title,
-    subfolders,
+    uuid_files,
 )
 
 FACTORY_PREFIX = "droid:"
@@ -77,14 +75,7 @@ class FactorySource(FileSource):
     follow_links = False
 
     def _files(self) -> Iterator[str]:
-        for project in subfolders(self.root / "sessions"):
-            try:
-                names = os.listdir(project.path)
-            except OSError:
-                continue
-            for name in names:
-                if name.endswith(".jsonl") and UUID_AT_END.search(name[: -len(".jsonl")]):
-                    yield os.path.join(project.path, name)
+        return uuid_files(self.root / "sessions", ".jsonl")
 
     def _header(self, path: Path) -> SessionHeader | None:
         start = _start(path)

@@ -119,6 +119,33 @@ def subfolders(folder: Path) -> list[os.DirEntry[str]]:
         return []
 
 
+def files_in(folder: Path, wanted: Callable[[str], bool]) -> Iterator[str]:
+    """The regular files directly in ``folder`` whose names ``wanted`` accepts; none when ``folder`` is
+    a link (no link out of the tool's folder is followed) or cannot be listed."""
+    if os.path.islink(folder):
+        return
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if wanted(entry.name) and entry.is_file(follow_symlinks=False):
+            yield entry.path
+
+
+def uuid_files(projects: Path, suffix: str) -> Iterator[str]:
+    """The files named ``<...uuid><suffix>`` in each project folder of ``projects`` (CodeBuddy's and
+    Factory Droid's layout; a link among them is listed, and reported as one when read)."""
+    for project in subfolders(projects):
+        try:
+            names = os.listdir(project.path)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(suffix) and UUID_AT_END.search(name[: -len(suffix)]):
+                yield os.path.join(project.path, name)
+
+
 def texts_of(content: Any) -> list[str]:
     """A message's texts: a string content, or each of its non-empty ``text`` blocks (images, tool
     calls and reasoning left out)."""

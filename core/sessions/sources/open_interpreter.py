@@ -28,6 +28,7 @@ from core.sessions.sources.files import (
     ExternalSession,
     FileSource,
     SurfaceBuilder,
+    files_in,
     prompt_title,
     read_json,
 )
@@ -67,16 +68,7 @@ class OpenInterpreterSource(FileSource):
     follow_links = False
 
     def _files(self) -> Iterator[str]:
-        folder = self.root / "conversations"
-        if os.path.islink(folder):
-            return
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            return
-        for entry in entries:
-            if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False):
-                yield entry.path
+        return files_in(self.root / "conversations", lambda name: name.endswith(".json"))
 
     def _header(self, path: Path) -> SessionHeader | None:
         created = started(path.name) or path.stat().st_mtime_ns // 1_000_000
