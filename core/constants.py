@@ -26,5 +26,11 @@ COMPACT_CHECKPOINT_SOURCE: Final[Mapping[str, str]] = MappingProxyType({"kind": 
 SESSION_REFERENCE_SOURCE: Final[Mapping[str, str]] = MappingProxyType({"kind": "plugin", "plugin": "session-reference"})
 """Source of the aggregated context produced by ``prepare``."""
 
+OMISSION_NOTICE_HEAD: Final = "\n[… omitted "
+"""How every truncation notice starts (CONTRACT §6; hosts count cut messages by it)."""
+
+OMISSION_NOTICE_TAIL: Final = " UTF-8 bytes …]"
+"""How every truncation notice ends, after the count of UTF-8 bytes left out."""
+
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 """JavaScript's ``Number.MAX_SAFE_INTEGER``; limits and config values must not exceed it."""

@@ -14,6 +14,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from core.constants import OMISSION_NOTICE_HEAD, OMISSION_NOTICE_TAIL
 from core.errors import SessionrefError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -57,6 +58,11 @@ def utf8_length(text: str) -> int:
         # Every surrogate is 3 bytes under ``surrogatepass``; a lone one is 3 in JavaScript too
         # (U+FFFD) and a pair is 4, not 6. Both counts run in C, whatever the number of surrogates.
         return len(text.encode("utf-8", "surrogatepass")) - 2 * _PAIR.subn("", text)[1]
+
+
+def omission_notice(omitted: int) -> str:
+    """The notice that ends a text cut by ``omitted`` UTF-8 bytes (CONTRACT §6)."""
+    return f"{OMISSION_NOTICE_HEAD}{omitted}{OMISSION_NOTICE_TAIL}"
 
 
 def _js_number(value: float) -> str:

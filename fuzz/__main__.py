@@ -34,8 +34,9 @@ LONG_PROFILE = {
     "agent_yaml": 5_000,
     "display": 10_000,
     "mcp_frame": 20_000,
+    "oversized": 20_000,
 }
-"""Inputs per target in the long profile (``make fuzz``): 140,000 in all."""
+"""Inputs per target in the long profile (``make fuzz``): 175,000 in all."""
 
 QUICK_PROFILE = {name: 1_000 for name in LONG_PROFILE} | {"prepare": 300, "display": 300, "agent_rows": 500}
 """Inputs per target in the bounded profile ``make test`` runs (``agent_rows`` makes seven databases an

@@ -47,6 +47,7 @@ from fuzz.file_targets import (
     external,
 )
 from fuzz.kit import DOCUMENTED_CODES, HOSTILE, FuzzFailure, Target, check, outcome_of, rng_of, run_async, text_of
+from fuzz.record_targets import OVERSIZED_TOKENS, oversized_record, oversized_seeds
 
 __all__ = ["DOCUMENTED_CODES", "HOSTILE", "SELF_CHECKS", "TARGETS", "FuzzFailure", "Target", "check"]
 
@@ -384,6 +385,7 @@ TARGETS: dict[str, Target] = {
     "external": Target(external, _external_seeds, _EXTERNAL_TOKENS, max_len=16_384),
     "agent_rows": Target(agent_rows, agent_row_seeds, AGENT_ROW_TOKENS, max_len=2048),
     "agent_yaml": Target(agent_yaml, agent_yaml_seeds, AGENT_YAML_TOKENS, max_len=4096),
+    "oversized": Target(oversized_record, oversized_seeds, OVERSIZED_TOKENS, max_len=1024),
     "display": Target(
         display,
         _display_seeds,

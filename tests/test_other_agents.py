@@ -17,11 +17,13 @@ from typing import Any
 import pytest
 
 from core import ReferenceInput, SessionQueryError, SessionReferenceService
+from core.serialization import omission_notice
 from core.sessions.session import MemorySessionStore
 from core.sessions.sources.copilot import CopilotCliSource
 from core.sessions.sources.gemini import GeminiCliSource
 from core.sessions.sources.merged import MergedSessionQuery
 from core.sessions.sources.opencode import MAX_PART_BYTES, KiloSource, OpenCodeSource
+from core.sessions.sources.oversized import STRING_KEEP
 from core.sessions.sources.qwen import QwenCodeSource
 from tests.support.external_fixtures import tree_state
 
@@ -447,7 +449,9 @@ def test_opencode_missing_database_large_parts_and_the_variable_that_names_anoth
     db.message("ses_1", "msg_1", {"role": "user"}, text("x" * (MAX_PART_BYTES + 10)), text("small"))
     monkeypatch.setenv("OPENCODE_DB", str(db.path))
     source = OpenCodeSource(tmp_path / "data")
-    assert surface(source, "opencode:ses_1") == [("user", "small")]
+    ((role, said),) = surface(source, "opencode:ses_1")  # the large part: its head, and what it left out
+    omitted = MAX_PART_BYTES + 10 - STRING_KEEP
+    assert role == "user" and said == "x" * STRING_KEEP + omission_notice(omitted) + "small"
     # Kilo CLI keeps opencode's schema in kilo.db: the same reading, its own namespace.
     kilo = OpenCodeDb(tmp_path / "kilo" / "kilo.db")
     kilo.session("ses_k", title="Kilo's")
@@ -778,12 +782,15 @@ def test_opencode_storage_links_a_broken_database_a_held_one_and_parts_measured_
     assert [problem.path.name for problem in source.problems] == ["opencode.db"]
     assert surface(source, "opencode:ses_old") == [("user", "inside")]
     assert surface(source, "opencode:ses_link") == []
-    # A part is bounded by its bytes: 12 MiB of four-byte characters is over the 8 MiB bound.
+    # A part is measured in bytes: 12 MiB of four-byte characters is over the 8 MiB bound.
     db_folder = tmp_path / "db"
     db = OpenCodeDb(db_folder / "opencode.db")
     db.session("ses_1")
     db.message("ses_1", "msg_1", {"role": "user"}, text("🎉" * (3 * 1024 * 1024)), text("small"))
-    assert surface(OpenCodeSource(db_folder), "opencode:ses_1") == [("user", "small")]
+    # Read in slices: its head (whole pairs of the escapes Python wrote, 12 bytes each) and the exact count.
+    kept = STRING_KEEP // 12
+    said = "🎉" * kept + omission_notice(4 * (3 * 1024 * 1024 - kept)) + "small"
+    assert surface(OpenCodeSource(db_folder), "opencode:ses_1") == [("user", said)]
     # A database opencode holds (busy past the wait) reads as busy, not as a session that is not there.
     from core.sessions.sources.sqlite_reads import ReadOnlyDatabase, SourceBusy
 
@@ -798,7 +805,7 @@ def test_opencode_storage_links_a_broken_database_a_held_one_and_parts_measured_
         with pytest.raises(SessionQueryError) as raised:
             held.session("opencode:ses_1")
         assert raised.value.code == "SESSION_QUERY_SOURCE_BUSY"
-    assert surface(held, "opencode:ses_1") == [("user", "small")]  # once it is free again
+    assert surface(held, "opencode:ses_1") == [("user", said)]  # once it is free again
 
 
 def test_opencode_with_a_rollback_journal_is_read_under_its_lock(tmp_path: Path) -> None:

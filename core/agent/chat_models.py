@@ -12,9 +12,8 @@ from typing import Any, Protocol, runtime_checkable
 from core.abort import AbortSignal, race_abort
 from core.agent.chunks import Chunk
 from core.agent.wire import wire_messages, wire_text
-from core.constants import PROMPT_REQUEST_DELIMITER
+from core.constants import OMISSION_NOTICE_HEAD, PROMPT_REQUEST_DELIMITER
 from core.errors import SessionReferenceError, SessionrefError
-from core.reference.retention import OMISSION_NOTICE_HEAD
 from core.serialization import stringify_tag_safe_json, utf8_length
 from core.sessions.wire_shapes import ContentBlock, ModelMessage, ToolDefinition, WireMessage
 

@@ -14,18 +14,12 @@ import heapq
 from typing import Any
 
 from core.collector import collector_paused
+from core.constants import OMISSION_NOTICE_HEAD, OMISSION_NOTICE_TAIL
 from core.reference.projection import project_conversation
-from core.serialization import js_json_stringify, tag_safe_json_length, utf8_encode, utf8_length
+from core.serialization import js_json_stringify, omission_notice, tag_safe_json_length, utf8_encode, utf8_length
 from core.sessions.models import ProjectedItem, RetainedSource, SurfaceSnapshot
 
-OMISSION_NOTICE_HEAD = "\n[… omitted "
-"""How every truncation notice starts (hosts count cut messages by it)."""
-_NOTICE_TAIL = " UTF-8 bytes …]"
-_NOTICE_BYTES = utf8_length(OMISSION_NOTICE_HEAD) + utf8_length(_NOTICE_TAIL)
-
-
-def _notice(omitted: int) -> str:
-    return f"{OMISSION_NOTICE_HEAD}{omitted}{_NOTICE_TAIL}"
+_NOTICE_BYTES = utf8_length(OMISSION_NOTICE_HEAD) + utf8_length(OMISSION_NOTICE_TAIL)
 
 
 def _head_tail_span(data: bytes, head: int, tail: int) -> tuple[int, int]:
@@ -120,10 +114,10 @@ def truncate_with_notice(text: str, max_bytes: int) -> tuple[str, int]:
         return "", total
     prefix_end, suffix_start = best
     if prefix_end == total:
-        return _decoded(data, 0, total) + _notice(0), 0
+        return _decoded(data, 0, total) + omission_notice(0), 0
     omitted = suffix_start - prefix_end
     kept_text = _decoded(data, 0, prefix_end) + _decoded(data, suffix_start, total)
-    return kept_text + _notice(omitted), omitted
+    return kept_text + omission_notice(omitted), omitted
 
 
 _ITEM_OVERHEAD = {role: tag_safe_json_length({"role": role, "text": ""}) - 2 for role in ("user", "assistant")}

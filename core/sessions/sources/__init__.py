@@ -15,7 +15,8 @@ the surface. Each module's docstring gives the format it reads and the versions 
 Ids are namespaced by the agent's prefix (``claude:<uuid>``, ``codex:<uuid>``...). Nothing is
 ever written under the roots. A file is read up to its last complete line (an agent appending
 meanwhile yields a consistent prefix); malformed or unknown records are skipped and counted
-(``problems``).
+(``problems``); a record too long to take at once is read in pieces, each long text in it cut to its
+head and the contract's omission notice (``oversized``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ message, only it (as a checkpoint) and what follows; a user message's ``text`` p
 an assistant's an answer. Reasoning, tool calls and results, the user's shell commands, attachments and
 sub-agents' sessions are not on the surface. The folder is the project's; the title the session's.
 
-Read as ``sqlite_reads`` says; a ``parts`` value over ``MAX_PARTS_BYTES`` is left out and counted.
+Read as ``sqlite_reads`` says; a ``parts`` value over ``MAX_PARTS_BYTES`` is read in slices, its long
+texts cut (``oversized``).
 Crush could not be run here (its npm package downloads its binary when installed): the format was
 taken from its source (``internal/db/migrations``, ``internal/message``, ``internal/agent``).
 """
@@ -155,9 +156,11 @@ class CrushSource(RowSource):
         for number, (_id, role, parts, created) in enumerate(rows):
             if number < start:
                 continue
-            if parts is None:
-                problems += 1
-                continue
+            if parts is None:  # (too long to take at once: read in slices, its long texts cut)
+                parts = database.long_json("parts", "FROM messages WHERE session_id = ? AND id = ?", (session_id, _id))
+                if parts is None:
+                    problems += 1
+                    continue
             text = "\n".join(texts_of_parts(parts))
             when = _millis(created) or entry.header.created_at
             if number == summary:

@@ -176,6 +176,10 @@ class CursorSource(RowSource):
             prefix = f"bubbleId:{chat_id}:"
             rows = self._database.query(_BUBBLES, (len(prefix) + 1, MAX_VALUE_BYTES, prefix, prefix[:-1] + ";"))
             stored = {key: value for key, value in rows}
+            for key in [key for key, value in stored.items() if value is None]:
+                # Too long to take at once: read in slices, its long texts cut.
+                where = "FROM cursorDiskKV WHERE key = ?"
+                stored[key] = self._database.long_json("value", where, (prefix + str(key),))
             bubbles = [(index, _json(stored.get(bubble_id))) for index, bubble_id in enumerate(order)]
             missing = sum(1 for _index, bubble in bubbles if bubble is None)
         builder = SurfaceBuilder()

@@ -31,6 +31,7 @@ from core.sessions.models import (
 )
 from core.sessions.query import ReadsAsQuery, sort_listing
 from core.sessions.session import not_found
+from core.sessions.sources.oversized import STRUCTURE_BYTES, cut_json
 
 HEAD_BYTES = 256 * 1024
 """How much of a file the listing reads for its header (first timestamp, cwd, Codex meta)."""
@@ -38,6 +39,11 @@ LINE_BYTES = 16 * 1024 * 1024
 """The longest line a reader parses (a tool's output or a pasted image fits); a longer one is
 skipped as malformed, read past in pieces, never held whole."""
 _SKIP_PIECE = 1024 * 1024
+HEAD_LINE_BYTES = 64 * 1024 * 1024
+"""How far a line that starts in a file's head is read for the listing, in pieces (a first prompt that
+pastes a 20 MB log still gives the session its header)."""
+HEAD_STRUCTURE_BYTES = 1024 * 1024
+"""The most such a line may hold once its long strings are cut (a header is small)."""
 
 UUID_AT_END = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 TITLE_LENGTH = 80
@@ -201,6 +207,8 @@ def json_lines(path: Path, limit: int | None = None, *, follow: bool = True) -> 
 
     Only bytes present when the file was opened are read, and a last line without its newline
     (being written) is left out, so a file another program appends to reads as a consistent prefix.
+    ``limit``: lines that start within its first bytes (a file's head, for the listing); one that
+    starts there and runs past it is read to its end, up to ``HEAD_LINE_BYTES``.
     """
     # Another tool's files may be symlinks (people link ~/.claude; ``follow``), but only a regular file
     # is opened: a FIFO would block the listing, a device never end.
@@ -209,31 +217,69 @@ def json_lines(path: Path, limit: int | None = None, *, follow: bool = True) -> 
         budget = size if limit is None else min(size, limit)
         read = 0
         for number in itertools.count():
-            # A line is read up to what is left of the budget and to LINE_BYTES: one endless line
-            # (a gigabyte of zeros) is never held whole.
-            raw = handle.readline(min(budget - read, LINE_BYTES) + 1)
-            if not raw:
+            if read >= budget:
                 return
+            end = size if limit is None else min(size, max(budget, read + HEAD_LINE_BYTES))
+            # A line is read whole up to LINE_BYTES (in a head, up to the head's end): one endless
+            # line (a gigabyte of zeros) is never held whole.
+            cap = min(end - read, LINE_BYTES if limit is None else budget - read)
+            raw = handle.readline(cap + 1)
             read += len(raw)
-            if read > budget:
+            if not raw or read > end:
                 return
             if not raw.endswith(b"\n"):
-                if len(raw) <= LINE_BYTES:
+                if len(raw) <= cap:
                     return  # the last line, still being written
-                while not raw.endswith(b"\n"):  # too long: read past it
-                    raw = handle.readline(min(budget - read, _SKIP_PIECE) + 1)
-                    read += len(raw)
-                    if not raw or read > budget:
-                        return
-                yield number, None
+                # Too long to parse whole: read on in pieces, its long strings cut (``oversized``).
+                line, raw = _LongLine(handle, raw, end - read), b""
+                cut = cut_json(line.pieces(), STRUCTURE_BYTES if limit is None else HEAD_STRUCTURE_BYTES)
+                line.drain()
+                read += line.read
+                if not line.ended:
+                    return  # the last line, still being written (or past a head's reach)
+                yield number, None if cut is None else _parsed(cut)
                 continue
-            if raw.isspace():
-                continue
-            try:
-                # (json.loads on bytes, minus its encoding sniffing: these files are UTF-8.)
-                yield number, decode_line(raw.decode("utf-8", "surrogatepass"))
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                yield number, None
+            if not raw.isspace():
+                yield number, _parsed(raw)
+
+
+def _parsed(raw: bytes) -> Any:
+    """One line's JSON, or ``None`` when malformed."""
+    try:
+        # (json.loads on bytes, minus its encoding sniffing: these files are UTF-8.)
+        return decode_line(raw.decode("utf-8", "surrogatepass"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+class _LongLine:
+    """The rest of a line longer than ``LINE_BYTES``, read in pieces of ``_SKIP_PIECE`` (never held
+    whole), up to ``budget`` more bytes; ``ended``: its newline was reached."""
+
+    def __init__(self, handle: Any, first: bytes, budget: int) -> None:
+        self._handle, self._first, self._budget = handle, first, budget
+        self.read = 0
+        self.ended = False
+        self._done = False
+
+    def pieces(self) -> Iterator[bytes]:
+        first, self._first = self._first, b""
+        yield first
+        del first
+        while not self._done:
+            piece = self._handle.readline(min(self._budget - self.read, _SKIP_PIECE) + 1)
+            self.read += len(piece)
+            if not piece or self.read > self._budget:
+                self._done = True
+                return
+            if piece.endswith(b"\n"):
+                self.ended = self._done = True
+            yield piece
+
+    def drain(self) -> None:
+        """Read past what ``cut_json`` left unread (it stops early at a record too large)."""
+        for _piece in self.pieces():
+            pass
 
 
 def text_blocks(value: str) -> list[dict[str, Any]]:

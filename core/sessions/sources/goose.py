@@ -19,8 +19,9 @@ contents become a prompt, an assistant's an answer, a text meant for the user al
 notifications, sub-agents' (``specialist``) and hidden sessions are not on the surface. The folder
 is ``working_dir``; the title ``name`` (else ``description``), else the first prompt.
 
-Read as ``sqlite_reads`` says; a ``content_json`` value over ``MAX_CONTENT_BYTES`` is left out and
-counted. Goose could not be run here (no registry carries it): the format was taken from its source.
+Read as ``sqlite_reads`` says; a ``content_json`` value over ``MAX_CONTENT_BYTES`` is read in slices,
+its long texts cut (``oversized``). Goose could not be run here (no registry carries it): the format
+was taken from its source.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ LISTED_TYPES = ("user", "scheduled", "terminal")
 _COLUMNS = "SELECT name FROM pragma_table_info('sessions')"
 _MESSAGES = """
 SELECT CASE WHEN length(CAST(content_json AS BLOB)) > ? THEN NULL ELSE content_json END, role,
-  created_timestamp, metadata_json
+  created_timestamp, metadata_json, id
 FROM messages WHERE session_id = ? ORDER BY id
 """
 
@@ -157,7 +158,9 @@ class GooseSource(RowSource):
         first: str | None = None
         when = entry.header.created_at
         hidden = False
-        for number, (raw, role, created, metadata) in enumerate(rows):
+        for number, (raw, role, created, metadata, row) in enumerate(rows):
+            if raw is None:  # (too long to take at once: read in slices, its long texts cut)
+                raw = self._database.long_json("content_json", "FROM messages WHERE id = ?", (row,))
             texts = texts_of_content(raw)
             if texts is None:
                 problems += 1

@@ -41,7 +41,7 @@ from core.sessions.sources.sqlite_reads import ReadOnlyDatabase, SourceBusy
 
 HERMES_PREFIX = "hermes:"
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
-"""The largest message read (a larger one is left out, as a line past a JSONL source's bound is)."""
+"""The largest message read at once (a larger one is read in slices, its long texts cut: ``oversized``)."""
 _JSON_CONTENT = "\x00json:"
 _LATEST_SECONDS = 253_402_300_800  # (the year 10000)
 
@@ -203,7 +203,7 @@ class HermesSource(ReadsAsQuery):
         try:
             rows = self._db.query(
                 _CHAINS + "SELECT m.role, CASE WHEN length(CAST(m.content AS BLOB)) > ? THEN NULL ELSE m.content END,"
-                " m.timestamp FROM messages m JOIN chain ON chain.id = m.session_id"
+                " m.timestamp, m.id FROM messages m JOIN chain ON chain.id = m.session_id"
                 " WHERE chain.root = ? AND m.active = 1 ORDER BY chain.depth, m.id",
                 (MAX_MESSAGE_BYTES, session_id.removeprefix(self.prefix)),
             )
@@ -211,8 +211,8 @@ class HermesSource(ReadsAsQuery):
             raise not_found(session_id) from error
         builder = SurfaceBuilder()
         first_prompt: str | None = None
-        for seq, (role, content, stamp) in enumerate(rows):
-            text = _text(content)
+        for seq, (role, content, stamp, row) in enumerate(rows):
+            text = _text(self._long(row) if content is None else content)
             if not text.strip():
                 continue
             when = _millis(stamp) or entry.header.created_at
@@ -225,6 +225,19 @@ class HermesSource(ReadsAsQuery):
             entry.header, builder.events, entry.title or first_prompt, 0, len(rows) - 1 if rows else None
         )
         return entry.session
+
+    def _long(self, row: object) -> str | None:
+        """A message's content too long to take at once: its head and the omission notice (its text
+        parts' long texts cut so, when it is structured)."""
+        where = "FROM messages WHERE id = ?"
+        try:
+            text = self._db.long_text("content", where, (row,))
+            if text is None or not text.startswith(_JSON_CONTENT):
+                return text
+            parts = self._db.long_json(f"substr(CAST(content AS BLOB), {len(_JSON_CONTENT) + 1})", where, (row,))
+        except OSError:
+            return None
+        return None if parts is None else _JSON_CONTENT + parts
 
     def surface(self, session_id: str) -> SurfaceSnapshot:
         session = self.session(session_id)

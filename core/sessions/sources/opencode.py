@@ -14,7 +14,7 @@ their parent's, never listed. The title is the session's own.
 
 Reading never disturbs opencode: the database is read as ``sqlite_reads`` says (read-only, never
 created, nothing made beside it, never through a link, one transaction a read, "busy, try again"
-when opencode holds it); a part larger than ``MAX_PART_BYTES`` is left out.
+when opencode holds it); a part larger than ``MAX_PART_BYTES`` is read in slices, its long texts cut (``oversized``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from core.sessions.sources.sqlite_reads import ReadOnlyDatabase, SourceBusy
 OPENCODE_PREFIX = "opencode:"
 KILO_PREFIX = "kilo:"
 MAX_PART_BYTES = 8 * 1024 * 1024
-"""The largest part read (a larger one is left out, as a line past a JSONL source's bound is)."""
+"""The largest part read at once (a larger one is read in slices, its long texts cut: ``oversized``)."""
 
 
 def _data_home() -> Path:
@@ -225,13 +226,22 @@ class OpenCodeSource(ReadsAsQuery):
             )
         except OSError as error:
             raise not_found(session_id) from error
-        entry.session = self._fold(entry, rows)
+        entry.session = self._fold(entry, rows, self._long_part)
         return entry.session
 
-    def _fold(self, entry: _Listed, rows: list[tuple[Any, ...]]) -> ExternalSession:
+    def _long_part(self, part_id: object) -> str | None:
+        """A part too long to take at once: read in slices, its long texts cut (``oversized``)."""
+        try:
+            return self._db.long_json("data", "FROM part WHERE id = ?", (part_id,))
+        except OSError:
+            return None
+
+    def _fold(
+        self, entry: _Listed, rows: list[tuple[Any, ...]], long: Callable[[object], str | None] | None = None
+    ) -> ExternalSession:
         messages: dict[str, tuple[int, dict[str, Any], list[dict[str, Any]]]] = {}
         problems = 0
-        for message_id, created, data, _part_id, part in rows:
+        for message_id, created, data, part_id, part in rows:
             if message_id not in messages:
                 try:
                     info = json.loads(data)
@@ -241,6 +251,8 @@ class OpenCodeSource(ReadsAsQuery):
                     problems += 1
                     info = {}
                 messages[message_id] = (created if isinstance(created, int) else entry.header.created_at, info, [])
+            if part is None and long is not None and part_id is not None:
+                part = long(part_id)
             if part is None:
                 continue
             try:

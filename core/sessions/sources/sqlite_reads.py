@@ -14,14 +14,22 @@ Agent's): opened read-only and never created, never through a link, each read on
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core.errors import SessionQueryError
 from core.files import open_regular
+from core.serialization import omission_notice
+from core.sessions.sources.oversized import SLICE, STRING_KEEP, cut_json, drop_part_character
 from core.sessions.sources.sqlite_snapshot import WalSnapshot, needs_snapshot, read_only
+
+T = TypeVar("T")
+LONG_VALUE_BYTES = 64 * 1024 * 1024
+"""How much of one value too long to take at once is read (in slices)."""
 
 BUSY_SECONDS = 2.0
 """How long a read waits for the tool's lock before it says the database is busy."""
@@ -115,6 +123,47 @@ class ReadOnlyDatabase:
             SourceBusy: the tool holds its lock past ``BUSY_SECONDS``.
             OSError: the database cannot be opened or read.
         """
+        return self._read(lambda connection: connection.execute(sql, parameters).fetchall())
+
+    def long_json(self, value: str, where: str, parameters: tuple[object, ...]) -> str | None:
+        """The JSON text of ``SELECT {value} {where}`` (its first row), too long to take at once: read
+        in slices in one transaction, each long string cut to its head and the omission notice
+        (``oversized``); ``None`` when there is none or it is too large even so. ``value`` and
+        ``where`` are the reader's own SQL, never data.
+
+        Raises:
+            SourceBusy, OSError: as ``query``.
+        """
+        sql = (
+            f"WITH value(v) AS MATERIALIZED (SELECT CAST({value} AS BLOB) {where} LIMIT 1),"
+            f" at(n) AS (SELECT 1 UNION ALL SELECT n + {SLICE} FROM at WHERE n + {SLICE} <= {LONG_VALUE_BYTES})"
+            f" SELECT substr(v, n, {SLICE}) FROM at, value"
+        )
+
+        def cut(connection: sqlite3.Connection) -> bytes | None:
+            rows = connection.execute(sql, parameters)
+            return cut_json(piece for (piece,) in itertools.takewhile(lambda row: row[0], rows))
+
+        found = self._read(cut)
+        return None if not found else found.decode("utf-8", "replace")
+
+    def long_text(self, value: str, where: str, parameters: tuple[object, ...]) -> str | None:
+        """The text of ``SELECT {value} {where}`` (its first row), too long to take at once: its head
+        and the omission notice (the UTF-8 bytes left out); ``None`` when there is none.
+
+        Raises:
+            SourceBusy, OSError: as ``query``.
+        """
+        sql = f"SELECT substr(CAST({value} AS BLOB), 1, {STRING_KEEP}), length(CAST({value} AS BLOB)) {where} LIMIT 1"
+        rows = self.query(sql, parameters)
+        if not rows or type(rows[0][0]) is not bytes or type(rows[0][1]) is not int:
+            return None
+        kept = bytearray(rows[0][0])
+        drop_part_character(kept)
+        head = kept.decode("utf-8", "replace")
+        return head + omission_notice(rows[0][1] - len(kept))
+
+    def _read(self, read: Callable[[sqlite3.Connection], T]) -> T:
         try:
             connection = self.connection()
         except (OSError, sqlite3.Error) as error:
@@ -123,7 +172,7 @@ class ReadOnlyDatabase:
         try:
             connection.execute("BEGIN")
             try:
-                return connection.execute(sql, parameters).fetchall()
+                return read(connection)
             finally:
                 connection.execute("COMMIT")
         except sqlite3.OperationalError as error:
