@@ -1,7 +1,8 @@
-"""Benchmarks of every other agent's source together: 10,000 sessions spread over Claude Code, Codex,
-Gemini CLI, Qwen Code, Copilot CLI, opencode, Kilo CLI, pi, Continue, Cline CLI, Hermes Agent, Aider,
-Mistral Vibe and OpenHands (in each tool's own shapes), listed cold and warm, a picker keystroke in the app over all of
-them, and one 1,000-message session of each reader's format read by a fresh source.
+"""Benchmarks of every other agent's source together: 10,000 sessions spread over every agent the
+readers know (``AGENTS``: Claude Code, Codex, Gemini CLI... in each tool's own shapes; the eighteen
+after the first fourteen written by ``bench.agent_formats``), listed cold and warm, a picker keystroke
+in the app over all of them, and one 1,000-message session of each reader's format read by a fresh
+source.
 
 Files are written once into a temp folder cached across runs.
 """
@@ -15,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import agent_formats as formats
 from bench import agent_shapes as shapes
 from bench.app import print_latencies, type_mentions
 from bench.external import _claude_records, _codex_records, _write
@@ -33,11 +35,14 @@ from core.sessions.sources.opencode import KiloSource, OpenCodeSource
 from core.sessions.sources.openhands import OpenHandsSource
 from core.sessions.sources.pi import PiSource
 from core.sessions.sources.qwen import QwenCodeSource
+from core.sessions.sources.registry import AGENTS
 from core.sessions.sources.vibe import VibeSource
 
+AGENTS_BY_KEY = {agent.key: agent for agent in AGENTS}
+
 TOTAL = 10_000
-KINDS = 14
-_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v5"
+KINDS = 14 + len(formats.WRITERS)
+_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v6"
 LONG_MESSAGES = 1_000
 PROJECT = "/home/user/project-0"
 
@@ -191,6 +196,7 @@ def seed(root: Path = _ROOT) -> dict[str, Path]:
         "aider",
         "vibe",
         "openhands",
+        *formats.WRITERS,
     )
     roots = {name: root / name for name in (*names, "long")} | {f"long-{name}": root / f"long-{name}" for name in names}
     if (root / ".complete").exists():
@@ -212,6 +218,9 @@ def seed(root: Path = _ROOT) -> dict[str, Path]:
         shapes.cline_session(roots["cline"], index, 3)
         shapes.vibe_session(roots["vibe"], index, 3)
         shapes.openhands_conversation(roots["openhands"], index, 3)
+    for key, write in formats.WRITERS.items():
+        write(roots[key], range(per), 3)
+        write(roots[f"long-{key}"], range(1), LONG_MESSAGES // 2)
     shapes.continue_sessions(roots["continue"], range(per), 3)
     shapes.hermes_database(roots["hermes"], range(per), 3)
     for project in range(40):  # (about as many runs in all, each a session)
@@ -260,6 +269,10 @@ def sources(roots: dict[str, Path], prefix: str = "") -> list[ExternalSource]:
         AiderSource(roots[prefix + "aider"]),
         VibeSource(roots[prefix + "vibe"]),
         OpenHandsSource(roots[prefix + "openhands"]),
+        *(
+            AGENTS_BY_KEY[key].reader(formats.ROOTS.get(key, Path)(roots[prefix + key]))  # type: ignore[call-arg]
+            for key in formats.WRITERS
+        ),
     ]
 
 
@@ -267,6 +280,9 @@ async def _keystrokes(roots: dict[str, Path], rounds: int) -> list[float]:
     from core.settings import RunConfig
     from tui.app.sessionref_app import make_app
 
+    # The message index in a file, as beside a folder store (a memory store's is in memory, where a
+    # batch of the first build keeps a search waiting up to its commit interval).
+    index = Path(tempfile.mkdtemp(prefix="sessionref-bench-agents-index-"))
     app = make_app(
         MemorySessionStore(),
         EchoModel(),
@@ -274,6 +290,7 @@ async def _keystrokes(roots: dict[str, Path], rounds: int) -> list[float]:
         cwd=PROJECT,
         refresh_interval=3600,
         cursor_blink=False,
+        index_path=index / "index",
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await asyncio.wait_for(app.workspace.catalog_loaded.wait(), 120)
@@ -283,10 +300,7 @@ async def _keystrokes(roots: dict[str, Path], rounds: int) -> list[float]:
 
 def main(repeats: int = 5) -> None:
     roots = seed()
-    print(
-        f"\n## Every other agent: {TOTAL:,} sessions over Claude Code, Codex, Gemini CLI, Qwen Code, Copilot CLI,"
-        " opencode, Kilo CLI, pi, Continue, Cline CLI, Hermes Agent, Aider, Mistral Vibe and OpenHands"
-    )
+    print(f"\n## Every other agent: {TOTAL:,} sessions over {KINDS} agents' formats, {TOTAL // KINDS + 1:,} each")
     counted: list[int] = []
     cold = median_seconds(lambda: counted.append(sum(len(source.listing()) for source in sources(roots))), repeats)
     warm_sources = sources(roots)

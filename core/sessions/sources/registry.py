@@ -473,9 +473,14 @@ def _imported(where: str) -> Any:
     return getattr(importlib.import_module(f"core.sessions.sources.{module}"), name)
 
 
+_BADGES = {agent.prefix: agent.badge for agent in AGENTS}
+_ALL_PREFIXES_END_WITH_A_COLON = all(agent.prefix.endswith(":") and agent.prefix.count(":") == 1 for agent in AGENTS)
+
+
 def badge_of(session_id: str) -> str | None:
-    """The badge of the agent a namespaced session id belongs to (``None``: not another agent's)."""
-    for agent in AGENTS:
-        if session_id.startswith(agent.prefix):
-            return agent.badge
-    return None
+    """The badge of the agent a namespaced session id belongs to (``None``: not another agent's):
+    one lookup of the id's prefix (every row of the picker and the sidebar asks)."""
+    if _ALL_PREFIXES_END_WITH_A_COLON:
+        colon = session_id.find(":")
+        return _BADGES.get(session_id[: colon + 1]) if colon > 0 else None
+    return next((agent.badge for agent in AGENTS if session_id.startswith(agent.prefix)), None)
