@@ -246,3 +246,21 @@ def test_sessionref_resume_opens_a_kimi_cli_session_in_kimi_cli(tmp_path: Path) 
         "KI-MARK-2 resumed by sessionref",
         "ANSWER KI-MARK-2",
     ]
+
+
+@needs_kimi
+def test_kimi_cli_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
+    from tests.test_agents_real import _said, docs_command, offered_tools, sessionref_on_path, tool_messages
+    from tests.test_mcp import snapshot
+
+    home, work = setup_work(tmp_path)
+    path, root = sessionref_on_path(tmp_path, home)
+    environment = {**base_environment(home), "PATH": path}
+    with stub(_OpenAI) as (port, script):
+        kimi_config(home, port)
+        run([str(KIMI), *docs_command("kimi")], work, environment)  # docs/mcp.md's line, as written
+        run([str(KIMI), "--print", "-p", "REFERENCE DESIGN please"], work, environment)
+    offered = offered_tools(script)
+    assert any(name.endswith("reference_session") for name in offered), offered
+    results = [_said(message.get("content")) for message in tool_messages(script)]
+    assert any(snapshot(root) in result for result in results), [result[:300] for result in results]
