@@ -1,4 +1,4 @@
-"""The sessions of the eighteen agents ``bench.agents`` adds to its first fourteen, each in its tool's
+"""The sessions of the nineteen agents ``bench.agents`` adds to its first fourteen, each in its tool's
 own format, written with the tests' own writers of that format (``tests/test_agent_*.py``): the
 shapes each reader is tested against, the real tools' files where they could be run.
 
@@ -28,6 +28,7 @@ from tests import test_agent_minisweagent as mini
 from tests import test_agent_nanocoder as nanocoder
 from tests import test_agent_openclaw as openclaw
 from tests import test_agent_roo as roo
+from tests import test_agent_zed as zed
 
 Writer = Callable[[Path, range, int], None]
 
@@ -237,6 +238,18 @@ def _omp(root: Path, indexes: range, turns: int) -> None:
         path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
+def _zed(root: Path, indexes: range, turns: int) -> None:
+    store = zed.Zed(root)
+    store.db.execute("BEGIN")
+    for index in indexes:
+        messages: list[object] = []
+        for turn in range(turns):
+            messages += [zed.user({"Text": _asked(index, turn)}), zed.agent({"Text": _answered(turn)})]
+        store.save(f"t{index:06d}", f"Session {index}", messages, folders=(f"/home/user/project-{index % 40}",))
+    store.db.execute("COMMIT")
+    store.db.close()
+
+
 WRITERS: dict[str, Writer] = {
     "openclaw": _openclaw,
     "kimicode": _kimicode,
@@ -256,6 +269,7 @@ WRITERS: dict[str, Writer] = {
     "droid": _droid,
     "roo": _roo,
     "omp": _omp,
+    "zed": _zed,
 }
 """Each added agent's writer, by its key in ``core.sessions.sources.registry.AGENTS``."""
 

@@ -1,16 +1,13 @@
 """Fuzz targets over the other agents' formats that are not JSONL: the SQLite rows Hermes Agent,
-opencode, OpenClaw, llm, Crush, Goose and Cursor keep (``agent_rows``) and the YAML a Copilot CLI session folder
-holds (``agent_yaml``).
+opencode, OpenClaw, llm, Crush, Goose, Cursor and Zed keep (``agent_rows``) and the YAML a Copilot CLI
+session folder holds (``agent_yaml``).
 
 ``agent_rows`` makes the input's bytes into rows: pieces of its text, and values of every column
 type (reals, integers past 64 bits' reach, blobs, NULLs, lone surrogates, JSON of another shape),
-chosen by the input's CRC, in a Hermes ``state.db``, an opencode ``opencode.db``, an OpenClaw agent's
-database (its events also zstd-compressed) and llm's ``logs.db`` (its message chains, fragments and
-older responses). Every session
-listed reads and projects, or is refused with a documented code; no file appears beside a database
-and none changes.
+chosen by the input's CRC, in each of those databases (OpenClaw's events and Zed's threads also
+zstd-compressed, llm's message chains, fragments and older responses). Every session listed reads and
+projects, or is refused with a documented code; no file appears beside a database and none changes.
 """
-
 from __future__ import annotations
 
 import json
@@ -31,6 +28,7 @@ from core.sessions.sources.hermes import HermesSource
 from core.sessions.sources.llm import LlmSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.opencode import OpenCodeSource
+from core.sessions.sources.zed import ZedSource
 from fuzz.kit import check, outcome_of, rng_of, run_async, text_of
 
 _ODD: list[Any] = [
@@ -73,6 +71,7 @@ def agent_rows(data: bytes) -> str:
             _crush(base / "crush", rng, pieces),
             _goose(base / "goose", rng, pieces),
             _cursor(base / "cursor", rng, pieces),
+            _zed(base / "zed", rng, pieces),
         ]
         return "+".join(outcomes)
     finally:
@@ -315,6 +314,32 @@ def _cursor(root: Path, rng: random.Random, pieces: list[str]) -> str:
         rows.append(("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"bubbleId:c1:{name}", value)))
     database = _written(root / "globalStorage", schema, rows, "state.vscdb")
     return _read_all(CursorSource(root), root / "globalStorage", database)
+
+
+def _zed(root: Path, rng: random.Random, pieces: list[str]) -> str:
+    import zstandard
+
+    schema = """
+    CREATE TABLE threads (id TEXT PRIMARY KEY, summary TEXT, updated_at TEXT, data_type TEXT, data BLOB,
+        parent_id TEXT, folder_paths TEXT, folder_paths_order TEXT, created_at TEXT);
+    """
+    texts = [{"Text": rng.choice(pieces)}, {"Mention": {"uri": {}, "content": rng.choice(pieces)}}, _plain(rng, pieces)]
+    messages = [rng.choice([{"User": {"id": "u", "content": texts}}, {"Agent": {"content": texts}}, "Resume",
+                            {"role": rng.choice(["user", "assistant", "system"]), "segments": [
+                                {"type": "text", "text": rng.choice(pieces)}], "text": _plain(rng, pieces)},
+                            _plain(rng, pieces)]) for _ in range(rng.randrange(0, 6))]  # fmt: skip
+    thread = {"title": _plain(rng, pieces), "version": rng.choice(["0.3.0", "0.2.0", None]), "messages": messages}
+    raw = json.dumps(rng.choice([thread, _plain(rng, pieces)])).encode("utf-8", "surrogatepass")
+    kind = rng.choice(["zstd", "json", _value(rng, pieces)])
+    data = zstandard.ZstdCompressor().compress(raw) if kind == "zstd" and rng.random() < 0.8 else raw
+    rows: list[tuple[str, tuple[Any, ...]]] = [
+        ("INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         (rng.choice(["t1", _value(rng, pieces)]), _value(rng, pieces), _value(rng, pieces), kind,
+          rng.choice([data, _value(rng, pieces)]), rng.choice([None, None, _value(rng, pieces)]),
+          rng.choice(["/w\n/a", _value(rng, pieces)]), rng.choice(["1,0", _value(rng, pieces)]), _value(rng, pieces))),
+    ]  # fmt: skip
+    database = _written(root / "threads", schema, rows, "threads.db")
+    return _read_all(ZedSource(root), root / "threads", database)
 
 
 def _read_all(source: Any, folder: Path, database: Path) -> str:

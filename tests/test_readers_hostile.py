@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -678,3 +679,46 @@ def test_cursor_values_of_any_type_are_read_or_refused(tmp_path: Path) -> None:
                     cursor.put(other, _set(value, path, replacement) if other == key else stored)
                 cursor.db.close()
                 _list_and_read(CursorSource(tmp_path / f"case-{number}"), (key, path, replacement))
+
+
+def test_zed_rows_and_threads_of_any_shape_are_read_or_refused(tmp_path: Path) -> None:
+    # Each column of Zed's threads table in turn holds a value of another type; then each field of a
+    # stored thread (0.3.0 and 0.2.0) in turn holds every hostile value, compressed or not.
+    from core.sessions.sources.zed import ZedSource
+    from tests.test_agent_zed import Zed, agent, user
+
+    odd_values: list[Any] = ["noon", b"\x00\xff", 1.5, None, 2**62, -1, "[]", "zstd", "json", "{"]
+    messages = [user({"Text": "first question"}), agent({"Text": "an answer"}), "Resume"]
+    number = 0
+    for column in ("id", "summary", "updated_at", "data_type", "data", "parent_id", "folder_paths",
+                   "folder_paths_order", "created_at"):  # fmt: skip
+        for value in odd_values:
+            number += 1
+            zed = Zed(tmp_path / f"case-{number}")
+            zed.save("t1", "A title", messages, folders=("/work/app",))
+            try:
+                zed.db.execute(f"UPDATE threads SET {column} = ? WHERE rowid = 1", (value,))
+            except sqlite3.IntegrityError:
+                zed.db.close()
+                continue
+            zed.db.close()
+            _list_and_read(ZedSource(tmp_path / f"case-{number}"), (column, value))
+    threads = [
+        {"title": "T", "updated_at": "2026-12-07T19:00:00Z", "version": "0.3.0", "messages": messages},
+        {"summary": "T", "updated_at": "2026-12-07T19:00:00Z", "version": "0.2.0",
+         "messages": [{"id": 0, "role": "user", "segments": [{"type": "text", "text": "first question"}]}]},
+    ]  # fmt: skip
+    for thread in threads:
+        for path in _paths(thread):
+            for replacement in HOSTILE:
+                number += 1
+                zed = Zed(tmp_path / f"case-{number}")
+                raw = json.dumps(_set(thread, path, replacement)).encode()
+                packed = number % 2 == 0
+                data = zstandard.ZstdCompressor().compress(raw) if packed else raw
+                zed.db.execute(
+                    "INSERT INTO threads (id, summary, updated_at, data_type, data) VALUES ('t1', 'T', ?, ?, ?)",
+                    ("2026-12-07T19:00:00Z", "zstd" if packed else "json", data),
+                )
+                zed.db.close()
+                _list_and_read(ZedSource(tmp_path / f"case-{number}"), (path, replacement))

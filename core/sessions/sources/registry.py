@@ -456,6 +456,18 @@ AGENTS: tuple[AgentSource, ...] = (
         "~/.omp/agent",
         what="agent folder",
     ),
+    AgentSource(
+        "zed",
+        "ZD",
+        "Zed",
+        "zed:",
+        "zed:ZedSource",
+        "zed:zed_root",
+        "$XDG_DATA_HOME/zed, else ~/.local/share/zed (macOS: ~/Library/Application Support/Zed)",
+        "~/.local/share/zed",
+        what="data folder",
+        held="agent threads",
+    ),
 )
 """Every agent whose sessions sessionref reads, in the order they are listed and named."""
 
