@@ -1,4 +1,4 @@
-"""The sessions of the nineteen agents ``bench.agents`` adds to its first fourteen, each in its tool's
+"""The sessions of the twenty agents ``bench.agents`` adds to its first fourteen, each in its tool's
 own format, written with the tests' own writers of that format (``tests/test_agent_*.py``): the
 shapes each reader is tested against, the real tools' files where they could be run.
 
@@ -22,6 +22,7 @@ from tests import test_agent_goose as goose
 from tests import test_agent_gptme as gptme
 from tests import test_agent_kimi as kimi
 from tests import test_agent_kimi_code as kimicode
+from tests import test_agent_kiro as kiro
 from tests import test_agent_letta as letta
 from tests import test_agent_llm as llm
 from tests import test_agent_minisweagent as mini
@@ -250,6 +251,16 @@ def _zed(root: Path, indexes: range, turns: int) -> None:
     store.db.close()
 
 
+def _kiro(root: Path, indexes: range, turns: int) -> None:
+    store = kiro.Kiro(root)
+    store.db.execute("BEGIN")
+    for index in indexes:
+        history = [kiro.entry(kiro.prompt(_asked(index, turn)), _answered(turn)) for turn in range(turns)]
+        store.save(f"/home/user/project-{index % 40}", f"c{index:06d}", history)
+    store.db.execute("COMMIT")
+    store.db.close()
+
+
 WRITERS: dict[str, Writer] = {
     "openclaw": _openclaw,
     "kimicode": _kimicode,
@@ -270,6 +281,7 @@ WRITERS: dict[str, Writer] = {
     "roo": _roo,
     "omp": _omp,
     "zed": _zed,
+    "kiro": _kiro,
 }
 """Each added agent's writer, by its key in ``core.sessions.sources.registry.AGENTS``."""
 

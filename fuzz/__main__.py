@@ -39,7 +39,7 @@ LONG_PROFILE = {
 """Inputs per target in the long profile (``make fuzz``): 175,000 in all."""
 
 QUICK_PROFILE = {name: 1_000 for name in LONG_PROFILE} | {"prepare": 300, "display": 300, "agent_rows": 500}
-"""Inputs per target in the bounded profile ``make test`` runs (``agent_rows`` makes eight databases an
+"""Inputs per target in the bounded profile ``make test`` runs (``agent_rows`` makes nine databases an
 input: half as many)."""
 
 

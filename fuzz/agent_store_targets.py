@@ -1,5 +1,5 @@
 """Fuzz targets over the other agents' formats that are not JSONL: the SQLite rows Hermes Agent,
-opencode, OpenClaw, llm, Crush, Goose, Cursor and Zed keep (``agent_rows``) and the YAML a Copilot CLI
+opencode, OpenClaw, llm, Crush, Goose, Cursor, Zed and Kiro CLI keep (``agent_rows``) and the YAML a Copilot CLI
 session folder holds (``agent_yaml``).
 
 ``agent_rows`` makes the input's bytes into rows: pieces of its text, and values of every column
@@ -8,6 +8,7 @@ chosen by the input's CRC, in each of those databases (OpenClaw's events and Zed
 zstd-compressed, llm's message chains, fragments and older responses). Every session listed reads and
 projects, or is refused with a documented code; no file appears beside a database and none changes.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,6 +26,7 @@ from core.sessions.sources.crush import CrushSource
 from core.sessions.sources.cursor import CursorSource
 from core.sessions.sources.goose import GooseSource
 from core.sessions.sources.hermes import HermesSource
+from core.sessions.sources.kiro import KiroSource
 from core.sessions.sources.llm import LlmSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.opencode import OpenCodeSource
@@ -72,6 +74,7 @@ def agent_rows(data: bytes) -> str:
             _goose(base / "goose", rng, pieces),
             _cursor(base / "cursor", rng, pieces),
             _zed(base / "zed", rng, pieces),
+            _kiro(base / "kiro", rng, pieces),
         ]
         return "+".join(outcomes)
     finally:
@@ -340,6 +343,39 @@ def _zed(root: Path, rng: random.Random, pieces: list[str]) -> str:
     ]  # fmt: skip
     database = _written(root / "threads", schema, rows, "threads.db")
     return _read_all(ZedSource(root), root / "threads", database)
+
+
+def _kiro(root: Path, rng: random.Random, pieces: list[str]) -> str:
+    schema = """
+    CREATE TABLE conversations_v2 (key TEXT, conversation_id TEXT, value TEXT, created_at INTEGER, updated_at INTEGER);
+    CREATE TABLE conversations (key TEXT, value TEXT);
+    """
+    said = [{"Prompt": {"prompt": rng.choice(pieces)}}, {"ToolUseResults": {}}, _plain(rng, pieces)]
+    answers = [{"Response": {"content": rng.choice(pieces)}}, {"ToolUse": {"content": _plain(rng, pieces)}}]
+    history = [
+        {"user": {"content": rng.choice(said), "timestamp": _plain(rng, pieces)},
+         "assistant": rng.choice([*answers, _plain(rng, pieces)])}
+        for _ in range(rng.randrange(0, 5))
+    ]  # fmt: skip
+    state = {
+        "conversation_id": rng.choice(["c1", _plain(rng, pieces)]),
+        "history": rng.choice([history, _plain(rng, pieces)]),
+        "valid_history_range": rng.choice([[0, len(history)], [1, 0], _plain(rng, pieces)]),
+        "latest_summary": rng.choice([None, [rng.choice(pieces), {}], _plain(rng, pieces)]),
+    }
+    value = rng.choice([json.dumps(state), _value(rng, pieces)])
+    table = rng.choice(["conversations_v2", "conversations"])
+    rows: list[tuple[str, tuple[Any, ...]]] = [
+        ("INSERT INTO conversations_v2 VALUES (?, ?, ?, ?, ?)",
+         (rng.choice(["/w", _value(rng, pieces)]), rng.choice(["c1", _value(rng, pieces)]), value,
+          _value(rng, pieces), _value(rng, pieces)))
+        if table == "conversations_v2"
+        else ("INSERT INTO conversations VALUES (?, ?)", (rng.choice(["/w", _value(rng, pieces)]), value)),
+    ]  # fmt: skip
+    if table == "conversations":
+        schema = schema.split(";")[1] + ";"
+    database = _written(root, schema, rows, "data.sqlite3")
+    return _read_all(KiroSource(root), root, database)
 
 
 def _read_all(source: Any, folder: Path, database: Path) -> str:

@@ -722,3 +722,37 @@ def test_zed_rows_and_threads_of_any_shape_are_read_or_refused(tmp_path: Path) -
                 )
                 zed.db.close()
                 _list_and_read(ZedSource(tmp_path / f"case-{number}"), (path, replacement))
+
+
+def test_kiro_conversations_of_any_shape_are_read_or_refused(tmp_path: Path) -> None:
+    # Each field of a stored conversation in turn holds every hostile value; each column of the row
+    # a value of another type.
+    from core.sessions.sources.kiro import KiroSource
+    from tests.test_agent_kiro import Kiro, entry, prompt, results
+
+    history = [entry(prompt("first question"), "let me look", tool=True), entry(results(), "an answer")]
+    state = {"conversation_id": "c1", "history": history, "valid_history_range": [0, 2],
+             "latest_summary": ["a summary", {}]}  # fmt: skip
+    number = 0
+    for path in _paths(state):
+        for replacement in HOSTILE:
+            number += 1
+            kiro = Kiro(tmp_path / f"case-{number}")
+            kiro.db.execute(
+                "INSERT INTO conversations_v2 VALUES ('/w', 'c1', ?, 1, 2)",
+                (json.dumps(_set(state, path, replacement)),),
+            )
+            kiro.db.close()
+            _list_and_read(KiroSource(tmp_path / f"case-{number}"), (path, replacement))
+    for column in ("key", "conversation_id", "value", "created_at", "updated_at"):
+        for value in ["noon", b"\x00\xff", 1.5, None, 2**62, -1, "[]", "{"]:
+            number += 1
+            kiro = Kiro(tmp_path / f"case-{number}")
+            kiro.save("/w", "c1", history)
+            try:
+                kiro.db.execute(f"UPDATE conversations_v2 SET {column} = ?", (value,))
+            except sqlite3.IntegrityError:
+                kiro.db.close()
+                continue
+            kiro.db.close()
+            _list_and_read(KiroSource(tmp_path / f"case-{number}"), (column, value))

@@ -75,6 +75,7 @@ RESUME: dict[str, Resumes | Cannot] = {
     "droid": Cannot("Factory Droid was not run here: resume the session from droid's own list (droid --resume)"),
     "roo": Cannot("Roo Code is a VS Code extension: open the folder in VS Code and pick the task in its history"),
     "omp": Cannot("oh-my-pi resumes a session from its file (omp --session <file>) or its picker (omp --resume)"),
+    "kiro": Cannot("Kiro CLI was not run here: kiro-cli chat --resume resumes the newest conversation of the folder"),
     "zed": Cannot("Zed is an editor: open the folder in Zed and pick the thread in its agent panel's history"),
 }
 """Each agent of the table (``AGENTS``), by key: how it resumes a session, or why it cannot."""

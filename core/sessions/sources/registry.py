@@ -468,6 +468,18 @@ AGENTS: tuple[AgentSource, ...] = (
         what="data folder",
         held="agent threads",
     ),
+    AgentSource(
+        "kiro",
+        "KR",
+        "Kiro CLI",
+        "kiro:",
+        "kiro:KiroSource",
+        "kiro:kiro_root",
+        "$XDG_DATA_HOME/kiro-cli, else ~/.local/share/kiro-cli (else Amazon Q Developer CLI's amazon-q beside it)",
+        "~/.local/share/kiro-cli",
+        what="data folder",
+        held="conversations",
+    ),
 )
 """Every agent whose sessions sessionref reads, in the order they are listed and named."""
 
