@@ -115,7 +115,7 @@ def _saved(sessions: Path, answer: str, seconds: float = 60) -> None:
     raise AssertionError(f"no saved session holds {answer!r}")
 
 
-def _session(home: Path, work: Path, port: int, prompts: list[str], *arguments: str) -> None:
+def _configure(home: Path, work: Path, port: int) -> None:
     config = home / ".config" / "nanocoder"
     config.mkdir(parents=True, exist_ok=True)
     provider = {"name": "stub", "baseUrl": f"http://127.0.0.1:{port}/v1", "apiKey": "stub", "models": ["stub-model"]}
@@ -123,6 +123,10 @@ def _session(home: Path, work: Path, port: int, prompts: list[str], *arguments: 
     # (it saves at most every saveInterval ms, 30 s unless told: 1 s, its least)
     preferences = {"trustedDirectories": [str(work)], "nanocoder": {"sessions": {"saveInterval": 1000}}}
     (config / "nanocoder-preferences.json").write_text(json.dumps(preferences))
+
+
+def _session(home: Path, work: Path, port: int, prompts: list[str], *arguments: str) -> None:
+    _configure(home, work, port)
     terminal = Terminal(home, work, *arguments)
     try:
         terminal.wait_for(b"What would you like")
@@ -224,3 +228,43 @@ def test_nanocoder_s_folder_comes_from_its_environment(monkeypatch: pytest.Monke
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert nanocoder_root() == tmp_path / ".local" / "share" / "nanocoder"
+
+
+@needs_nanocoder
+def test_nanocoder_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
+    from tests.test_agents_real import _said, docs_block, offered_tools, sessionref_on_path, tool_messages
+    from tests.test_mcp import snapshot
+
+    home, work = setup_work(tmp_path)
+    path, root = sessionref_on_path(tmp_path, home)
+    config = home / ".config" / "nanocoder"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / ".mcp.json").write_text(json.dumps(docs_block('"alwaysAllow"')))  # docs/mcp.md's, as written
+    with stub(_OpenAI) as (port, script), pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", path)
+        _configure(home, work, port)
+        terminal = Terminal(home, work)
+        try:
+            terminal.wait_for(b"What would you like")
+            # While it connects its MCP servers (and fails to fetch its latest version, offline), it draws
+            # its prompt again, and a paste then is lost: typed again until it is taken.
+            for attempt in range(4):
+                terminal.settle(quiet=2)
+                terminal.type("NC-MARK-9 REFERENCE DESIGN please")
+                try:
+                    terminal.wait_for(b"ANSWER NC-MARK-9", seconds=30)
+                    break
+                except AssertionError:
+                    if attempt == 3:
+                        raise
+        finally:
+            terminal.close()
+    offered = offered_tools(script)
+    assert any(name.endswith("reference_session") for name in offered), offered
+    results = [_said(message.get("content")) for message in tool_messages(script)]
+    # nanocoder shows its model at most 20,000 characters of a tool's result, its start and end: the
+    # snapshot's first and last 4,000 characters are there as they are.
+    whole = snapshot(root)
+    assert any(
+        len(result) <= 20_000 and whole[:4_000] in result and result.endswith(whole[-4_000:]) for result in results
+    ), [(len(result), len(whole)) for result in results]
