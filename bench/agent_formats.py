@@ -1,4 +1,4 @@
-"""The sessions of the twenty agents ``bench.agents`` adds to its first fourteen, each in its tool's
+"""The sessions of the twenty-two agents ``bench.agents`` adds to its first fourteen, each in its tool's
 own format, written with the tests' own writers of that format (``tests/test_agent_*.py``): the
 shapes each reader is tested against, the real tools' files where they could be run.
 
@@ -279,6 +279,8 @@ WRITERS: dict[str, Writer] = {
     "amp": _amp,
     "droid": _droid,
     "roo": _roo,
+    "clinevsc": _roo,  # (Cline's and Kilo Code's extensions keep Roo Code's folders)
+    "kilocode": _roo,
     "omp": _omp,
     "zed": _zed,
     "kiro": _kiro,

@@ -1,5 +1,5 @@
 """Benchmarks of every other agent's source together: 10,000 sessions spread over every agent the
-readers know (``AGENTS``: Claude Code, Codex, Gemini CLI... in each tool's own shapes; the twenty
+readers know (``AGENTS``: Claude Code, Codex, Gemini CLI... in each tool's own shapes; the twenty-two
 after the first fourteen written by ``bench.agent_formats``), listed cold and warm, a picker keystroke
 in the app over all of them, and one 1,000-message session of each reader's format read by a fresh
 source.
@@ -42,7 +42,7 @@ AGENTS_BY_KEY = {agent.key: agent for agent in AGENTS}
 
 TOTAL = 10_000
 KINDS = 14 + len(formats.WRITERS)
-_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v8"
+_ROOT = Path(tempfile.gettempdir()) / "sessionref-bench-agents-v9"
 LONG_MESSAGES = 1_000
 PROJECT = "/home/user/project-0"
 

@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from core import SessionQueryError, project_conversation
-from core.sessions.sources.roo import RooCodeSource, roo_root
+from core.sessions.sources.roo import (
+    ClineExtensionSource,
+    KiloCodeSource,
+    RooCodeSource,
+    cline_extension_root,
+    kilo_extension_root,
+    roo_root,
+)
 from tests.test_agents_real import check_search
 
 TASK = "7b1f3c2a-1d4e-4f6a-9b8c-0d1e2f3a4b5c"
@@ -84,3 +91,38 @@ def test_roo_code_s_folder_comes_from_vs_code_s(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.delenv("XDG_CONFIG_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert roo_root() == tmp_path / ".config" / "Code" / "User" / "globalStorage" / "rooveterinaryinc.roo-cline"
+
+
+def test_cline_s_and_kilo_code_s_extensions_keep_their_tasks_as_roo_code_does(tmp_path: Path) -> None:
+    # Cline (which Roo Code forked) opens a task with a "task" message and names the folder its model
+    # works in "Current Working Directory"; Kilo Code (a fork of Roo Code) writes as Roo Code does.
+    cline = tmp_path / "saoudrizwan.claude-dev"
+    folder = task(cline, [say("task", "first question about wombats"), say("api_req_started", "{}"),
+                          say("text", "an answer"), say("completion_result", "They dig.")])  # fmt: skip
+    details = "<environment_details>\n# Current Working Directory (/work/cline) Files\n</environment_details>"
+    first = {
+        "role": "user",
+        "content": [{"type": "text", "text": "<task>\nx\n</task>"}, {"type": "text", "text": details}],
+    }
+    (folder / "api_conversation_history.json").write_text(json.dumps([first]))
+    source = ClineExtensionSource(cline)
+    (record,) = source.listing()
+    assert record.header.id == f"clinevsc:{TASK}" and record.header.cwd == "/work/cline"
+    assert [i.text for i in project_conversation(source.surface(record.header.id))] == [
+        "first question about wombats", "an answer", "They dig."
+    ]  # fmt: skip
+    check_search("--clinevsc-root", cline, "wombats", record.header.id, tmp_path)
+    kilo = tmp_path / "kilocode.kilo-code"
+    task(kilo, [say("text", "a kilo question"), say("text", "a kilo answer")])
+    (record,) = KiloCodeSource(kilo).listing()
+    assert record.header.id == f"kilocode:{TASK}" and record.header.cwd == "/work/app"
+    assert [i.text for i in project_conversation(KiloCodeSource(kilo).surface(record.header.id))] == [
+        "a kilo question", "a kilo answer"
+    ]  # fmt: skip
+
+
+def test_the_extensions_folders_are_vs_code_s(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "c"))
+    storage = tmp_path / "c" / "Code" / "User" / "globalStorage"
+    assert cline_extension_root() == storage / "saoudrizwan.claude-dev"
+    assert kilo_extension_root() == storage / "kilocode.kilo-code"

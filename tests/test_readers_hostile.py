@@ -41,7 +41,7 @@ from core.sessions.sources.open_interpreter import OpenInterpreterSource
 from core.sessions.sources.openclaw import OpenClawSource
 from core.sessions.sources.pi import OhMyPiSource, PiSource
 from core.sessions.sources.qwen import QwenCodeSource
-from core.sessions.sources.roo import RooCodeSource
+from core.sessions.sources.roo import ClineExtensionSource, KiloCodeSource, RooCodeSource
 from core.sessions.sources.vibe import VibeSource
 from tests.test_external import UUID, c_assistant, c_user, codex_line, codex_message, text
 from tests.test_other_agents import SID, c_event, g_reply, g_user, gemini_header, q_record, q_text
@@ -299,6 +299,17 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path, list[Any]], Path
          {"ts": 1796670000002, "type": "ask", "ask": "tool", "text": "{}"},
          {"ts": 1796670000003, "type": "say", "say": "text", "text": "an answer"},
          {"ts": 1796670000004, "type": "say", "say": "user_feedback", "text": "more", "images": []}],
+    ]),
+    "clinevsc": (ClineExtensionSource, _roo, [
+        [{"ts": 1796670000000, "type": "say", "say": "task", "text": "first question"},
+         {"ts": 1796670000001, "type": "say", "say": "api_req_started", "text": "{}"},
+         {"ts": 1796670000003, "type": "say", "say": "text", "text": "an answer"},
+         {"ts": 1796670000004, "type": "say", "say": "completion_result", "text": "done"}],
+    ]),
+    "kilocode": (KiloCodeSource, _roo, [
+        [{"ts": 1796670000000, "type": "say", "say": "text", "text": "first question"},
+         {"ts": 1796670000003, "type": "say", "say": "text", "text": "an answer"},
+         {"ts": 1796670000004, "type": "say", "say": "user_feedback", "text": "more"}],
     ]),
     "amp": (AmpSource, _amp, [
         {"id": "T-019b9d03", "title": "A title", "created": 1767865803494,

@@ -74,6 +74,10 @@ RESUME: dict[str, Resumes | Cannot] = {
     "amp": Cannot("Amp was not run here: open the thread from amp's thread list (amp threads)"),
     "droid": Cannot("Factory Droid was not run here: resume the session from droid's own list (droid --resume)"),
     "roo": Cannot("Roo Code is a VS Code extension: open the folder in VS Code and pick the task in its history"),
+    "clinevsc": Cannot("Cline (VS Code) is an extension: open the folder in VS Code and pick the task in its history"),
+    "kilocode": Cannot(
+        "Kilo Code (VS Code) is an extension: open the folder in VS Code and pick the task in its history"
+    ),
     "omp": Cannot("oh-my-pi resumes a session from its file (omp --session <file>) or its picker (omp --resume)"),
     "kiro": Cannot("Kiro CLI was not run here: kiro-cli chat --resume resumes the newest conversation of the folder"),
     "zed": Cannot("Zed is an editor: open the folder in Zed and pick the thread in its agent panel's history"),

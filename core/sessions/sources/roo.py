@@ -1,5 +1,6 @@
 """Roo Code's tasks (the VS Code extension ``rooveterinaryinc.roo-cline``): ``<storage>/tasks/<task id>/``,
-read-only.
+read-only; and the same folders of the two extensions it is kin to, Cline's (``saoudrizwan.claude-dev``,
+which Roo Code forked) and Kilo Code's (``kilocode.kilo-code``, a fork of Roo Code).
 
 ``<storage>`` is the extension's global storage: ``$XDG_CONFIG_HOME/Code/User/globalStorage/
 rooveterinaryinc.roo-cline``, else ``~/.config/Code/...`` (``~/Library/Application Support/Code/...`` on
@@ -38,17 +39,35 @@ from core.sessions.sources.files import (
 ROO_PREFIX = "roo:"
 EXTENSION = "rooveterinaryinc.roo-cline"
 SESSION_BYTES = 64 * 1024 * 1024
-_WORKSPACE = re.compile(r"Current Workspace Directory \((/[^)\n]*)\)")
+_WORKSPACE = re.compile(r"Current (?:Workspace|Working) Directory \((/[^)\n]*)\)")
+"""Roo Code's and Kilo Code's ``Current Workspace Directory``, Cline's ``Current Working Directory``."""
+CLINE_EXTENSION = "saoudrizwan.claude-dev"
+KILO_EXTENSION = "kilocode.kilo-code"
 
 
 def roo_root() -> Path:
     """The extension's global storage under VS Code's ``User`` folder."""
+    return extension_storage(EXTENSION)
+
+
+def cline_extension_root() -> Path:
+    """Cline's VS Code extension's global storage."""
+    return extension_storage(CLINE_EXTENSION)
+
+
+def kilo_extension_root() -> Path:
+    """Kilo Code's VS Code extension's global storage."""
+    return extension_storage(KILO_EXTENSION)
+
+
+def extension_storage(extension: str) -> Path:
+    """A VS Code extension's global storage under VS Code's ``User`` folder."""
     config = os.environ.get("XDG_CONFIG_HOME", "").strip()
     mac = Path.home() / "Library" / "Application Support" / "Code" / "User"
     user = (
         Path(config) / "Code" / "User" if config else mac if mac.is_dir() else Path.home() / ".config" / "Code" / "User"
     )
-    return user / "globalStorage" / EXTENSION
+    return user / "globalStorage" / extension
 
 
 def _workspace(task: Path) -> str | None:
@@ -115,3 +134,18 @@ class RooCodeSource(FileSource):
             elif said in ("text", "completion_result"):
                 builder.assistant(number, when, text)
         return ExternalSession(header, builder.events, title, problems, len(messages) - 1 if messages else None)
+
+
+class ClineExtensionSource(RooCodeSource):
+    """Cline's VS Code extension's tasks: the same folder of ``ui_messages.json`` Roo Code kept when it
+    forked Cline (Cline names the folder ``Current Working Directory``)."""
+
+    prefix = "clinevsc:"
+    name = "Cline (VS Code)"
+
+
+class KiloCodeSource(RooCodeSource):
+    """Kilo Code's VS Code extension's tasks: a fork of Roo Code that keeps its tasks the same way."""
+
+    prefix = "kilocode:"
+    name = "Kilo Code (VS Code)"
