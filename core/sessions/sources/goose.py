@@ -38,8 +38,7 @@ from core.sessions.sources.files import (
     millis,
     prompt_title,
 )
-from core.sessions.sources.row_source import Listed, RowSource
-from core.sessions.sources.sqlite_reads import ReadOnlyDatabase
+from core.sessions.sources.row_source import DatabaseSource, Listed
 
 GOOSE_PREFIX = "goose:"
 MAX_CONTENT_BYTES = 8 * 1024 * 1024
@@ -113,22 +112,16 @@ def texts_of_content(raw: object) -> list[str] | None:
     ]
 
 
-class GooseSource(RowSource):
+class GooseSource(DatabaseSource):
     """Goose's sessions: its ``sessions.db`` (see the module docstring)."""
 
     prefix = GOOSE_PREFIX
     name = "Goose"
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        super().__init__(root)
-        self._database = ReadOnlyDatabase(self.root / "sessions" / "sessions.db", self.name)
-
-    def _stamp(self) -> object:
-        return self._database.stamp()
+    database_at = ("sessions", "sessions.db")
 
     def _list(self) -> tuple[list[Listed], list[StoreProblem]]:
         path = self._database.path
-        if os.path.islink(path.parent) or os.path.islink(path) or not path.is_file():
+        if not self._present():
             return [], []
         try:
             columns = {name for (name,) in self._database.query(_COLUMNS)}

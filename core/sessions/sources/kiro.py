@@ -33,8 +33,7 @@ from typing import Any
 
 from core.sessions.models import SessionHeader, StoreProblem
 from core.sessions.sources.files import ExternalSession, SurfaceBuilder, epoch_millis, millis, prompt_title
-from core.sessions.sources.row_source import Listed, RowSource
-from core.sessions.sources.sqlite_reads import ReadOnlyDatabase
+from core.sessions.sources.row_source import DatabaseSource, Listed
 
 KIRO_PREFIX = "kiro:"
 MAX_CONVERSATION_BYTES = 8 * 1024 * 1024
@@ -110,22 +109,16 @@ def summary_of(conversation: dict[str, Any]) -> str | None:
     return text if type(text) is str and text.strip() else None
 
 
-class KiroSource(RowSource):
+class KiroSource(DatabaseSource):
     """Kiro CLI's conversations: its ``data.sqlite3`` (see the module docstring)."""
 
     prefix = KIRO_PREFIX
     name = "Kiro CLI"
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        super().__init__(root)
-        self._database = ReadOnlyDatabase(self.root / "data.sqlite3", self.name)
-
-    def _stamp(self) -> object:
-        return self._database.stamp()
+    database_at = ("data.sqlite3",)
 
     def _list(self) -> tuple[list[Listed], list[StoreProblem]]:
         path = self._database.path
-        if os.path.islink(path.parent) or os.path.islink(path) or not path.is_file():
+        if not self._present():
             return [], []
         try:
             tables = {name for (name,) in self._database.query(_TABLES)}

@@ -37,8 +37,7 @@ from pathlib import Path
 from core.sessions import event_types as ev
 from core.sessions.models import SessionHeader, StoreProblem
 from core.sessions.sources.files import LATEST_MILLIS, ExternalSession, SurfaceBuilder, prompt_title
-from core.sessions.sources.row_source import Listed, RowSource
-from core.sessions.sources.sqlite_reads import ReadOnlyDatabase
+from core.sessions.sources.row_source import DatabaseSource, Listed
 
 LLM_PREFIX = "llm:"
 MAX_TEXT_BYTES = 8 * 1024 * 1024
@@ -111,21 +110,15 @@ def _name(value: object) -> str | None:
     return value.strip() if type(value) is str and value.strip() else None
 
 
-class LlmSource(RowSource):
+class LlmSource(DatabaseSource):
     """llm's conversations: its ``logs.db`` (see the module docstring)."""
 
     prefix = LLM_PREFIX
     name = "llm"
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        super().__init__(root)
-        self._database = ReadOnlyDatabase(self.root / "logs.db", self.name)
-
-    def _stamp(self) -> object:
-        return self._database.stamp()
+    database_at = ("logs.db",)
 
     def _list(self) -> tuple[list[Listed], list[StoreProblem]]:
-        if not self._database.path.is_file() or os.path.islink(self._database.path):
+        if not self._present():
             return [], []
         try:
             tables = {name for (name,) in self._database.query(_TABLES)}

@@ -1,4 +1,4 @@
-"""What the sources whose sessions are rows of another tool's database share (OpenClaw's, so far):
+"""What the sources whose sessions are rows of another tool's database share:
 a listing kept while the tool's data is unchanged, each session read once per revision, busy said
 as busy, a record of a shape no version writes read as that session's problem, never a traceback.
 
@@ -21,7 +21,7 @@ from core.sessions.models import SessionHeader, SessionRecord, StoreProblem, Sur
 from core.sessions.query import ReadsAsQuery, sort_listing
 from core.sessions.session import not_found
 from core.sessions.sources.files import ExternalSession, cannot_read, surface_of, title_of
-from core.sessions.sources.sqlite_reads import SourceBusy
+from core.sessions.sources.sqlite_reads import ReadOnlyDatabase, SourceBusy
 
 
 @dataclass
@@ -139,3 +139,26 @@ class RowSource(ReadsAsQuery):
 
     def title(self, session_id: str) -> TitleSnapshot | None:
         return title_of(self.session(session_id))
+
+
+class DatabaseSource(RowSource):
+    """A row source whose sessions are rows of one SQLite database at ``database_at`` under its root
+    (Goose's, llm's, Cursor's, Zed's, Kiro CLI's): it reads the database as ``sqlite_reads`` says, and
+    its listing changes when the database does."""
+
+    database_at: tuple[str, ...] = ()
+    """The database's path under the root, part by part."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__(root)
+        self._database = ReadOnlyDatabase(self.root.joinpath(*self.database_at), self.name)
+
+    def _stamp(self) -> object:
+        return self._database.stamp()
+
+    def _present(self) -> bool:
+        """Whether the database is there to read: a regular file, neither it nor a folder of the tool's
+        between the root and it a link (no link leads out of the tool's folder; the root given may be one)."""
+        path = self._database.path
+        inside = len(self.database_at) > 1 and os.path.islink(path.parent)
+        return not inside and not os.path.islink(path) and path.is_file()

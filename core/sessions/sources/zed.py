@@ -37,8 +37,7 @@ import zstandard
 
 from core.sessions.models import SessionHeader, StoreProblem
 from core.sessions.sources.files import ExternalSession, SurfaceBuilder, millis, prompt_title
-from core.sessions.sources.row_source import Listed, RowSource
-from core.sessions.sources.sqlite_reads import ReadOnlyDatabase
+from core.sessions.sources.row_source import DatabaseSource, Listed
 
 ZED_PREFIX = "zed:"
 MAX_THREAD_BYTES = 64 * 1024 * 1024
@@ -121,22 +120,16 @@ def thread_of(kind: object, data: object) -> dict[str, Any] | None:
     return thread if type(thread) is dict else None
 
 
-class ZedSource(RowSource):
+class ZedSource(DatabaseSource):
     """Zed's agent threads: its ``threads.db`` (see the module docstring)."""
 
     prefix = ZED_PREFIX
     name = "Zed"
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        super().__init__(root)
-        self._database = ReadOnlyDatabase(self.root / "threads" / "threads.db", self.name)
-
-    def _stamp(self) -> object:
-        return self._database.stamp()
+    database_at = ("threads", "threads.db")
 
     def _list(self) -> tuple[list[Listed], list[StoreProblem]]:
         path = self._database.path
-        if os.path.islink(path.parent) or os.path.islink(path) or not path.is_file():
+        if not self._present():
             return [], []
         try:
             columns = {name for (name,) in self._database.query(_COLUMNS)}
