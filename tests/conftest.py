@@ -172,6 +172,7 @@ _MODULE_MARKERS = {
     "test_agent_hermes": ("interop",),
     "test_handoff_agents": ("interop",),
     "test_handoff_terminal": ("tmux",),
+    "test_resume_terminal": ("tmux", "interop"),
     "test_browser": ("browser",),
     "test_interop": ("interop",),
     "test_interop_engine": ("interop",),

@@ -125,21 +125,38 @@ class Launch:
         Raises:
             OSError: it could not be started.
         """
-        process = subprocess.Popen(self.argv, cwd=self.cwd, env=self.environment())
-        main = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
-        try:
-            started()
-            code = process.wait()
-            return code if code >= 0 else 128 - code
-        finally:
-            if main:
-                signal.signal(signal.SIGINT, previous)
+        return run_in_terminal(self.argv, self.cwd, self.environment(), started)
 
     def cleanup(self) -> None:
         """Remove this run's files (the folder they are in too)."""
         for path in self.files:
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
+def run_in_terminal(
+    argv: list[str], cwd: str, env: dict[str, str] | None = None, started: Callable[[], None] | None = None
+) -> int:
+    """Run a program in this terminal and wait for it (an agent handed a session, or resuming one):
+    ``started`` is called once its process runs; its exit code (128 + the signal's number when a signal
+    ended it, as a shell says).
+
+    Ctrl-C is the program's while it runs, as a shell leaves it: this process ignores SIGINT meanwhile
+    (from its main thread; set after the start, so the program does not inherit the ignoring).
+
+    Raises:
+        OSError: it could not be started.
+    """
+    process = subprocess.Popen(argv, cwd=cwd, env=env)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        if started is not None:
+            started()
+        code = process.wait()
+        return code if code >= 0 else 128 - code
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
 
 
 Builder = Callable[[str, str, str, ToolServer, bool], "Launch"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import subprocess
 import sys
 
 from core.display import visible
@@ -42,6 +41,7 @@ def _cannot(message: str) -> CommandError:
 def resume_command(args: argparse.Namespace) -> int:
     """Run ``sessionref resume``."""
     from core.errors import SessionQueryError
+    from core.handoff.agents import run_in_terminal
     from core.handoff.resume import RESUME_SESSION_NOT_FOUND, ResumeError, resume_plan
     from core.settings import external_sources
     from tui.cli.options import command_effective
@@ -72,4 +72,7 @@ def resume_command(args: argparse.Namespace) -> int:
         return 0
     if folder is not None and where != folder:
         print(visible(f"sessionref resume: {folder} is gone; starting in {where}"), file=sys.stderr)
-    return subprocess.run(command, cwd=where, check=False).returncode
+    try:
+        return run_in_terminal(command, where)  # (Ctrl-C is the agent's while it runs)
+    except OSError as error:
+        raise _cannot(f"{command[0]} could not start: {error.strerror or error}") from error

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 
 from textual.app import App, SuspendNotSupported
 
@@ -112,6 +111,7 @@ class HandoffControl:
     def resume(self, app: App[object], session_id: str) -> list[Notice]:
         """Open another agent's session in that agent, in its folder, in this terminal (the app
         suspended meanwhile): ``sessionref resume``'s plan; what to tell."""
+        from core.handoff.agents import run_in_terminal
         from core.handoff.resume import ResumeError, resume_plan
 
         try:
@@ -124,7 +124,7 @@ class HandoffControl:
         try:
             with app.suspend():
                 try:
-                    code: int | str = subprocess.run(command, cwd=where, check=False).returncode
+                    code: int | str = run_in_terminal(command, where)  # (Ctrl-C is the agent's meanwhile)
                 except OSError as error:
                     code = f"could not start: {error.strerror or error}"
         except SuspendNotSupported:
