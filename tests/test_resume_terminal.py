@@ -44,12 +44,13 @@ def test_resume_in_kimi_cli_from_the_app_in_a_terminal(tmp_path: Path) -> None:
             terminal.send("Resume in Kimi CLI", literal=True)
             terminal.wait_for(lambda s: "Resume in Kimi CLI: KI-MARK-1" in s)
             terminal.send("Enter")
-            terminal.wait_for(lambda s: "KI-MARK-1" in s and "Resume in Kimi CLI" not in s, timeout=60)
-            for _attempt in range(3):  # (typed once its prompt is up: typed before, it may be lost)
+            # Kimi CLI's screen: the session's turns, then its input box.
+            terminal.wait_for(lambda s: "ANSWER KI-MARK-1" in s and "input" in s and "context:" in s, timeout=60)
+            for _attempt in range(3):  # (typed again if a redraw took it)
                 terminal.send("KI-MARK-2 resumed from the app", literal=True)
                 terminal.send("Enter")
                 try:
-                    terminal.wait_for(lambda s: "ANSWER KI-MARK-2" in s, timeout=40)
+                    terminal.wait_for(lambda s: "ANSWER KI-MARK-2" in s, timeout=30)
                     break
                 except AssertionError:
                     continue
