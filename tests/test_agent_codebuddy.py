@@ -38,7 +38,7 @@ needs_codebuddy = pytest.mark.skipif(
 )
 
 
-def codebuddy(home: Path, work: Path, port: int, *arguments: str) -> str:
+def codebuddy(home: Path, work: Path, port: int, *arguments: str, path: str | None = None) -> str:
     models = home / ".codebuddy" / "models.json"
     models.parent.mkdir(parents=True, exist_ok=True)
     model = {
@@ -52,7 +52,8 @@ def codebuddy(home: Path, work: Path, port: int, *arguments: str) -> str:
         "supportsToolCall": True,
     }
     models.write_text(json.dumps({"models": [model]}))
-    return run([str(NODE), str(CODEBUDDY), "-p", "--model", "stub-model", *arguments], work, base_environment(home))
+    environment = base_environment(home) | ({"PATH": path} if path is not None else {})
+    return run([str(NODE), str(CODEBUDDY), "-p", "--model", "stub-model", *arguments], work, environment)
 
 
 def _texts(source: CodeBuddySource, session_id: str) -> list[str]:
@@ -173,3 +174,26 @@ def test_codebuddy_s_folder_comes_from_its_environment(monkeypatch: pytest.Monke
     monkeypatch.delenv("CODEBUDDY_CONFIG_DIR")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert codebuddy_root() == tmp_path / ".codebuddy"
+
+
+@needs_codebuddy
+def test_codebuddy_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
+    # CodeBuddy Code defers an MCP server's tools: its model runs one through DeferExecuteTool.
+    from tests.test_agents_real import _said, docs_block, sessionref_on_path, tool_messages
+    from tests.test_mcp import snapshot
+
+    home, work = setup_work(tmp_path)
+    path, root = sessionref_on_path(tmp_path, home)
+    (home / ".codebuddy.json").write_text(json.dumps(docs_block('"type": "stdio"')))  # docs/mcp.md's, as written
+    with stub(_OpenAI) as (port, script):
+        codebuddy(home, work, port, "-y", "CB-MARK-9 REFERENCE DESIGN please", path=path)
+    called = [
+        json.loads(call["function"]["arguments"])
+        for body in script.requests
+        for message in body.get("messages", [])
+        for call in message.get("tool_calls") or []
+        if call.get("function", {}).get("name") == "DeferExecuteTool"
+    ]
+    assert any(str(call.get("toolName")).endswith("reference_session") for call in called), called
+    results = [_said(message.get("content")) for message in tool_messages(script)]
+    assert any(snapshot(root) in result for result in results), [(len(r), r[:200]) for r in results]

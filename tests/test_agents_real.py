@@ -158,9 +158,18 @@ class _OpenAI(BaseHTTPRequestHandler):
         after = messages[typed[-1] + 1 :] if typed else messages[-1:]
         answered = any(m.get("role") == "tool" for m in after)
         tools = [tool.get("function", {}).get("name", "") for tool in body.get("tools") or []]
-        decided = self.script.decide(users, answered, tools)
+        # An agent that defers its MCP servers' tools (CodeBuddy Code) names them only in its tool search's
+        # description, and runs one through DeferExecuteTool.
+        deferred = []
+        if "DeferExecuteTool" in tools:
+            described = "\n".join(str(tool.get("function", {}).get("description", "")) for tool in body["tools"])
+            named = re.findall(r"[\w.-]*reference_session", described)
+            deferred = sorted({name for name in named if name not in tools})[:1]
+        decided = self.script.decide(users, answered, tools + deferred)
         if decided is not None:
             _kind, name, arguments = decided
+            if name in deferred:
+                name, arguments = "DeferExecuteTool", {"toolName": name, "params": arguments}
             arguments = _fitted(arguments, next((t for t in body.get("tools") or [] if _named(t) == name), {}))
             delta: dict[str, Any] = {
                 "role": "assistant",
