@@ -38,11 +38,13 @@ needs_code_puppy = pytest.mark.skipif(
 )
 
 
-def code_puppy(home: Path, work: Path, port: int, *arguments: str) -> str:
+def code_puppy(home: Path, work: Path, port: int, *arguments: str, settings: str = "") -> str:
     environment = base_environment(home)
     config = Path(environment["XDG_CONFIG_HOME"]) / "code_puppy" / "puppy.cfg"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text("[puppy]\npuppy_name = Rex\nowner_name = Tester\nmodel = stub\nauto_save_session = true\n")
+    config.write_text(
+        "[puppy]\npuppy_name = Rex\nowner_name = Tester\nmodel = stub\nauto_save_session = true\n" + settings
+    )
     models = Path(environment["XDG_DATA_HOME"]) / "code_puppy" / "extra_models.json"
     models.parent.mkdir(parents=True, exist_ok=True)
     endpoint = {"url": f"http://127.0.0.1:{port}/v1", "api_key": "stub"}
@@ -167,3 +169,28 @@ def test_code_puppy_s_folder_comes_from_its_environment(monkeypatch: pytest.Monk
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert code_puppy_root() == tmp_path / ".code_puppy"
+
+
+@needs_code_puppy
+def test_code_puppy_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
+    # A server Code Puppy knows reaches an agent only when bound to it: both files, as docs/mcp.md says.
+    import re
+
+    from tests.test_agents_real import REPO, _said, docs_block, offered_tools, sessionref_on_path, tool_messages
+    from tests.test_mcp import snapshot
+
+    home, work = setup_work(tmp_path)
+    path, root = sessionref_on_path(tmp_path, home)
+    config = Path(base_environment(home)["XDG_CONFIG_HOME"]) / "code_puppy"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "mcp_servers.json").write_text(json.dumps(docs_block('"mcp_servers"')))
+    (config / "mcp_agent_bindings.json").write_text(json.dumps(docs_block('"bindings"')))
+    with stub(_OpenAI) as (port, script), pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", path)
+        limit = re.search(r"^tool_output_limit_chars = \d+$", (REPO / "docs" / "mcp.md").read_text(), re.M)
+        assert limit is not None  # docs/mcp.md's line, as written: a whole snapshot, not a handle to it
+        code_puppy(home, work, port, "-p", "PU-MARK-9 REFERENCE DESIGN please", settings=limit.group(0) + "\n")
+    offered = offered_tools(script)
+    assert any(name.endswith("reference_session") for name in offered), sorted(set(offered))
+    results = [_said(message.get("content")) for message in tool_messages(script)]
+    assert any(snapshot(root) in result for result in results), [(len(r), r[:200]) for r in results]
