@@ -85,3 +85,36 @@ def test_its_folder_follows_oh_my_pi_s_layout(monkeypatch: pytest.MonkeyPatch, t
     assert omp_root() == tmp_path / ".omp" / "agent"
     (tmp_path / "data" / "omp").mkdir(parents=True)
     assert omp_root() == tmp_path / "data" / "omp" / "agent"
+
+
+@needs_omp
+def test_oh_my_pi_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
+    # oh-my-pi makes an MCP server's tools devices: its model writes a call's arguments to xd://<tool>.
+    import json
+
+    from tests.test_agents_real import _said, docs_block, sessionref_on_path, tool_messages
+    from tests.test_mcp import snapshot
+
+    home, work = setup_work(tmp_path)
+    path, root = sessionref_on_path(tmp_path, home)
+    servers = home / ".omp" / "agent" / "mcp.json"
+    servers.parent.mkdir(parents=True, exist_ok=True)
+    servers.write_text(json.dumps(docs_block('"args": ["mcp"], "enabled": true')))  # docs/mcp.md's, as written
+    with stub(_OpenAI) as (port, script), pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", path)
+        omp(home, work, port, "-p", "OM-MARK-9 REFERENCE DESIGN please")
+    written = [
+        json.loads(call["function"]["arguments"])
+        for body in script.requests
+        for message in body.get("messages", [])
+        for call in message.get("tool_calls") or []
+        if call.get("function", {}).get("name") == "write"
+    ]
+    assert any(str(call.get("path")).endswith("reference_session") for call in written), written
+    results = [_said(message.get("content")) for message in tool_messages(script)]
+    # oh-my-pi shows its model the first lines and the end of a long result (the snapshot's JSON is one
+    # line, cut in its middle) and keeps the whole as an artifact the model can read.
+    frame = snapshot(root).split("<referenced-sessions>")[0]
+    assert any(
+        frame in result and "</referenced-sessions>" in result and "artifact://" in result for result in results
+    ), [len(result) for result in results]

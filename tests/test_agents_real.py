@@ -165,11 +165,15 @@ class _OpenAI(BaseHTTPRequestHandler):
             described = "\n".join(str(tool.get("function", {}).get("description", "")) for tool in body["tools"])
             named = re.findall(r"[\w.-]*reference_session", described)
             deferred = sorted({name for name in named if name not in tools})[:1]
-        decided = self.script.decide(users, answered, tools + deferred)
+        # oh-my-pi makes an MCP server's tools devices, run by writing their arguments to xd://<tool>.
+        devices = re.findall(r"xd://([\w.-]*reference_session)", json.dumps(body)) if "write" in tools else []
+        decided = self.script.decide(users, answered, tools + deferred + devices[:1])
         if decided is not None:
             _kind, name, arguments = decided
             if name in deferred:
                 name, arguments = "DeferExecuteTool", {"toolName": name, "params": arguments}
+            elif name in devices and name not in tools:
+                name, arguments = "write", {"i": "reference", "path": f"xd://{name}", "content": json.dumps(arguments)}
             arguments = _fitted(arguments, next((t for t in body.get("tools") or [] if _named(t) == name), {}))
             delta: dict[str, Any] = {
                 "role": "assistant",
