@@ -183,3 +183,26 @@ def test_its_folder_follows_kimi_code_s_environment(monkeypatch: pytest.MonkeyPa
     assert kimi_code_root() == tmp_path / ".kimi-code"
     monkeypatch.setenv("KIMI_CODE_HOME", str(tmp_path / "k"))
     assert kimi_code_root() == tmp_path / "k"
+
+
+@needs_kimi_code
+def test_kimi_code_references_a_session_through_sessionref_mcp(tmp_path: Path) -> None:
+    from tests.test_agents_real import _said, docs_block, offered_tools, sessionref_on_path, tool_messages
+    from tests.test_mcp import snapshot
+
+    home, work = setup_work(tmp_path)
+    path, root = sessionref_on_path(tmp_path, home)
+    servers = home / ".kimi-code" / "mcp.json"
+    servers.parent.mkdir(parents=True, exist_ok=True)
+    servers.write_text(json.dumps(docs_block('"env": {}')))  # docs/mcp.md's mcp.json, as written
+    with stub(_OpenAI) as (port, script), pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", path)
+        kimi_code(home, work, port, "-p", "KC-MARK-9 REFERENCE DESIGN please")
+    offered = offered_tools(script)
+    assert any(name.endswith("reference_session") for name in offered), offered
+    results = [_said(message.get("content")) for message in tool_messages(script)]
+    # Kimi Code cuts each long line of a result and saves the whole to a file its model can read.
+    frame = snapshot(root).split("<referenced-sessions>")[0]
+    assert any(
+        frame in result and "</referenced-sessions>" in result and "output_path" in result for result in results
+    ), [len(result) for result in results]
