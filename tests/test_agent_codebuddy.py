@@ -184,7 +184,8 @@ def test_codebuddy_references_a_session_through_sessionref_mcp(tmp_path: Path) -
 
     home, work = setup_work(tmp_path)
     path, root = sessionref_on_path(tmp_path, home)
-    (home / ".codebuddy.json").write_text(json.dumps(docs_block('"type": "stdio"')))  # docs/mcp.md's, as written
+    block = docs_block('"mcpServers": { "sessionref": { "type": "stdio"')  # docs/mcp.md's, as written
+    (home / ".codebuddy.json").write_text(json.dumps(block))
     with stub(_OpenAI) as (port, script):
         codebuddy(home, work, port, "-y", "CB-MARK-9 REFERENCE DESIGN please", path=path)
     called = [
