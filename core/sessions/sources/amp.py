@@ -14,7 +14,6 @@ run and none of its own files is public: the format is checked against no file o
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from core.sessions.sources.files import (
     ExternalSession,
     FileSource,
     SurfaceBuilder,
+    data_home,
     epoch_millis,
     files_in,
     prompt_title,
@@ -40,8 +40,7 @@ _THREAD = re.compile(r"T-[0-9A-Za-z-]{1,64}\.json")
 
 def amp_root() -> Path:
     """``$XDG_DATA_HOME/amp``, else ``~/.local/share/amp``."""
-    data = os.environ.get("XDG_DATA_HOME", "").strip()
-    return (Path(data) if data else Path.home() / ".local" / "share") / "amp"
+    return data_home() / "amp"
 
 
 def _folder(thread: dict[str, Any]) -> str | None:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from core.files import file_revision
 from core.sessions.models import SessionHeader, StoreProblem
-from core.sessions.sources.files import ExternalSession, SurfaceBuilder, prompt_title, read_json_object
+from core.sessions.sources.files import ExternalSession, SurfaceBuilder, data_home, prompt_title, read_json_object
 from core.sessions.sources.row_source import Listed, RowSource
 from core.sessions.sources.sqlite_reads import ReadOnlyDatabase
 
@@ -50,8 +50,7 @@ def crush_root() -> Path:
     configured = os.environ.get("CRUSH_GLOBAL_DATA", "").strip()
     if configured:
         return Path(configured).expanduser()
-    data = os.environ.get("XDG_DATA_HOME", "").strip()
-    return (Path(data) if data else Path.home() / ".local" / "share") / "crush"
+    return data_home() / "crush"
 
 
 def _millis(value: object) -> int | None:

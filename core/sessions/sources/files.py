@@ -49,6 +49,18 @@ UUID_AT_END = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-f
 TITLE_LENGTH = 80
 
 
+def data_home() -> Path:
+    """``$XDG_DATA_HOME``, else ``~/.local/share`` (where most agents keep their sessions)."""
+    data = os.environ.get("XDG_DATA_HOME", "").strip()
+    return Path(data) if data else Path.home() / ".local" / "share"
+
+
+def config_home() -> Path:
+    """``$XDG_CONFIG_HOME``, else ``~/.config``."""
+    config = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    return Path(config) if config else Path.home() / ".config"
+
+
 def millis(value: Any) -> int | None:
     """Epoch milliseconds of an ISO 8601 timestamp (``...Z`` or an offset), or ``None``."""
     if not isinstance(value, str) or not value:

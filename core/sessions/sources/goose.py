@@ -35,6 +35,7 @@ from core.sessions.sources.files import (
     LATEST_MILLIS,
     ExternalSession,
     SurfaceBuilder,
+    data_home,
     millis,
     prompt_title,
 )
@@ -57,8 +58,7 @@ def goose_root() -> Path:
     rooted = os.environ.get("GOOSE_PATH_ROOT", "").strip()
     if rooted:
         return Path(rooted).expanduser() / "data"
-    data = os.environ.get("XDG_DATA_HOME", "").strip()
-    return (Path(data) if data else Path.home() / ".local" / "share") / "goose"
+    return data_home() / "goose"
 
 
 def _created(value: object) -> int | None:

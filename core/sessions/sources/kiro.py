@@ -26,13 +26,12 @@ vendor): the format was taken from the open source of the CLI it continues.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from core.sessions.models import SessionHeader, StoreProblem
-from core.sessions.sources.files import ExternalSession, SurfaceBuilder, epoch_millis, millis, prompt_title
+from core.sessions.sources.files import ExternalSession, SurfaceBuilder, data_home, epoch_millis, millis, prompt_title
 from core.sessions.sources.row_source import DatabaseSource, Listed
 
 KIRO_PREFIX = "kiro:"
@@ -56,8 +55,7 @@ def kiro_root() -> Path:
     if sys.platform == "darwin":
         base = Path.home() / "Library" / "Application Support"
     else:
-        data = os.environ.get("XDG_DATA_HOME", "").strip()
-        base = Path(data) if data else Path.home() / ".local" / "share"
+        base = data_home()
     kiro = base / "kiro-cli"
     return kiro if kiro.is_dir() or not (base / "amazon-q").is_dir() else base / "amazon-q"
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from core.sessions import event_types as ev
 from core.sessions.models import SessionHeader, StoreProblem
-from core.sessions.sources.files import LATEST_MILLIS, ExternalSession, SurfaceBuilder, prompt_title
+from core.sessions.sources.files import LATEST_MILLIS, ExternalSession, SurfaceBuilder, config_home, prompt_title
 from core.sessions.sources.row_source import DatabaseSource, Listed
 
 LLM_PREFIX = "llm:"
@@ -84,8 +84,7 @@ def llm_root() -> Path:
     configured = os.environ.get("LLM_USER_PATH", "").strip()
     if configured:
         return Path(configured).expanduser()
-    config = os.environ.get("XDG_CONFIG_HOME", "").strip()
-    return (Path(config) if config else Path.home() / ".config") / "io.datasette.llm"
+    return config_home() / "io.datasette.llm"
 
 
 def _utc(value: object) -> int | None:

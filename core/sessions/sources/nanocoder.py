@@ -28,6 +28,7 @@ from core.sessions.sources.files import (
     ExternalSession,
     FileSource,
     SurfaceBuilder,
+    data_home,
     millis,
     prompt_title,
     read_json,
@@ -44,8 +45,7 @@ def nanocoder_root() -> Path:
     configured = os.environ.get("NANOCODER_DATA_DIR", "").strip()
     if configured:
         return Path(configured).expanduser()
-    data = os.environ.get("XDG_DATA_HOME", "").strip()
-    return (Path(data) if data else Path.home() / ".local" / "share") / "nanocoder"
+    return data_home() / "nanocoder"
 
 
 class NanocoderSource(FileSource):

@@ -15,7 +15,6 @@ takes the one in the file's name (else the file's). The title is the first promp
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from core.sessions.sources.files import (
     ExternalSession,
     FileSource,
     SurfaceBuilder,
+    config_home,
     files_in,
     prompt_title,
     read_json,
@@ -40,8 +40,7 @@ _STARTED = re.compile(r"__([A-Z][a-z]+_\d{2}_\d{4}_\d{2}-\d{2}-\d{2})\.json$")
 
 def open_interpreter_root() -> Path:
     """``$XDG_CONFIG_HOME/open-interpreter``, else ``~/.config/open-interpreter``."""
-    config = os.environ.get("XDG_CONFIG_HOME", "").strip()
-    return (Path(config) if config else Path.home() / ".config") / "open-interpreter"
+    return config_home() / "open-interpreter"
 
 
 def started(name: str) -> int | None:

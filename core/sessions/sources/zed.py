@@ -28,7 +28,6 @@ carries it): the format was taken from its source.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from typing import Any
 import zstandard
 
 from core.sessions.models import SessionHeader, StoreProblem
-from core.sessions.sources.files import ExternalSession, SurfaceBuilder, millis, prompt_title
+from core.sessions.sources.files import ExternalSession, SurfaceBuilder, data_home, millis, prompt_title
 from core.sessions.sources.row_source import DatabaseSource, Listed
 
 ZED_PREFIX = "zed:"
@@ -51,8 +50,7 @@ def zed_root() -> Path:
     Application Support/Zed``)."""
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Application Support" / "Zed"
-    data = os.environ.get("XDG_DATA_HOME", "").strip()
-    return (Path(data) if data else Path.home() / ".local" / "share") / "zed"
+    return data_home() / "zed"
 
 
 def first_folder(paths: object, order: object) -> str | None:
